@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "ctl-protocol.h"
+#include "macro.h"
+
+extern bool arg_json;
+
+/* client.c: talking to mptd. Errors are printed here, once. */
+int client_connect(const char *tunnel, int *ret_fd);
+int client_call(int fd, const CtlRequest *req, CtlReply *ret);
+/* Names of the tunnels with a control socket in the runtime directory, sorted. */
+int client_list_tunnels(char ***ret, size_t *ret_n);
+void strv_free_n(char **l, size_t n);
+
+/* output.c: one print path for text and JSON. */
+/* An array of tunnel objects, each with its "paths" array. */
+void output_json_records(FILE *f, const CtlRecord *records, size_t n);
+void output_show_text(FILE *f, const CtlRecord *records, size_t n);
+void format_bytes(uint64_t b, char *buf, size_t size);
+void format_usec(const char *v, char *buf, size_t size);
+
+/* One function per verb. */
+int verb_show(int argc, char **argv);
+int verb_path(int argc, char **argv);
+int verb_check(int argc, char **argv);
+int verb_monitor(int argc, char **argv);
+int verb_keys(int argc, char **argv);

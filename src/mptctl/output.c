@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <ctype.h>
+#include <inttypes.h>
+
+#include "mptctl.h"
+#include "parse-util.h"
+
+void format_bytes(uint64_t b, char *buf, size_t size) {
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        double v = (double) b;
+        size_t u = 0;
+
+        while (v >= 1024 && u + 1 < ELEMENTSOF(units)) {
+                v /= 1024;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, size, "%" PRIu64 " B", b);
+        else
+                snprintf(buf, size, "%.2f %s", v, units[u]);
+}
+
+/* A microsecond count as "1.25s", "37ms", "250us"; "-" when empty. */
+void format_usec(const char *v, char *buf, size_t size) {
+        uint64_t u;
+
+        if (isempty(v) || safe_atou64(v, &u) < 0) {
+                snprintf(buf, size, "-");
+                return;
+        }
+        if (u > 0 && u % USEC_PER_SEC == 0)
+                snprintf(buf, size, "%" PRIu64 "s", u / USEC_PER_SEC);
+        else if (u > 0 && u < USEC_PER_SEC && u % USEC_PER_MSEC == 0)
+                snprintf(buf, size, "%" PRIu64 "ms", u / USEC_PER_MSEC);
+        else if (u >= 10 * USEC_PER_SEC)
+                snprintf(buf, size, "%.0fs", (double) u / USEC_PER_SEC);
+        else if (u >= USEC_PER_SEC)
+                snprintf(buf, size, "%.2fs", (double) u / USEC_PER_SEC);
+        else if (u >= 10 * USEC_PER_MSEC)
+                snprintf(buf, size, "%.0fms", (double) u / USEC_PER_MSEC);
+        else if (u >= USEC_PER_MSEC)
+                snprintf(buf, size, "%.2fms", (double) u / USEC_PER_MSEC);
+        else
+                snprintf(buf, size, "%" PRIu64 "us", u);
+}
+
+/* ---- JSON ---- */
+
+static void json_string(FILE *f, const char *s) {
+        fputc('"', f);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        fprintf(f, "\\%c", *p);
+                else if (*p < 0x20)
+                        fprintf(f, "\\u%04x", *p);
+                else
+                        fputc(*p, f);
+        }
+        fputc('"', f);
+}
+
+static bool looks_integer(const char *v) {
+        if (isempty(v))
+                return false;
+        if (v[0] == '0' && v[1] != 0)
+                return false; /* "0042": an identifier, not a number */
+        for (const char *p = v; *p; p++)
+                if (!isdigit((unsigned char) *p))
+                        return false;
+        return true;
+}
+
+static bool looks_decimal(const char *v) {
+        const char *dot = strchr(v, '.');
+        if (!dot || dot == v || dot[1] == 0)
+                return false;
+        for (const char *p = v; *p; p++)
+                if (!isdigit((unsigned char) *p) && p != dot)
+                        return false;
+        return true;
+}
+
+static void json_value(FILE *f, const char *v) {
+        if (isempty(v))
+                fputs("null", f);
+        else if (looks_integer(v) || looks_decimal(v))
+                fputs(v, f);
+        else if (streq(v, "yes"))
+                fputs("true", f);
+        else if (streq(v, "no"))
+                fputs("false", f);
+        else
+                json_string(f, v);
+}
+
+/* Fields named "group.key" are collected into an object "group" (drops, reorder). The object is
+ * left open when close is false, so that the caller can append members. */
+static void json_record(FILE *f, const CtlRecord *rec, const char *indent, bool close) {
+        const char *groups[8];
+        size_t n_groups = 0;
+        bool first = true;
+
+        fputs("{", f);
+        for (size_t i = 0; i < rec->n_fields; i++) {
+                const char *k = rec->fields[i].key;
+                const char *dot = strchr(k, '.');
+                if (dot) {
+                        bool seen = false;
+                        for (size_t g = 0; g < n_groups; g++) {
+                                size_t glen = (size_t) (strchr(groups[g], '.') - groups[g]);
+                                if (glen == (size_t) (dot - k) && strneq(groups[g], k, glen))
+                                        seen = true;
+                        }
+                        if (!seen && n_groups < ELEMENTSOF(groups))
+                                groups[n_groups++] = k;
+                        continue;
+                }
+                fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
+                json_string(f, k);
+                fputs(": ", f);
+                json_value(f, rec->fields[i].value);
+                first = false;
+        }
+        for (size_t g = 0; g < n_groups; g++) {
+                size_t glen = (size_t) (strchr(groups[g], '.') - groups[g]);
+                bool gfirst = true;
+                char name[64];
+
+                snprintf(name, sizeof name, "%.*s", (int) glen, groups[g]);
+                /* drop.* becomes "drops" */
+                if (streq(name, "drop"))
+                        strcpy(name, "drops");
+                fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
+                json_string(f, name);
+                fputs(": {", f);
+                for (size_t i = 0; i < rec->n_fields; i++) {
+                        const char *k = rec->fields[i].key;
+                        if (strlen(k) <= glen || k[glen] != '.' || !strneq(k, groups[g], glen))
+                                continue;
+                        fprintf(f, "%s ", gfirst ? "" : ",");
+                        json_string(f, k + glen + 1);
+                        fputs(": ", f);
+                        json_value(f, rec->fields[i].value);
+                        gfirst = false;
+                }
+                fputs(" }", f);
+                first = false;
+        }
+        if (close)
+                fprintf(f, "\n%s}", indent);
+}
+
+void output_json_records(FILE *f, const CtlRecord *records, size_t n) {
+        bool first_tunnel = true;
+
+        /* A "tunnel" record followed by its "path" records becomes one object with "paths". */
+        fputs("[", f);
+        for (size_t i = 0; i < n; i++) {
+                size_t j;
+                bool first_path = true;
+
+                if (!streq(records[i].type, "tunnel"))
+                        continue;
+                fprintf(f, "%s\n  ", first_tunnel ? "" : ",");
+                first_tunnel = false;
+                json_record(f, &records[i], "  ", false);
+                fputs(",\n    \"paths\": [", f);
+                for (j = i + 1; j < n && !streq(records[j].type, "tunnel"); j++) {
+                        if (!streq(records[j].type, "path"))
+                                continue;
+                        fprintf(f, "%s\n      ", first_path ? "" : ",");
+                        json_record(f, &records[j], "      ", true);
+                        first_path = false;
+                }
+                fprintf(f, "%s]\n  }", first_path ? "" : "\n    ");
+        }
+        fputs(first_tunnel ? "]\n" : "\n]\n", f);
+}
+
+/* ---- text ---- */
+
+static const char *get(const CtlRecord *r, const char *key) {
+        return strempty(ctl_record_get(r, key));
+}
+
+static uint64_t get_u64(const CtlRecord *r, const char *key) {
+        uint64_t v = 0;
+        (void) safe_atou64(get(r, key), &v);
+        return v;
+}
+
+static void print_drops(FILE *f, const CtlRecord *r) {
+        bool any = false;
+
+        for (size_t i = 0; i < r->n_fields; i++) {
+                const char *k = startswith(r->fields[i].key, "drop.");
+                if (!k || streq(r->fields[i].value, "0"))
+                        continue;
+                fprintf(f, "%s%s %s", any ? ", " : "  drops: ", k, r->fields[i].value);
+                any = true;
+        }
+        if (any)
+                fputc('\n', f);
+}
+
+void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
+        char a[64], b[64], c[64];
+
+        for (size_t i = 0; i < n; i++) {
+                const CtlRecord *r = &records[i];
+
+                if (streq(r->type, "tunnel")) {
+                        if (i > 0)
+                                fputc('\n', f);
+                        format_usec(get(r, "uptime_us"), a, sizeof a);
+                        fprintf(f, "tunnel: %s  (pid %s, up %s)\n", get(r, "name"), get(r, "pid"), a);
+                        fprintf(f, "  interface: %s (%s, ifindex %s), mtu %s\n", get(r, "ifname"), get(r, "device"),
+                                get(r, "ifindex"), get(r, "mtu"));
+                        if (!isempty(get(r, "addresses")))
+                                fprintf(f, "  addresses: %s\n", get(r, "addresses"));
+                        fprintf(f, "  paths: %s of %s up, scheduler %s, %s worker%s\n", get(r, "paths_up"),
+                                get(r, "paths"), get(r, "scheduler"), get(r, "workers"),
+                                streq(get(r, "workers"), "1") ? "" : "s");
+                        fprintf(f, "  ports: local %s, remote %s\n", get(r, "local_port"), get(r, "remote_port"));
+                        if (!streq(get(r, "reorder_window"), "0")) {
+                                format_usec(get(r, "reorder_max_delay_us"), a, sizeof a);
+                                fprintf(f, "  reorder: window %s, max delay %s; delivered %s, held %s, lost %s, "
+                                        "late %s, timeouts %s, duplicates %s, resyncs %s\n",
+                                        get(r, "reorder_window"), a, get(r, "reorder.delivered"), get(r, "reorder.held"),
+                                        get(r, "reorder.lost"), get(r, "reorder.late"), get(r, "reorder.timeouts"),
+                                        get(r, "reorder.duplicates"), get(r, "reorder.resyncs"));
+                        } else
+                                fprintf(f, "  reorder: off\n");
+                        print_drops(f, r);
+                } else if (streq(r->type, "path")) {
+                        const char *loss = get(r, "keepalive_loss");
+                        format_usec(get(r, "state_age_us"), a, sizeof a);
+                        fprintf(f, "\n  path: %s  %s for %s\n", get(r, "name"), get(r, "state"), a);
+                        if (!isempty(get(r, "interface")))
+                                fprintf(f, "    interface: %s\n", get(r, "interface"));
+                        fprintf(f, "    local: %s  remote: %s\n", get(r, "local"), get(r, "remote"));
+                        fprintf(f, "    weight: %s (%s)%s", get(r, "weight"), get(r, "weight_source"),
+                                streq(get(r, "backup"), "yes") ? ", backup" : "");
+                        if (!streq(get(r, "receive_weight"), "0"))
+                                fprintf(f, ", receive weight %s", get(r, "receive_weight"));
+                        fputc('\n', f);
+                        if (streq(get(r, "keepalive_interval_us"), "0"))
+                                fprintf(f, "    keepalive: off\n");
+                        else {
+                                format_usec(get(r, "keepalive_interval_us"), a, sizeof a);
+                                format_usec(get(r, "dead_time_us"), b, sizeof b);
+                                format_usec(get(r, "last_keepalive_us"), c, sizeof c);
+                                fprintf(f, "    keepalive: every %s, dead after %s, last received %s%s", a,
+                                        streq(get(r, "dead_time_us"), "0") ? "never" : b, c,
+                                        isempty(get(r, "last_keepalive_us")) ? "" : " ago");
+                                format_usec(get(r, "rtt_us"), a, sizeof a);
+                                format_usec(get(r, "rtt_var_us"), b, sizeof b);
+                                if (!isempty(get(r, "rtt_us")))
+                                        fprintf(f, ", rtt %s ± %s", a, b);
+                                if (!isempty(loss))
+                                        fprintf(f, ", loss %.1f%%", strtod(loss, NULL) * 100);
+                                fputc('\n', f);
+                        }
+                        format_bytes(get_u64(r, "tx_bytes"), a, sizeof a);
+                        format_bytes(get_u64(r, "rx_bytes"), b, sizeof b);
+                        fprintf(f, "    transfer: %s sent (%s packets), %s received (%s packets)\n", a,
+                                get(r, "tx_packets"), b, get(r, "rx_packets"));
+                        print_drops(f, r);
+                }
+        }
+}

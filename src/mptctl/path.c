@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "mptctl.h"
+#include "parse-util.h"
+
+/* mptctl path TUNNEL PATH set weight N | up | down */
+int verb_path(int argc, char **argv) {
+        _cleanup_close_ int fd = -EBADF;
+        CtlRequest req = {};
+        CtlReply reply = {};
+        int r;
+
+        if (argc < 4) {
+                fprintf(stderr, "mptctl: usage: mptctl path TUNNEL PATH set weight N | up | down\n");
+                return -EINVAL;
+        }
+        if (!object_name_valid(argv[2])) {
+                fprintf(stderr, "mptctl: '%s' is not a valid path name\n", argv[2]);
+                return -EINVAL;
+        }
+        strcpy(req.path, argv[2]);
+
+        if (argc == 4 && streq(argv[3], "up"))
+                req.command = CTL_COMMAND_PATH_UP;
+        else if (argc == 4 && streq(argv[3], "down"))
+                req.command = CTL_COMMAND_PATH_DOWN;
+        else if (argc == 6 && streq(argv[3], "set") && streq(argv[4], "weight")) {
+                unsigned w;
+                if (safe_atou(argv[5], &w) < 0 || w > 10000) {
+                        fprintf(stderr, "mptctl: invalid weight '%s': expected 0..10000 (0: backup)\n", argv[5]);
+                        return -EINVAL;
+                }
+                req.command = CTL_COMMAND_PATH_WEIGHT;
+                req.weight = w;
+        } else {
+                fprintf(stderr, "mptctl: usage: mptctl path TUNNEL PATH set weight N | up | down\n");
+                return -EINVAL;
+        }
+
+        r = client_connect(argv[1], &fd);
+        if (r < 0)
+                return r;
+        r = client_call(fd, &req, &reply);
+        if (r < 0)
+                return r;
+        ctl_reply_done(&reply);
+        return 0;
+}

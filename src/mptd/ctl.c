@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "ctl-protocol.h"
+#include "ctl.h"
+#include "log.h"
+
+#define CTL_CONNECTIONS_MAX 64
+
+typedef struct CtlConnection CtlConnection;
+
+struct CtlServer {
+        sd_event *event;
+        Tunnel *tunnel;
+        char *path;
+        int fd;
+        sd_event_source *source;
+        CtlConnection *connections;
+        unsigned n_connections;
+        uint64_t refused;
+};
+
+struct CtlConnection {
+        CtlServer *server;
+        int fd;
+        sd_event_source *source;
+        CtlConnection *next, *prev;
+};
+
+static void connection_free(CtlConnection *c) {
+        CtlServer *s = c->server;
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_connections--;
+        sd_event_source_disable_unref(c->source);
+        safe_close(c->fd);
+        free(c);
+}
+
+static void write_counters(CtlWriter *w, const PathCounters *c, bool traffic) {
+        if (traffic) {
+                ctl_writer_field(w, "tx_packets", "%" PRIu64, c->tx_packets);
+                ctl_writer_field(w, "tx_bytes", "%" PRIu64, c->tx_bytes);
+                ctl_writer_field(w, "rx_packets", "%" PRIu64, c->rx_packets);
+                ctl_writer_field(w, "rx_bytes", "%" PRIu64, c->rx_bytes);
+                ctl_writer_field(w, "keepalives_tx", "%" PRIu64, c->keepalives_tx);
+                ctl_writer_field(w, "keepalives_rx", "%" PRIu64, c->keepalives_rx);
+        }
+        for (MptDropReason r = 0; r < _MPT_DROP_MAX; r++) {
+                char key[64];
+                snprintf(key, sizeof key, "drop.%s", mpt_drop_reason_to_string(r));
+                ctl_writer_field(w, key, "%" PRIu64, c->drops[r]);
+        }
+}
+
+static const char *weight_source(const Path *p) {
+        const MptConfKey *k = conf_key_lookup(MPT_SECTION_PATH, "Weight");
+        if (p->weight_runtime_set)
+                return "runtime";
+        if (p->config->key_line[conf_key_index(k)] > 0)
+                return "profile";
+        if (p->peer_receive_weight > 0)
+                return "peer";
+        return "default";
+}
+
+void ctl_write_show(Tunnel *t, CtlWriter *w) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        usec_t now = now_usec();
+        PathCounters pc;
+        char buf[MPT_ADDRESS_STRLEN];
+
+        ctl_writer_record(w, "tunnel");
+        ctl_writer_field(w, "name", "%s", t->name);
+        ctl_writer_field(w, "ifname", "%s", t->tun.ifname);
+        ctl_writer_field(w, "ifindex", "%i", t->tun.ifindex);
+        ctl_writer_field(w, "device", "%s", t->tun.persistent ? "attached" : "created");
+        ctl_writer_field(w, "pid", "%i", (int) getpid());
+        ctl_writer_field(w, "profile", "%s", strempty(t->profile->filename));
+        ctl_writer_field(w, "mtu", "%" PRIu32, t->mtu);
+        ctl_writer_field(w, "workers", "%u", t->n_workers);
+        ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
+        ctl_writer_field(w, "local_port", "%u", c->local_port);
+        ctl_writer_field(w, "remote_port", "%u", c->remote_port);
+        ctl_writer_field(w, "reorder_window", "%" PRIu32, c->reorder_window);
+        ctl_writer_field(w, "reorder_max_delay_us", "%" PRIu64, c->reorder_max_delay);
+        ctl_writer_field(w, "paths", "%zu", t->n_paths);
+        ctl_writer_field(w, "paths_up", "%u", t->paths_up);
+        ctl_writer_field(w, "session", "%08x", t->session);
+        ctl_writer_field(w, "peer_session", "%08x", t->peer_session);
+        ctl_writer_field(w, "peer_restarts", "%" PRIu64, t->peer_restarts);
+        ctl_writer_field(w, "uptime_us", "%" PRIu64, now - t->started);
+        {
+                size_t n = 0;
+                char list[MPT_ADDRESSES_MAX * MPT_ADDRESS_STRLEN] = "";
+                for (size_t i = 0; i < c->addresses.n; i++) {
+                        n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", i ? "," : "",
+                                               prefix_to_string(&c->addresses.items[i], buf));
+                }
+                ctl_writer_field(w, "addresses", "%s", list);
+        }
+        if (t->reorder_enabled) {
+                ReorderStats st;
+                size_t held;
+                pthread_mutex_lock(&t->reorder_lock);
+                st = *reorder_stats(t->reorder);
+                held = reorder_buffered(t->reorder);
+                pthread_mutex_unlock(&t->reorder_lock);
+                ctl_writer_field(w, "reorder.delivered", "%" PRIu64, st.delivered);
+                ctl_writer_field(w, "reorder.held", "%" PRIu64, st.held);
+                ctl_writer_field(w, "reorder.late", "%" PRIu64, st.late);
+                ctl_writer_field(w, "reorder.lost", "%" PRIu64, st.lost);
+                ctl_writer_field(w, "reorder.timeouts", "%" PRIu64, st.timeouts);
+                ctl_writer_field(w, "reorder.duplicates", "%" PRIu64, st.duplicates);
+                ctl_writer_field(w, "reorder.stale", "%" PRIu64, st.stale);
+                ctl_writer_field(w, "reorder.resyncs", "%" PRIu64, st.resyncs);
+                ctl_writer_field(w, "reorder.overflows", "%" PRIu64, st.overflows);
+                ctl_writer_field(w, "reorder.buffered", "%zu", held);
+        }
+        tunnel_sum_counters(t, -1, &pc);
+        write_counters(w, &pc, false);
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                MptSockaddr local;
+
+                sockaddr_from_address(&p->local, c->local_port, p->ifindex, &local);
+                ctl_writer_record(w, "path");
+                ctl_writer_field(w, "name", "%s", p->name);
+                ctl_writer_field(w, "state", "%s", path_state_to_string(p->state));
+                ctl_writer_field(w, "state_age_us", "%" PRIu64, now - p->state_since);
+                ctl_writer_field(w, "interface", "%s", strempty(p->config->interface));
+                ctl_writer_field(w, "ifindex", "%i", p->ifindex);
+                ctl_writer_field(w, "local", "%s", sockaddr_to_string(&local, buf));
+                ctl_writer_field(w, "remote", "%s", sockaddr_to_string(&p->remote, buf));
+                ctl_writer_field(w, "weight", "%" PRIu32, path_effective_weight(p));
+                ctl_writer_field(w, "weight_source", "%s", weight_source(p));
+                ctl_writer_field(w, "receive_weight", "%" PRIu32, p->config->receive_weight);
+                ctl_writer_field(w, "peer_receive_weight", "%u", p->peer_receive_weight);
+                ctl_writer_field(w, "backup", "%s", path_is_backup(p) ? "yes" : "no");
+                ctl_writer_field(w, "keepalive_interval_us", "%" PRIu64, p->config->keepalive_interval);
+                ctl_writer_field(w, "dead_time_us", "%" PRIu64, p->config->dead_time);
+                if (p->last_keepalive_rx > 0)
+                        ctl_writer_field(w, "last_keepalive_us", "%" PRIu64, now - p->last_keepalive_rx);
+                else
+                        ctl_writer_field(w, "last_keepalive_us", "%s", "");
+                if (p->rtt > 0) {
+                        ctl_writer_field(w, "rtt_us", "%" PRIu64, p->rtt);
+                        ctl_writer_field(w, "rtt_var_us", "%" PRIu64, p->rtt_var);
+                } else {
+                        ctl_writer_field(w, "rtt_us", "%s", "");
+                        ctl_writer_field(w, "rtt_var_us", "%s", "");
+                }
+                if (p->rx_loss_total >= 1.0)
+                        ctl_writer_field(w, "keepalive_loss", "%.3f", p->rx_loss_lost / p->rx_loss_total);
+                else
+                        ctl_writer_field(w, "keepalive_loss", "%s", "");
+                ctl_writer_field(w, "peer_flags", "%u", p->peer_flags);
+                tunnel_sum_counters(t, (int) i, &pc);
+                write_counters(w, &pc, true);
+        }
+}
+
+static void handle_request(CtlConnection *c, const char *buf, size_t len, bool authorized) {
+        Tunnel *t = c->server->tunnel;
+        _cleanup_free_ char *reply = NULL, *msg = NULL;
+        const char *err = NULL;
+        CtlRequest req;
+        CtlWriter w;
+        size_t reply_len;
+        int r;
+
+        if (!authorized)
+                r = -EPERM, err = "permission denied: only root may use the control socket";
+        else {
+                r = ctl_request_parse(buf, len, &req, &err);
+                if (r >= 0 && req.command != CTL_COMMAND_SHOW) {
+                        Path *p = tunnel_find_path(t, req.path);
+                        if (!p) {
+                                r = -ENOENT;
+                                if (asprintf(&msg, "tunnel '%s' has no path '%s'", t->name, req.path) >= 0)
+                                        err = msg;
+                        } else if (req.command == CTL_COMMAND_PATH_WEIGHT)
+                                r = path_set_weight(p, req.weight);
+                        else
+                                r = path_set_admin(p, req.command == CTL_COMMAND_PATH_DOWN);
+                        if (r < 0 && !err)
+                                err = strerror(-r);
+                }
+        }
+
+        if (ctl_writer_begin(&w, r < 0 ? r : 0, err) < 0)
+                return;
+        if (r >= 0 && req.command == CTL_COMMAND_SHOW)
+                ctl_write_show(t, &w);
+        if (ctl_writer_finish(&w, &reply, &reply_len) < 0)
+                return;
+        if (send(c->fd, reply, reply_len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                log_debug_errno(errno, "Failed to send control reply, ignoring: %m");
+}
+
+static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        CtlConnection *c = userdata;
+        char buf[MPT_CTL_REQUEST_MAX + 1];
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        ssize_t n;
+
+        if (revents & EPOLLIN) {
+                n = recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        connection_free(c);
+                        return 0;
+                }
+                if (n == 0) {
+                        connection_free(c);
+                        return 0;
+                }
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                        cred.uid = (uid_t) -1;
+                /* A message longer than the buffer arrives cut; MSG_TRUNC gives its real size. */
+                handle_request(c, buf, MIN((size_t) n, sizeof buf), cred.uid == 0 || cred.uid == geteuid());
+                return 0;
+        }
+        if (revents & (EPOLLHUP | EPOLLERR))
+                connection_free(c);
+        return 0;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        CtlServer *srv = userdata;
+        _cleanup_close_ int cfd = -EBADF;
+        CtlConnection *c;
+        int r;
+
+        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (cfd < 0)
+                return 0;
+        if (srv->n_connections >= CTL_CONNECTIONS_MAX) {
+                /* Under a flood, the oldest idle connection makes room: a client that holds
+                 * connections open cannot lock out mptctl. */
+                srv->refused++;
+                connection_free(srv->connections);
+        }
+        c = calloc(1, sizeof(CtlConnection));
+        if (!c)
+                return 0;
+        c->server = srv;
+        c->fd = TAKE_FD(cfd);
+        r = sd_event_add_io(srv->event, &c->source, c->fd, EPOLLIN, on_connection, c);
+        if (r < 0) {
+                safe_close(c->fd);
+                free(c);
+                return 0;
+        }
+        /* Newest last: the list head is the oldest connection. */
+        if (!srv->connections)
+                srv->connections = c;
+        else {
+                CtlConnection *last = srv->connections;
+                while (last->next)
+                        last = last->next;
+                last->next = c;
+                c->prev = last;
+        }
+        srv->n_connections++;
+        return 0;
+}
+
+int ctl_server_new(sd_event *event, const char *name, CtlServer **ret) {
+        _cleanup_(ctl_server_freep) CtlServer *s = NULL;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *dir = ctl_runtime_dir();
+        mode_t old;
+        int r, probe;
+
+        s = calloc(1, sizeof(CtlServer));
+        if (!s)
+                return log_oom();
+        s->fd = -EBADF;
+        r = ctl_socket_path(name, &s->path);
+        if (r < 0)
+                return log_error_errno(r, "%s: control socket path is unusable: %m", name);
+        strcpy(sa.sun_path, s->path);
+
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "%s: failed to create %s: %m", name, dir);
+
+        /* Is somebody serving this tunnel already? */
+        probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (probe >= 0) {
+                if (connect(probe, (struct sockaddr *) &sa, sizeof sa) >= 0) {
+                        safe_close(probe);
+                        s->path = mfree(s->path);
+                        return log_error_errno(SYNTHETIC_ERRNO(EADDRINUSE),
+                                               "%s: another mptd already runs this tunnel (%s is live).",
+                                               name, sa.sun_path);
+                }
+                safe_close(probe);
+        }
+        (void) unlink(s->path);
+
+        s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s->fd < 0)
+                return log_error_errno(errno, "%s: failed to create control socket: %m", name);
+        old = umask(0177);
+        r = bind(s->fd, (struct sockaddr *) &sa, sizeof sa);
+        umask(old);
+        if (r < 0)
+                return log_error_errno(errno, "%s: failed to bind control socket %s: %m", name, s->path);
+        if (listen(s->fd, 16) < 0)
+                return log_error_errno(errno, "%s: failed to listen on %s: %m", name, s->path);
+        s->event = sd_event_ref(event);
+        r = sd_event_add_io(event, &s->source, s->fd, EPOLLIN, on_accept, s);
+        if (r < 0)
+                return log_error_errno(r, "%s: failed to watch control socket: %m", name);
+        /* Nothing is served before a tunnel is attached. */
+        (void) sd_event_source_set_enabled(s->source, SD_EVENT_OFF);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+CtlServer *ctl_server_free(CtlServer *s) {
+        if (!s)
+                return NULL;
+        while (s->connections)
+                connection_free(s->connections);
+        sd_event_source_disable_unref(s->source);
+        safe_close(s->fd);
+        if (s->path)
+                (void) unlink(s->path);
+        free(s->path);
+        sd_event_unref(s->event);
+        return mfree(s);
+}
+
+void ctl_server_attach(CtlServer *s, Tunnel *t) {
+        s->tunnel = t;
+        (void) sd_event_source_set_enabled(s->source, SD_EVENT_ON);
+}

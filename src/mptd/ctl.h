@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "ctl-protocol.h"
+#include "tunnel.h"
+
+typedef struct CtlServer CtlServer;
+
+/* Claims RUNTIME_DIR/NAME.sock (mode 0600): refuses when a live mptd already serves that name,
+ * replaces a stale socket. Requests are served once a tunnel is attached. */
+int ctl_server_new(sd_event *event, const char *name, CtlServer **ret);
+void ctl_server_attach(CtlServer *s, Tunnel *t);
+CtlServer *ctl_server_free(CtlServer *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CtlServer *, ctl_server_free);
+
+/* Writes the "show" records of the tunnel (exported for tests). */
+void ctl_write_show(Tunnel *t, CtlWriter *w);

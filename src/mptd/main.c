@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <getopt.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <systemd/sd-daemon.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "tunnel.h"
+
+static unsigned arg_workers;
+static int arg_log_level = LOG_INFO;
+static LogTarget arg_log_target = LOG_TARGET_AUTO;
+static bool arg_check;
+static const char *arg_profile;
+
+static void help(void) {
+        printf("Usage: mptd [OPTIONS] PROFILE\n"
+               "\n"
+               "Runs the data plane of one mpt multipath tunnel.\n"
+               "PROFILE is a file, or a name looked up as " MPT_SYSCONFDIR "/NAME.conf.\n"
+               "\n"
+               "  -c --check              Check the profile and exit\n"
+               "  -w --workers=N          Data-plane threads (overrides Workers=)\n"
+               "     --log-level=LEVEL    err, warning, notice, info (default) or debug\n"
+               "     --log-target=TARGET  auto (default), console or journal\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "\n"
+               "See mptd(8) and mpt.conf(5).\n");
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "check", no_argument, NULL, 'c' },
+                { "workers", required_argument, NULL, 'w' },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "hcw:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("mptd " MPT_VERSION "\n");
+                        return 0;
+                case 'c':
+                        arg_check = true;
+                        break;
+                case 'w':
+                        if (safe_atou(optarg, &arg_workers) < 0 || arg_workers < 1 || arg_workers > MPT_WORKERS_MAX) {
+                                fprintf(stderr, "mptd: invalid --workers '%s': expected 1..%u\n", optarg, MPT_WORKERS_MAX);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_LOG_LEVEL:
+                        arg_log_level = log_level_from_string(optarg);
+                        if (arg_log_level < 0) {
+                                fprintf(stderr, "mptd: invalid --log-level '%s'\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_LOG_TARGET:
+                        if (streq(optarg, "auto"))
+                                arg_log_target = LOG_TARGET_AUTO;
+                        else if (streq(optarg, "console"))
+                                arg_log_target = LOG_TARGET_CONSOLE;
+                        else if (streq(optarg, "journal"))
+                                arg_log_target = LOG_TARGET_JOURNAL;
+                        else {
+                                fprintf(stderr, "mptd: invalid --log-target '%s'\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        assert(false);
+                }
+
+        if (optind + 1 != argc) {
+                fprintf(stderr, "mptd: expected exactly one PROFILE argument (see mptd --help)\n");
+                return -EINVAL;
+        }
+        arg_profile = argv[optind];
+        return 1;
+}
+
+static int profile_filename(const char *arg, char **ret) {
+        if (strchr(arg, '/') || strchr(arg, '.'))
+                return (*ret = strdup(arg)) ? 0 : -ENOMEM;
+        if (!object_name_valid(arg))
+                return -EINVAL;
+        return asprintf(ret, "%s/%s.conf", MPT_SYSCONFDIR, arg) < 0 ? -ENOMEM : 0;
+}
+
+static bool have_cap_net_admin(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return geteuid() == 0;
+        return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
+}
+
+static unsigned default_workers(void) {
+        cpu_set_t set;
+        int n;
+
+        if (sched_getaffinity(0, sizeof set, &set) < 0)
+                return 1;
+        n = CPU_COUNT(&set);
+        return (unsigned) CLAMP(n, 1, (int) MPT_WORKERS_MAX);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Tunnel *t = userdata;
+
+        log_tunnel_info(t, "Received %s, shutting down.", strsignal((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(profile_freep) MptProfile *profile = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_(tunnel_freep) Tunnel *tunnel = NULL;
+        _cleanup_(ctl_server_freep) CtlServer *ctl = NULL; /* freed before the tunnel it serves */
+        _cleanup_free_ char *filename = NULL;
+        MptDiagnostics diag = {};
+        unsigned workers;
+        sigset_t mask;
+        int r;
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? 1 : 0;
+        log_setup(arg_log_target, arg_log_level);
+
+        r = profile_filename(arg_profile, &filename);
+        if (r < 0) {
+                fprintf(stderr, "mptd: '%s' is neither a file name nor a tunnel name\n", arg_profile);
+                return 1;
+        }
+        r = profile_load_file(filename, &profile, &diag);
+        if (r == -EINVAL) {
+                diag_print(&diag, stderr, "");
+                fprintf(stderr, "mptd: %s has %zu error%s; not starting the tunnel\n", filename, diag.n,
+                        diag.n == 1 ? "" : "s");
+                diag_done(&diag);
+                return 1;
+        }
+        diag_done(&diag);
+        if (r < 0) {
+                fprintf(stderr, "mptd: cannot read %s: %s\n", filename, strerror(-r));
+                return 1;
+        }
+        if (arg_check) {
+                printf("%s: OK\n", filename);
+                return 0;
+        }
+
+        if (!have_cap_net_admin()) {
+                fprintf(stderr, "mptd: CAP_NET_ADMIN is needed to set up tunnel '%s' (run mptd as root)\n",
+                        profile->tunnel.name);
+                return 1;
+        }
+
+        workers = arg_workers ?: profile->tunnel.workers ?: default_workers();
+
+        r = sd_event_default(&event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate event loop: %m"), 1;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGPIPE);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+
+        /* Claim the name first: a second mptd for the same tunnel stops here, before it touches
+         * the first one's device. */
+        r = ctl_server_new(event, profile->tunnel.name, &ctl);
+        if (r < 0)
+                return 1;
+        r = tunnel_new(event, profile, workers, &tunnel);
+        if (r < 0)
+                return 1;
+        ctl_server_attach(ctl, tunnel);
+
+        r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, tunnel);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, on_signal, tunnel);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m"), 1;
+
+        log_tunnel_info(tunnel, "Running with %u worker%s and %zu path%s.", workers, workers == 1 ? "" : "s",
+                        tunnel->n_paths, tunnel->n_paths == 1 ? "" : "s");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=%s: %u of %zu paths up", tunnel->name, tunnel->paths_up,
+                          tunnel->n_paths);
+
+        r = sd_event_loop(event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m"), 1;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Receive-side reordering of one tunnel's data packets by their GRE sequence numbers (RFC 1982
+ * serial arithmetic). Pure: no locking, no clock, no system calls; the caller serialises calls
+ * and passes the time in.
+ *
+ * - Packets are delivered in sequence order. A packet ahead of the next expected one is held,
+ *   at most `window` sequence numbers ahead and at most `max_delay` long.
+ * - Loss is inferred without waiting: each path delivers in order, so once every active path
+ *   has delivered a packet later than a gap, the gap is lost and skipped.
+ * - A packet that arrives after its gap was skipped is delivered anyway ("late") unless it was
+ *   delivered before (a duplicate); one older than the remembered history is dropped ("stale").
+ * - A peer restart (sequence numbers starting over) is recognised after a run of stale packets,
+ *   or told explicitly with reorder_reset(); the buffer resynchronises instead of blackholing.
+ */
+
+#include "macro.h"
+#include "parse-util.h"
+
+#define REORDER_PATHS_MAX 64u
+#define REORDER_RESYNC_STALE 8u           /* consecutive stale packets that mean "peer restarted" */
+#define REORDER_BYTES_MAX (64u * 1024u * 1024u) /* bound on buffered bytes */
+
+typedef struct Reorder Reorder;
+
+typedef struct ReorderStats {
+        uint64_t delivered;   /* all packets handed to the callback */
+        uint64_t held;        /* delivered after waiting in the buffer */
+        uint64_t late;        /* delivered after their gap was skipped */
+        uint64_t lost;        /* sequence numbers skipped (never arrived in time) */
+        uint64_t timeouts;    /* skips caused by max_delay rather than inference */
+        uint64_t duplicates;
+        uint64_t stale;
+        uint64_t resyncs;
+        uint64_t overflows;   /* forced deliveries because the byte bound was hit */
+} ReorderStats;
+
+/* Called for every packet leaving the buffer, in order. */
+typedef void (*ReorderDeliver)(void *userdata, const uint8_t *pkt, size_t len);
+
+/* window: 1..65536 packets. Returns NULL on OOM. */
+Reorder *reorder_new(uint32_t window, usec_t max_delay);
+Reorder *reorder_free(Reorder *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Reorder *, reorder_free);
+
+/* Offers a packet that arrived on path `path` (< REORDER_PATHS_MAX). Delivers whatever is in
+ * order now. Returns -1 when the packet was accepted (delivered or held) or the drop reason
+ * (MPT_DROP_DUPLICATE, MPT_DROP_STALE) when not; -ENOMEM (< -1) when it could not be held. */
+int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
+                   ReorderDeliver deliver, void *userdata);
+
+/* Releases packets held longer than max_delay (skipping the gaps before them). */
+void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata);
+
+/* When reorder_expire() next needs to run; USEC_INFINITY when nothing is held. May be early. */
+usec_t reorder_deadline(const Reorder *r);
+
+/* A path stops counting for loss inference until it delivers again (it went down). */
+void reorder_path_inactive(Reorder *r, unsigned path);
+
+/* Delivers everything held in order and forgets the sequence space (peer restarted). */
+void reorder_reset(Reorder *r, ReorderDeliver deliver, void *userdata);
+
+const ReorderStats *reorder_stats(const Reorder *r);
+size_t reorder_buffered(const Reorder *r);

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "scheduler.h"
+
+static uint32_t gcd32(uint32_t a, uint32_t b) {
+        while (b) {
+                uint32_t t = a % b;
+                a = b;
+                b = t;
+        }
+        return a;
+}
+
+size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out) {
+        uint32_t w[256], count[256] = {};
+        uint64_t total = 0;
+        uint32_t g = 0;
+        size_t len = 0;
+
+        if (n == 0)
+                return 0;
+        assert(n <= ELEMENTSOF(w));
+
+        for (size_t i = 0; i < n; i++) {
+                w[i] = MAX(weights[i], 1u);
+                g = gcd32(w[i], g);
+        }
+        for (size_t i = 0; i < n; i++) {
+                w[i] /= g;
+                total += w[i];
+        }
+
+        if (total > MPT_VECTOR_MAX) {
+                /* Scale down, keeping every candidate at least once. */
+                uint64_t scaled = 0;
+                g = 0;
+                for (size_t i = 0; i < n; i++) {
+                        w[i] = (uint32_t) MAX((uint64_t) w[i] * (MPT_VECTOR_MAX - n) / total, (uint64_t) 1);
+                        scaled += w[i];
+                        g = gcd32(w[i], g);
+                }
+                assert(scaled <= MPT_VECTOR_MAX);
+                for (size_t i = 0; i < n; i++)
+                        w[i] /= g;
+        }
+
+        for (;;) {
+                size_t best = SIZE_MAX;
+
+                /* Next finishing time of i is (count[i] + 1) / w[i]; compare without division. */
+                for (size_t i = 0; i < n; i++) {
+                        if (count[i] >= w[i])
+                                continue;
+                        if (best == SIZE_MAX ||
+                            (uint64_t) (count[i] + 1) * w[best] < (uint64_t) (count[best] + 1) * w[i])
+                                best = i;
+                }
+                if (best == SIZE_MAX)
+                        break;
+                count[best]++;
+                out[len++] = (uint8_t) best;
+        }
+        return len;
+}
+
+static inline uint32_t mix32(uint32_t h, uint32_t v) {
+        h ^= v;
+        h *= 0x9e3779b1u;
+        return h ^ (h >> 15);
+}
+
+uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
+        uint32_t h = 0x12345678u;
+        size_t l4 = 0;
+        uint8_t proto = 0;
+
+        if (len >= 20 && pkt[0] >> 4 == 4) {
+                size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
+                bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
+                for (size_t i = 12; i < 20; i += 4)
+                        h = mix32(h, (uint32_t) pkt[i] << 24 | pkt[i + 1] << 16 | pkt[i + 2] << 8 | pkt[i + 3]);
+                proto = pkt[9];
+                /* Non-first fragments carry no ports: hash every fragment (MF or an offset set)
+                 * by addresses and protocol only, so that a datagram's fragments share a path. */
+                if (!fragment && ihl >= 20)
+                        l4 = ihl;
+        } else if (len >= 40 && pkt[0] >> 4 == 6) {
+                for (size_t i = 8; i < 40; i += 4)
+                        h = mix32(h, (uint32_t) pkt[i] << 24 | pkt[i + 1] << 16 | pkt[i + 2] << 8 | pkt[i + 3]);
+                proto = pkt[6];
+                l4 = 40;
+                /* Flow label, when set, identifies the flow without parsing extension headers. */
+                h = mix32(h, (uint32_t) (pkt[1] & 0x0f) << 16 | pkt[2] << 8 | pkt[3]);
+        } else
+                return 0;
+
+        h = mix32(h, proto);
+        if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4)
+                h = mix32(h, (uint32_t) pkt[l4] << 24 | pkt[l4 + 1] << 16 | pkt[l4 + 2] << 8 | pkt[l4 + 3]);
+        /* Final avalanche (murmur3's fmix32): mix32() carries a word's high bits only upwards, so
+         * without it the low bits, which "hash % n" uses, would ignore the source port. */
+        h ^= h >> 16;
+        h *= 0x85ebca6bu;
+        h ^= h >> 13;
+        h *= 0xc2b2ae35u;
+        h ^= h >> 16;
+        return h;
+}

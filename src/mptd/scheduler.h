@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "macro.h"
+
+/* Longest sending vector we build. Longer exact vectors are approximated by scaling the
+ * weights, which keeps every share within 1/MPT_VECTOR_MAX of its exact value. */
+#define MPT_VECTOR_MAX 4096u
+
+/* Builds the sending vector of the original MPT (spec section 4.2) over n candidates with the
+ * given weights (each >= 1): slot k holds the candidate index that sends the k-th packet of a
+ * round. Candidate i appears weight[i] / gcd times per round, interleaved as evenly as the
+ * rule allows (next = smallest next finishing time k/w, ties to the lowest index). Returns the
+ * vector length (>= 1), or 0 when n == 0. out must hold MPT_VECTOR_MAX entries. */
+size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out);
+
+/* A hash of an inner packet's flow (addresses, protocol, ports) for the flow scheduler. */
+uint32_t sched_flow_hash(const uint8_t *pkt, size_t len);

@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "log.h"
+#include "tunnel.h"
+#include "worker.h"
+
+static const char *const path_state_table[_PATH_STATE_MAX] = {
+        [PATH_STATE_UP] = "up",
+        [PATH_STATE_DEAD] = "dead",
+        [PATH_STATE_PEER_DOWN] = "peer-down",
+        [PATH_STATE_ADMIN_DOWN] = "admin-down",
+};
+DEFINE_STRING_TABLE(path_state, PathState, _PATH_STATE_MAX);
+
+usec_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+Path *tunnel_find_path(Tunnel *t, const char *name) {
+        for (size_t i = 0; i < t->n_paths; i++)
+                if (streq(t->paths[i]->name, name))
+                        return t->paths[i];
+        return NULL;
+}
+
+uint32_t path_effective_weight(const Path *p) {
+        const MptConfKey *k = conf_key_lookup(MPT_SECTION_PATH, "Weight");
+
+        if (p->weight_runtime_set)
+                return p->weight_runtime;
+        if (p->config->key_line[conf_key_index(k)] > 0)
+                return p->config->weight;
+        if (p->peer_receive_weight > 0)
+                return p->peer_receive_weight;
+        return p->config->weight;
+}
+
+bool path_is_backup(const Path *p) {
+        return p->config->backup || path_effective_weight(p) == 0;
+}
+
+static Snapshot *snapshot_free(Snapshot *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_close_fds; i++)
+                safe_close(s->close_fds[i]);
+        free(s->close_fds);
+        return mfree(s);
+}
+
+static bool workers_have_seen(Tunnel *t, uint64_t generation) {
+        for (unsigned i = 0; i < t->n_workers; i++)
+                if (t->workers[i]->started &&
+                    __atomic_load_n(&t->workers[i]->seen_generation, __ATOMIC_ACQUIRE) < generation)
+                        return false;
+        return true;
+}
+
+void tunnel_reclaim(Tunnel *t) {
+        Snapshot **s = &t->retired;
+        uint64_t current = __atomic_load_n(&t->generation, __ATOMIC_ACQUIRE);
+
+        /* A retired snapshot is safe to free once every worker uses a newer one. */
+        if (!workers_have_seen(t, current)) {
+                /* Check the older ones individually: they may be done even if the newest is not. */
+                while (*s) {
+                        Snapshot *x = *s;
+                        if (workers_have_seen(t, x->generation + 1)) {
+                                *s = x->retired_next;
+                                snapshot_free(x);
+                        } else
+                                s = &x->retired_next;
+                }
+        } else
+                while (*s) {
+                        Snapshot *x = *s;
+                        *s = x->retired_next;
+                        snapshot_free(x);
+                }
+
+        if (t->reclaim_timer)
+                (void) sd_event_source_set_enabled(t->reclaim_timer, t->retired ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static int on_reclaim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Tunnel *t = userdata;
+
+        tunnel_reclaim(t);
+        if (t->retired) {
+                (void) sd_event_source_set_time_relative(s, 10 * USEC_PER_MSEC);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+int tunnel_publish(Tunnel *t) {
+        uint32_t weights[MPT_PATHS_MAX];
+        uint8_t ids[MPT_PATHS_MAX];
+        size_t n = 0;
+        Snapshot *s, *old;
+
+        s = calloc(1, sizeof(Snapshot) + t->n_paths * sizeof(SnapshotPath));
+        if (!s)
+                return log_oom_tunnel(t);
+        s->n_paths = (unsigned) t->n_paths;
+        s->scheduler = t->profile->tunnel.scheduler;
+        /* The flow scheduler keeps each flow on one path: nothing to reorder at the other end. */
+        s->sequence = t->profile->tunnel.reorder_window > 0 && s->scheduler == MPT_SCHEDULER_WEIGHTED;
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                SnapshotPath *sp = &s->paths[i];
+                for (unsigned w = 0; w < MPT_WORKERS_MAX; w++)
+                        sp->fds[w] = w < t->n_workers && p->fds ? p->fds[w] : -1;
+                sp->remote = p->remote;
+                sp->remote_len = p->remote_len;
+                sp->remote_addr = p->config->remote;
+                sp->endpoint = (unsigned) i;
+                for (size_t j = 0; j < i; j++)
+                        if (t->paths[j]->ifindex == p->ifindex && address_equal(&t->paths[j]->local, &p->local)) {
+                                sp->endpoint = s->paths[j].endpoint;
+                                break;
+                        }
+        }
+
+        /* Normal paths that are up; if there are none, the backup paths that are up. */
+        for (int pass = 0; pass < 2 && n == 0; pass++)
+                for (size_t i = 0; i < t->n_paths; i++) {
+                        Path *p = t->paths[i];
+                        if (p->state != PATH_STATE_UP || path_is_backup(p) != (pass == 1))
+                                continue;
+                        ids[n] = (uint8_t) i;
+                        weights[n] = MAX(path_effective_weight(p), 1u);
+                        n++;
+                }
+        t->paths_up = 0;
+        for (size_t i = 0; i < t->n_paths; i++)
+                if (t->paths[i]->state == PATH_STATE_UP)
+                        t->paths_up++;
+        s->vector_len = sched_build_vector(weights, n, s->vector);
+        for (size_t i = 0; i < s->vector_len; i++)
+                s->vector[i] = ids[s->vector[i]];
+
+        old = t->snapshot;
+        s->generation = __atomic_load_n(&t->generation, __ATOMIC_RELAXED) + 1;
+        __atomic_store_n(&t->snapshot, s, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->generation, s->generation, __ATOMIC_RELEASE);
+
+        if (old) {
+                old->retired_next = t->retired;
+                t->retired = old;
+        }
+        for (unsigned i = 0; i < t->n_workers; i++)
+                worker_wake(t->workers[i]);
+        if (t->retired && t->reclaim_timer) {
+                (void) sd_event_source_set_time_relative(t->reclaim_timer, 1 * USEC_PER_MSEC);
+                (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
+        Tunnel *t = userdata;
+
+        /* Any queue of a multi-queue TUN device injects into the same stack. */
+        if (write(t->tun.fds[0], pkt, len) < 0)
+                COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
+}
+
+void tunnel_reset_reorder(Tunnel *t) {
+        if (!t->reorder_enabled)
+                return;
+        pthread_mutex_lock(&t->reorder_lock);
+        reorder_reset(t->reorder, deliver_from_main, t);
+        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&t->reorder_lock);
+}
+
+void tunnel_queue_keepalive(Tunnel *t, const KeepaliveEvent *ev) {
+        uint64_t one = 1;
+        bool wake;
+
+        pthread_mutex_lock(&t->ka_lock);
+        /* Keepalives come a few per second per path; a full queue means the main thread is stuck
+         * or someone floods us. Drop rather than grow without bound. */
+        if (t->ka_n >= 4096) {
+                t->ka_overflow++;
+                pthread_mutex_unlock(&t->ka_lock);
+                return;
+        }
+        if (t->ka_n % 64 == 0) {
+                KeepaliveEvent *q = realloc(t->ka_queue, (t->ka_n + 64) * sizeof(KeepaliveEvent));
+                if (!q) {
+                        t->ka_overflow++;
+                        pthread_mutex_unlock(&t->ka_lock);
+                        return;
+                }
+                t->ka_queue = q;
+        }
+        t->ka_queue[t->ka_n++] = *ev;
+        wake = t->ka_n == 1;
+        pthread_mutex_unlock(&t->ka_lock);
+        if (wake)
+                (void) !write(t->ka_eventfd, &one, sizeof one);
+}
+
+static int on_keepalive_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Tunnel *t = userdata;
+        KeepaliveEvent *q;
+        uint64_t v;
+        size_t n;
+
+        (void) !read(fd, &v, sizeof v);
+        pthread_mutex_lock(&t->ka_lock);
+        q = TAKE_PTR(t->ka_queue);
+        n = t->ka_n;
+        t->ka_n = 0;
+        pthread_mutex_unlock(&t->ka_lock);
+
+        for (size_t i = 0; i < n; i++)
+                if (q[i].path < t->n_paths)
+                        path_handle_keepalive(t->paths[q[i].path], &q[i]);
+        free(q);
+        return 0;
+}
+
+void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
+        PathCounters sum = {};
+
+#define ADD(dst, src)                                                                   \
+        do {                                                                            \
+                dst.tx_packets += COUNTER_READ(src.tx_packets);                         \
+                dst.tx_bytes += COUNTER_READ(src.tx_bytes);                             \
+                dst.rx_packets += COUNTER_READ(src.rx_packets);                         \
+                dst.rx_bytes += COUNTER_READ(src.rx_bytes);                             \
+                dst.keepalives_tx += COUNTER_READ(src.keepalives_tx);                   \
+                dst.keepalives_rx += COUNTER_READ(src.keepalives_rx);                   \
+                for (size_t _i = 0; _i < _MPT_DROP_MAX; _i++)                           \
+                        dst.drops[_i] += COUNTER_READ(src.drops[_i]);                   \
+        } while (0)
+
+        for (unsigned w = 0; w < t->n_workers; w++) {
+                if (path >= 0)
+                        ADD(sum, t->workers[w]->path_counters[path]);
+                else
+                        ADD(sum, t->workers[w]->tunnel_counters);
+        }
+        if (path >= 0)
+                ADD(sum, t->paths[path]->counters);
+        else
+                for (size_t _i = 0; _i < _MPT_DROP_MAX; _i++)
+                        sum.drops[_i] += COUNTER_READ(t->drops_main[_i]);
+#undef ADD
+        *ret = sum;
+}
+
+static int find_keepalive_addresses(Tunnel *t) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        int family = AF_UNSPEC;
+
+        /* Keepalives name one pair of tunnel addresses, as the original's connection has one IP
+         * version: IPv4 if the tunnel has an IPv4 address, else IPv6. */
+        for (size_t i = 0; i < c->addresses.n && family != AF_INET; i++)
+                family = c->addresses.items[i].family;
+        if (family == AF_UNSPEC && c->peers.n > 0)
+                family = c->peers.items[0].family;
+        t->ip_version = family == AF_INET6 ? 6 : 4;
+        for (size_t i = 0; i < c->addresses.n; i++)
+                if (c->addresses.items[i].family == family) {
+                        t->ka_src = (MptAddress) { .family = family, .addr = c->addresses.items[i].addr };
+                        break;
+                }
+        for (size_t i = 0; i < c->peers.n; i++)
+                if (c->peers.items[i].family == family) {
+                        t->ka_dst = (MptAddress) { .family = family, .addr = c->peers.items[i].addr };
+                        break;
+                }
+        return 0;
+}
+
+static int compute_mtu(Tunnel *t) {
+        uint32_t mtu = UINT32_MAX;
+
+        if (t->profile->tunnel.mtu > 0) {
+                t->mtu = t->profile->tunnel.mtu;
+                return 0;
+        }
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                uint32_t link = p->link_mtu ?: 1500;
+                uint32_t overhead = profile_path_overhead(t->profile, p->config);
+                if (link > overhead)
+                        mtu = MIN(mtu, link - overhead);
+        }
+        if (mtu == UINT32_MAX || mtu < 576)
+                mtu = 576;
+        for (size_t i = 0; i < t->profile->tunnel.addresses.n; i++)
+                if (t->profile->tunnel.addresses.items[i].family == AF_INET6 && mtu < 1280)
+                        return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(EINVAL),
+                                                      "The paths leave room for an MTU of only %u bytes, below "
+                                                      "the 1280 that the tunnel's IPv6 address needs.", mtu);
+        t->mtu = mtu;
+        return 0;
+}
+
+static int configure_device(Tunnel *t) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        char buf[MPT_ADDRESS_STRLEN];
+        int r;
+
+        r = rtnl_link_set_mtu(t->rtnl, t->tun.ifindex, t->mtu);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to set MTU %u on '%s': %m", t->mtu, t->tun.ifname);
+
+        t->address_added = calloc(MAX(c->addresses.n, (size_t) 1), sizeof(bool));
+        t->route_added = calloc(MAX(c->routes.n, (size_t) 1), sizeof(bool));
+        if (!t->address_added || !t->route_added)
+                return log_oom_tunnel(t);
+
+        for (size_t i = 0; i < c->addresses.n; i++) {
+                r = rtnl_addr_add(t->rtnl, t->tun.ifindex, &c->addresses.items[i]);
+                if (r == -EEXIST) {
+                        log_tunnel_debug(t, "Address %s already present.", prefix_to_string(&c->addresses.items[i], buf));
+                        continue;
+                }
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to add address %s to '%s': %m",
+                                                      prefix_to_string(&c->addresses.items[i], buf), t->tun.ifname);
+                t->address_added[i] = true;
+        }
+
+        r = rtnl_link_set_up(t->rtnl, t->tun.ifindex, true);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to bring '%s' up: %m", t->tun.ifname);
+
+        for (size_t i = 0; i < c->routes.n; i++) {
+                r = rtnl_route_add(t->rtnl, t->tun.ifindex, &c->routes.items[i]);
+                if (r == -EEXIST) {
+                        log_tunnel_warning(t, "Route to %s exists already, leaving it alone.",
+                                           prefix_to_string(&c->routes.items[i], buf));
+                        continue;
+                }
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to add route to %s via '%s': %m",
+                                                      prefix_to_string(&c->routes.items[i], buf), t->tun.ifname);
+                t->route_added[i] = true;
+        }
+        return 0;
+}
+
+static void unconfigure_device(Tunnel *t) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        char buf[MPT_ADDRESS_STRLEN];
+        int r;
+
+        /* A device we created disappears with its last queue, taking addresses and routes along.
+         * On a persistent device, take back exactly what we added. */
+        if (!t->tun.persistent || t->tun.ifindex <= 0)
+                return;
+        for (size_t i = 0; t->route_added && i < c->routes.n; i++)
+                if (t->route_added[i]) {
+                        r = rtnl_route_del(t->rtnl, t->tun.ifindex, &c->routes.items[i]);
+                        if (r < 0 && r != -ESRCH && r != -ENODEV)
+                                log_tunnel_warning_errno(t, r, "Failed to remove route to %s, ignoring: %m",
+                                                         prefix_to_string(&c->routes.items[i], buf));
+                }
+        for (size_t i = 0; t->address_added && i < c->addresses.n; i++)
+                if (t->address_added[i]) {
+                        r = rtnl_addr_del(t->rtnl, t->tun.ifindex, &c->addresses.items[i]);
+                        if (r < 0 && r != -EADDRNOTAVAIL && r != -ENODEV)
+                                log_tunnel_warning_errno(t, r, "Failed to remove address %s, ignoring: %m",
+                                                         prefix_to_string(&c->addresses.items[i], buf));
+                }
+}
+
+int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel **ret) {
+        _cleanup_(tunnel_freep) Tunnel *t = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        assert(n_workers >= 1 && n_workers <= MPT_WORKERS_MAX);
+
+        t = calloc(1, sizeof(Tunnel));
+        if (!t)
+                return log_oom();
+        t->event = sd_event_ref(event);
+        t->profile = profile;
+        t->name = profile->tunnel.name;
+        t->ka_eventfd = -EBADF;
+        t->started = now_usec();
+        pthread_mutex_init(&t->reorder_lock, NULL);
+        pthread_mutex_init(&t->ka_lock, NULL);
+        t->reorder_deadline = USEC_INFINITY;
+        do
+                if (getrandom(&t->session, sizeof t->session, 0) != sizeof t->session)
+                        t->session = (uint32_t) now_usec();
+        while (t->session == 0);
+        /* Start the sequence space at a random point: a restarted peer is then told apart from
+         * a slightly reordered one by the receiver's resynchronisation, not by luck. */
+        (void) !getrandom(&t->tx_seq, sizeof(uint32_t), 0);
+
+        r = rtnl_open(&t->rtnl);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to open rtnetlink socket: %m");
+
+        t->n_workers = n_workers;
+        t->n_paths = profile->n_paths;
+        t->paths = calloc(t->n_paths, sizeof(Path *));
+        if (!t->paths)
+                return log_oom();
+        for (size_t i = 0; i < t->n_paths; i++) {
+                r = path_new(t, (unsigned) i, &profile->paths[i], &t->paths[i]);
+                if (r < 0)
+                        return r;
+        }
+
+        r = compute_mtu(t);
+        if (r < 0)
+                return r;
+        find_keepalive_addresses(t);
+
+        r = tun_open(t->rtnl, t->name, n_workers, &t->tun, &err);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "%s", err ?: "Failed to open the TUN device");
+        log_tunnel_info(t, "%s TUN device '%s' (ifindex %i) with %u queue%s, MTU %u.",
+                        t->tun.persistent ? "Attached to" : "Created", t->tun.ifname, t->tun.ifindex,
+                        n_workers, n_workers == 1 ? "" : "s", t->mtu);
+
+        r = configure_device(t);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                r = path_open_sockets(t->paths[i]);
+                if (r < 0)
+                        return r;
+        }
+
+        if (profile->tunnel.reorder_window > 0) {
+                t->reorder = reorder_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay);
+                if (!t->reorder)
+                        return log_oom();
+                t->reorder_enabled = true;
+        }
+
+        t->workers = calloc(n_workers, sizeof(Worker *));
+        if (!t->workers)
+                return log_oom();
+        for (unsigned i = 0; i < n_workers; i++) {
+                r = worker_new(t, i, t->tun.fds[i], &t->workers[i]);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to set up worker %u: %m", i);
+        }
+
+        t->ka_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (t->ka_eventfd < 0)
+                return log_tunnel_error_errno(t, errno, "Failed to create eventfd: %m");
+        r = sd_event_add_io(event, &t->ka_source, t->ka_eventfd, EPOLLIN, on_keepalive_event, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to watch keepalive queue: %m");
+        r = sd_event_add_time_relative(event, &t->reclaim_timer, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 0,
+                                       on_reclaim_timer, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to add timer: %m");
+        (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_OFF);
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                r = path_start(t->paths[i]);
+                if (r < 0)
+                        return r;
+        }
+
+        r = tunnel_publish(t);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < n_workers; i++) {
+                r = worker_start(t->workers[i]);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to start worker thread %u: %m", i);
+        }
+
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+Tunnel *tunnel_free(Tunnel *t) {
+        if (!t)
+                return NULL;
+
+        for (unsigned i = 0; t->workers && i < t->n_workers; i++)
+                if (t->workers[i])
+                        worker_stop(t->workers[i]);
+        for (unsigned i = 0; t->workers && i < t->n_workers; i++)
+                worker_free(t->workers[i]);
+        free(t->workers);
+
+        for (size_t i = 0; t->paths && i < t->n_paths; i++)
+                path_free(t->paths[i]);
+        free(t->paths);
+
+        while (t->retired) {
+                Snapshot *s = t->retired;
+                t->retired = s->retired_next;
+                snapshot_free(s);
+        }
+        snapshot_free(t->snapshot);
+
+        if (t->rtnl)
+                unconfigure_device(t);
+        tun_close(&t->tun);
+
+        sd_event_source_disable_unref(t->ka_source);
+        sd_event_source_disable_unref(t->reclaim_timer);
+        safe_close(t->ka_eventfd);
+        free(t->ka_queue);
+        reorder_free(t->reorder);
+        pthread_mutex_destroy(&t->reorder_lock);
+        pthread_mutex_destroy(&t->ka_lock);
+        free(t->address_added);
+        free(t->route_added);
+        rtnl_close(t->rtnl);
+        sd_event_unref(t->event);
+        return mfree(t);
+}

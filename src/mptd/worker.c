@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "worker.h"
+
+#define EV_TUN UINT64_C(0xffffffff)
+#define EV_WAKE UINT64_C(0xfffffffe)
+
+int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
+        Worker *w;
+        struct epoll_event ev = { .events = EPOLLIN };
+
+        w = calloc(1, sizeof(Worker));
+        if (!w)
+                return -ENOMEM;
+        w->tunnel = t;
+        w->id = id;
+        w->tun_fd = tun_fd;
+        w->epoll_fd = w->wake_fd = -EBADF;
+        for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
+                w->registered[i] = -1;
+        /* Spread the workers over the sending vector so they do not all start on path 0. */
+        w->cursor = id * 7919u;
+
+        w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
+        w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
+        if (!w->rx_buffer || !w->tx_buffer)
+                goto oom;
+        w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (w->epoll_fd < 0)
+                goto fail;
+        w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->wake_fd < 0)
+                goto fail;
+        ev.data.u64 = EV_WAKE;
+        if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->wake_fd, &ev) < 0)
+                goto fail;
+        ev.data.u64 = EV_TUN;
+        if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->tun_fd, &ev) < 0)
+                goto fail;
+        *ret = w;
+        return 0;
+oom:
+        worker_free(w);
+        return -ENOMEM;
+fail: {
+        int r = -errno;
+        worker_free(w);
+        return r;
+}
+}
+
+Worker *worker_free(Worker *w) {
+        if (!w)
+                return NULL;
+        assert(!w->started);
+        safe_close(w->epoll_fd);
+        safe_close(w->wake_fd);
+        free(w->rx_buffer);
+        free(w->tx_buffer);
+        return mfree(w);
+}
+
+void worker_wake(Worker *w) {
+        uint64_t one = 1;
+        (void) !write(w->wake_fd, &one, sizeof one);
+}
+
+static void reconcile(Worker *w, const Snapshot *s) {
+        for (unsigned i = 0; i < s->n_paths; i++) {
+                int fd = s->paths[i].fds[w->id];
+                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = i };
+
+                if (w->registered[i] == fd)
+                        continue;
+                if (w->registered[i] >= 0)
+                        (void) epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, w->registered[i], NULL);
+                w->registered[i] = -1;
+                if (fd >= 0 && epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, fd, &ev) >= 0)
+                        w->registered[i] = fd;
+        }
+        __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
+}
+
+static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
+        Worker *w = userdata;
+
+        if (write(w->tun_fd, pkt, len) < 0)
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
+}
+
+static void reorder_publish_deadline(Tunnel *t) {
+        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
+}
+
+static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t *now) {
+        Tunnel *t = w->tunnel;
+        int reason;
+
+        if (!t->reorder_enabled || !f->has_seq) {
+                tun_deliver(w, f->payload, f->payload_len);
+                return;
+        }
+        if (*now == 0)
+                *now = now_usec();
+        pthread_mutex_lock(&t->reorder_lock);
+        reason = reorder_insert(t->reorder, f->seq, path, f->payload, f->payload_len, *now, tun_deliver, w);
+        reorder_publish_deadline(t);
+        pthread_mutex_unlock(&t->reorder_lock);
+        if (reason >= 0)
+                COUNTER_ADD(w->path_counters[path].drops[reason], 1);
+        else if (reason < -1)
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
+}
+
+/* Which path a datagram belongs to: the socket's own path when the source matches, otherwise
+ * another path sharing the same local socket address whose remote matches. -1: unknown. */
+static int demux(const Snapshot *s, unsigned path, const MptAddress *src) {
+        const SnapshotPath *sp = &s->paths[path];
+
+        if (address_equal(&sp->remote_addr, src))
+                return (int) path;
+        for (unsigned i = 0; i < s->n_paths; i++)
+                if (i != path && s->paths[i].endpoint == sp->endpoint &&
+                    address_equal(&s->paths[i].remote_addr, src))
+                        return (int) i;
+        return -1;
+}
+
+static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
+        int fd = w->registered[path];
+
+        for (unsigned n = 0; n < WORKER_BATCH; n++) {
+                MptSockaddr src = {};
+                struct iovec iov = { .iov_base = w->rx_buffer, .iov_len = WORKER_BUFFER_SIZE };
+                struct msghdr mh = {
+                        .msg_name = &src,
+                        .msg_namelen = sizeof src,
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                };
+                MptAddress src_addr;
+                MptFrame f;
+                usec_t now = 0;
+                ssize_t k;
+                int p, reason;
+
+                k = recvmsg(fd, &mh, MSG_DONTWAIT);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break; /* EAGAIN, or an ICMP error report we have no use for */
+                }
+                if (mh.msg_flags & MSG_TRUNC) {
+                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
+                        continue;
+                }
+                if (sockaddr_to_address(&src, &src_addr, NULL) < 0 ||
+                    (p = demux(s, path, &src_addr)) < 0) {
+                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        continue;
+                }
+                reason = mpt_frame_decode(w->rx_buffer, (size_t) k, &f);
+                if (reason >= 0) {
+                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        continue;
+                }
+                if (f.kind == MPT_FRAME_KEEPALIVE) {
+                        KeepaliveEvent ev = { .path = (unsigned) p, .source = src };
+                        reason = mpt_keepalive_decode(&f, &ev.ka);
+                        if (reason >= 0) {
+                                COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                                continue;
+                        }
+                        ev.when = now_usec();
+                        COUNTER_ADD(w->path_counters[p].keepalives_rx, 1);
+                        tunnel_queue_keepalive(w->tunnel, &ev);
+                        continue;
+                }
+                COUNTER_ADD(w->path_counters[p].rx_packets, 1);
+                COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) k);
+                handle_data(w, (unsigned) p, &f, &now);
+        }
+}
+
+static void worker_tx(Worker *w, const Snapshot *s) {
+        Tunnel *t = w->tunnel;
+        uint8_t *pkt = w->tx_buffer + WORKER_HEADROOM;
+
+        for (unsigned n = 0; n < WORKER_BATCH; n++) {
+                const SnapshotPath *sp;
+                uint16_t proto;
+                uint32_t seq = 0;
+                unsigned p;
+                size_t hl;
+                ssize_t k;
+
+                k = read(w->tun_fd, pkt, WORKER_BUFFER_SIZE);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (k == 0)
+                        break;
+                proto = mpt_inner_protocol(pkt, (size_t) k);
+                if (proto == 0) {
+                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                        continue;
+                }
+                if (s->vector_len == 0) {
+                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_PATH], 1);
+                        continue;
+                }
+                if (s->scheduler == MPT_SCHEDULER_FLOW)
+                        p = s->vector[sched_flow_hash(pkt, (size_t) k) % s->vector_len];
+                else
+                        p = s->vector[w->cursor++ % s->vector_len];
+                sp = &s->paths[p];
+                if (s->sequence)
+                        seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, 1, __ATOMIC_RELAXED);
+                hl = mpt_gre_encode(pkt, proto, s->sequence, seq);
+                if (sendto(sp->fds[w->id], pkt - hl, (size_t) k + hl, MSG_DONTWAIT, &sp->remote.sa,
+                           sp->remote_len) < 0) {
+                        COUNTER_ADD(w->path_counters[p].drops[errno == EAGAIN || errno == ENOBUFS
+                                                                      ? MPT_DROP_SEND_BUSY
+                                                                      : MPT_DROP_SEND_ERROR],
+                                    1);
+                        continue;
+                }
+                COUNTER_ADD(w->path_counters[p].tx_packets, 1);
+                COUNTER_ADD(w->path_counters[p].tx_bytes, (uint64_t) k + hl);
+        }
+}
+
+static int timeout_ms(Tunnel *t) {
+        usec_t deadline, now;
+
+        if (!t->reorder_enabled)
+                return -1;
+        deadline = __atomic_load_n(&t->reorder_deadline, __ATOMIC_ACQUIRE);
+        if (deadline == USEC_INFINITY)
+                return -1;
+        now = now_usec();
+        if (deadline <= now)
+                return 0;
+        return (int) MIN(DIV_ROUND_UP(deadline - now, USEC_PER_MSEC), (usec_t) 60000);
+}
+
+static void expire_reorder(Worker *w) {
+        Tunnel *t = w->tunnel;
+        usec_t now;
+
+        if (!t->reorder_enabled)
+                return;
+        now = now_usec();
+        if (__atomic_load_n(&t->reorder_deadline, __ATOMIC_ACQUIRE) > now)
+                return;
+        pthread_mutex_lock(&t->reorder_lock);
+        reorder_expire(t->reorder, now, tun_deliver, w);
+        reorder_publish_deadline(t);
+        pthread_mutex_unlock(&t->reorder_lock);
+}
+
+static void *worker_main(void *userdata) {
+        Worker *w = userdata;
+        Tunnel *t = w->tunnel;
+        struct epoll_event events[MPT_PATHS_MAX + 2];
+        sigset_t all;
+
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+        while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+                const Snapshot *s;
+                int n;
+
+                n = epoll_wait(w->epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(t));
+                if (n < 0 && errno != EINTR)
+                        break;
+
+                /* Pick up the newest snapshot; announcing its generation tells the main thread that
+                 * older ones (and the sockets they name) are no longer used here (see tunnel.h). */
+                s = __atomic_load_n(&t->snapshot, __ATOMIC_ACQUIRE);
+                if (s->generation != w->seen_generation)
+                        reconcile(w, s);
+
+                for (int i = 0; i < n; i++) {
+                        uint64_t tag = events[i].data.u64;
+                        if (tag == EV_WAKE) {
+                                uint64_t v;
+                                (void) !read(w->wake_fd, &v, sizeof v);
+                        } else if (tag == EV_TUN)
+                                worker_tx(w, s);
+                        else if (tag < s->n_paths && w->registered[tag] >= 0)
+                                worker_rx(w, s, (unsigned) tag);
+                }
+                expire_reorder(w);
+        }
+        return NULL;
+}
+
+int worker_start(Worker *w) {
+        char name[16];
+        int r;
+
+        r = pthread_create(&w->thread, NULL, worker_main, w);
+        if (r != 0)
+                return -r;
+        w->started = true;
+        snprintf(name, sizeof name, "mptd-w%u", w->id);
+        (void) pthread_setname_np(w->thread, name);
+        return 0;
+}
+
+void worker_stop(Worker *w) {
+        if (!w->started)
+                return;
+        __atomic_store_n(&w->stop, true, __ATOMIC_RELEASE);
+        worker_wake(w);
+        pthread_join(w->thread, NULL);
+        w->started = false;
+}

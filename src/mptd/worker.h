@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "tunnel.h"
+
+#define WORKER_BATCH 64u
+#define WORKER_BUFFER_SIZE (65536u + 64u)
+#define WORKER_HEADROOM 64u
+
+struct Worker {
+        Tunnel *tunnel;
+        unsigned id;
+        pthread_t thread;
+        bool started;
+        int tun_fd;
+        int epoll_fd;
+        int wake_fd;
+        bool stop; /* atomic */
+
+        uint64_t seen_generation; /* atomic: the snapshot generation this worker uses */
+        int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
+        uint32_t cursor;
+
+        uint8_t *rx_buffer;
+        uint8_t *tx_buffer;
+
+        PathCounters path_counters[MPT_PATHS_MAX];
+        PathCounters tunnel_counters; /* drops not tied to a path */
+};
+
+int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
+int worker_start(Worker *w);
+/* Asks the worker to stop and joins it. */
+void worker_stop(Worker *w);
+Worker *worker_free(Worker *w);
+/* Wakes the worker so that it picks up a new snapshot soon. */
+void worker_wake(Worker *w);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "diag.h"
+
+/* A systemd-style INI tokenizer: "[Section]" headers, "Key=Value" assignments, comments
+ * starting with '#' or ';', blank lines. It knows nothing about what sections and keys mean:
+ * it hands each element to the callbacks with its line number. Structural problems (text
+ * outside a section, a line without '=', an unterminated header, control characters, an
+ * over-long line) are reported as diagnostics and parsing goes on with the next line. */
+
+#define CONF_LINE_MAX 4096u
+#define CONF_FILE_MAX (1024u * 1024u)
+
+typedef struct ConfCallbacks {
+        /* Called for every section header. Return false to skip the section's assignments
+         * silently (the callback has reported the problem, or the section is not ours). */
+        bool (*section)(void *userdata, const char *section, unsigned line, MptDiagnostics *d);
+        void (*assignment)(void *userdata, const char *section, const char *key, const char *value,
+                           unsigned line, MptDiagnostics *d);
+} ConfCallbacks;
+
+/* buf need not be NUL-terminated. */
+void conf_parse_buffer(const char *filename, const char *buf, size_t len, const ConfCallbacks *cb,
+                       void *userdata, MptDiagnostics *d);
+/* Reads the file (bounded by CONF_FILE_MAX) and parses it. Returns a negative errno when the
+ * file cannot be read; parse problems go to the diagnostics. */
+int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdata, MptDiagnostics *d);
+/* Reads a whole file of at most max bytes into a NUL-terminated buffer. */
+int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size);

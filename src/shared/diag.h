@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdio.h>
+
+#include "macro.h"
+
+/* Diagnostics collected while reading a profile: every problem, not just the first, each
+ * tied to a file and (where there is one) a line. */
+typedef struct MptDiag {
+        char *file;
+        unsigned line; /* 0: the problem concerns the whole file */
+        char *message;
+} MptDiag;
+
+typedef struct MptDiagnostics {
+        MptDiag *items;
+        size_t n;
+        size_t n_allocated;
+        size_t n_dropped; /* problems beyond the bound on kept items: counted, not kept */
+        bool oom;
+} MptDiagnostics;
+
+void diag_add(MptDiagnostics *d, const char *file, unsigned line, const char *fmt, ...) _printf_(4, 5);
+void diag_done(MptDiagnostics *d);
+static inline bool diag_has_errors(const MptDiagnostics *d) {
+        return d->n > 0 || d->n_dropped > 0 || d->oom;
+}
+/* Problems reported so far, kept or not: compare before and after a step to see whether it
+ * found any. */
+static inline size_t diag_count(const MptDiagnostics *d) {
+        return d->n + d->n_dropped;
+}
+/* "FILE:LINE: message" (or "FILE: message" when line is 0). */
+int diag_format(const MptDiag *item, char **ret);
+/* Writes every item, one per line, with an optional prefix such as "mptd: ". */
+void diag_print(const MptDiagnostics *d, FILE *f, const char *prefix);

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The one key table. The parser, verification, mptctl's key listing, the man page
+ * mpt.conf(5) (generated from this table at build time) and the other front ends all read
+ * it. A unit test fails when a key has no documentation. */
+
+#include <stddef.h>
+
+#include "profile.h"
+
+#define T(field) MPT_SECTION_TUNNEL, .offset = offsetof(MptTunnelConfig, field)
+#define P(field) MPT_SECTION_PATH, .offset = offsetof(MptPathConfig, field)
+#define MS USEC_PER_MSEC
+#define S USEC_PER_SEC
+
+const MptConfKey mpt_conf_keys[] = {
+        /* [Tunnel] */
+        {
+                .name = "Name", .section = T(name), .type = MPT_CONF_NAME,
+                .syntax = "NAME",
+                .default_doc = "the profile's file name without \".conf\"",
+                .doc = "Name of the tunnel and of its TUN network interface: 1 to 15 characters from "
+                       "letters, digits, \"_\", \".\" and \"-\". mptctl addresses the tunnel by this name, "
+                       "and its control socket is /run/mpt/NAME.sock. If an interface of this name "
+                       "already exists it must be a multi-queue TUN device without packet information "
+                       "(for example one created by systemd-networkd); mptd attaches to it and leaves it "
+                       "in place when it exits. Otherwise mptd creates the device and removes it on exit.",
+        },
+        {
+                .name = "Address", .section = T(addresses), .type = MPT_CONF_PREFIX_LIST,
+                .syntax = "ADDRESS[/PREFIXLEN]",
+                .default_doc = "none",
+                .doc = "An IPv4 or IPv6 address of the tunnel interface, with an optional prefix length "
+                       "(default: a host address). May be given several times, for example once per "
+                       "family; an empty value clears the list. The tunnel's IP versions are "
+                       "independent of the paths' IP versions. Leave it empty when something else "
+                       "(systemd-networkd, NetworkManager) configures the addresses.",
+        },
+        {
+                .name = "Peer", .section = T(peers), .type = MPT_CONF_PREFIX_LIST,
+                .syntax = "ADDRESS",
+                .default_doc = "none",
+                .doc = "The tunnel address of the other end, at most one per family. It is written into "
+                       "keepalive frames (which carry both tunnel addresses, as in the original MPT), and "
+                       "keepalives that name a different pair of tunnel addresses are dropped.",
+        },
+        {
+                .name = "Route", .section = T(routes), .type = MPT_CONF_PREFIX_LIST,
+                .syntax = "PREFIX/LENGTH",
+                .default_doc = "none",
+                .doc = "A destination network that is routed into the tunnel (a route on the tunnel "
+                       "interface, added when the tunnel starts and removed when it stops). May be given "
+                       "several times; an empty value clears the list.",
+        },
+        {
+                .name = "MTU", .section = T(mtu), .type = MPT_CONF_UINT32,
+                .min = 576, .max = 65535, .flags = MPT_CONF_AUTO,
+                .syntax = "BYTES|auto",
+                .default_doc = "auto",
+                .doc = "MTU of the tunnel interface. \"auto\" takes the smallest link MTU of the paths' "
+                       "interfaces minus that path's encapsulation overhead: outer IP header (20 bytes "
+                       "for IPv4, 40 for IPv6), UDP (8), GRE (4) and the sequence number (4, when "
+                       "ReorderWindow= is not 0). For 1500-byte links that is 1464 over IPv4 and 1444 "
+                       "over IPv6. A tunnel with an IPv6 address needs at least 1280.",
+        },
+        {
+                .name = "LocalPort", .section = T(local_port), .type = MPT_CONF_PORT,
+                .def = MPT_DEFAULT_PORT, .syntax = "PORT",
+                .doc = "Local UDP port of every path socket (the data port). Keepalives use the same "
+                       "port. The default is the IANA port for GRE-in-UDP.",
+        },
+        {
+                .name = "RemotePort", .section = T(remote_port), .type = MPT_CONF_PORT,
+                .def = MPT_DEFAULT_PORT, .syntax = "PORT",
+                .doc = "UDP port on the other end that data and keepalives are sent to, unless a path "
+                       "sets its own RemotePort=.",
+        },
+        {
+                .name = "ReorderWindow", .section = T(reorder_window), .type = MPT_CONF_UINT32,
+                .min = 0, .max = 65536, .def = 1024, .syntax = "PACKETS",
+                .doc = "Size of the receive reorder window in packets. When it is not 0, every data "
+                       "packet carries a GRE sequence number and the receiver restores the sending order "
+                       "of packets that took different paths, holding at most this many packets and each "
+                       "for at most ReorderMaxDelay=. A gap is skipped as soon as every active path has "
+                       "delivered a later packet (each path keeps its order), so a lost packet costs no "
+                       "waiting. 0 turns sequence numbers and reordering off.",
+        },
+        {
+                .name = "ReorderMaxDelay", .section = T(reorder_max_delay), .type = MPT_CONF_DURATION,
+                .min = 1 * MS, .max = 10 * S, .def = 100 * MS, .syntax = "DURATION",
+                .doc = "Longest time a packet is held in the reorder buffer while an earlier packet is "
+                       "missing. After that the missing packet is given up (and delivered late should it "
+                       "still arrive).",
+        },
+        {
+                .name = "Scheduler", .section = T(scheduler), .type = MPT_CONF_SCHEDULER,
+                .def = MPT_SCHEDULER_WEIGHTED, .syntax = "weighted|flow",
+                .doc = "How packets are spread over the paths that are up. \"weighted\": packet by "
+                       "packet, each path in proportion to its Weight=, interleaved as evenly as possible "
+                       "(the sending vector of the original MPT). \"flow\": every flow (addresses, protocol "
+                       "and ports of the inner packet) stays on one path, and flows are spread by weight; "
+                       "no reordering is needed, but one flow cannot use more than one path.",
+        },
+        {
+                .name = "Workers", .section = T(workers), .type = MPT_CONF_UINT32,
+                .min = 1, .max = MPT_WORKERS_MAX, .flags = MPT_CONF_AUTO, .syntax = "NUMBER|auto",
+                .default_doc = "auto",
+                .doc = "Number of data-plane threads. Each owns one queue of the multi-queue TUN device "
+                       "and its own socket per path. \"auto\" starts one per CPU the process may run on.",
+        },
+
+        /* [Path] */
+        {
+                .name = "Name", .section = P(name), .type = MPT_CONF_NAME,
+                .syntax = "NAME",
+                .default_doc = "the value of Interface=, or \"pathN\" (N counting from 0)",
+                .doc = "Name of the path, unique within the tunnel. mptctl and the log use it.",
+        },
+        {
+                .name = "Interface", .section = P(interface), .type = MPT_CONF_IFNAME,
+                .syntax = "IFNAME",
+                .default_doc = "none",
+                .doc = "Network interface the path uses. The path's socket is bound to it "
+                       "(SO_BINDTODEVICE), so its packets leave through this interface whatever the "
+                       "routing table says, and two paths may share a remote address. Either "
+                       "Interface= or LocalAddress= must be set.",
+        },
+        {
+                .name = "LocalAddress", .section = P(local), .type = MPT_CONF_ADDRESS,
+                .syntax = "ADDRESS",
+                .default_doc = "an address of Interface= of the same family as Remote=",
+                .doc = "Local address the path's socket is bound to. Its family must match Remote=. "
+                       "When it is not set, mptd uses the first usable (global, then other) address of "
+                       "the family of Remote= on Interface=.",
+        },
+        {
+                .name = "Remote", .section = P(remote), .type = MPT_CONF_ADDRESS,
+                .flags = MPT_CONF_REQUIRED, .syntax = "ADDRESS",
+                .default_doc = "none (required)",
+                .doc = "Address of the other end of this path (an IPv4 or IPv6 address; host names are "
+                       "not resolved).",
+        },
+        {
+                .name = "RemotePort", .section = P(remote_port), .type = MPT_CONF_PORT,
+                .syntax = "PORT",
+                .default_doc = "the tunnel's RemotePort=",
+                .doc = "UDP port of the other end of this path.",
+        },
+        {
+                .name = "Weight", .section = P(weight), .type = MPT_CONF_UINT32,
+                .min = 0, .max = MPT_WEIGHT_MAX, .def = 1, .syntax = "0..10000",
+                .default_doc = "the weight the peer advertises for this path (its ReceiveWeight=), or 1",
+                .doc = "Share of the outgoing traffic this path carries, relative to the other paths "
+                       "that are up: with weights 3 and 1, three packets (or flows) of four take the first "
+                       "path. 0 makes the path a backup path (see Backup=).",
+        },
+        {
+                .name = "ReceiveWeight", .section = P(receive_weight), .type = MPT_CONF_UINT32,
+                .min = 0, .max = MPT_WEIGHT_MAX, .def = 0, .syntax = "0..10000",
+                .default_doc = "0 (nothing advertised)",
+                .doc = "Weight this end asks the other end to use when it sends over this path. It is "
+                       "advertised in keepalives, and the other end uses it for a path whose Weight= is "
+                       "not set in its own profile. 0 advertises nothing.",
+        },
+        {
+                .name = "KeepaliveInterval", .section = P(keepalive_interval), .type = MPT_CONF_DURATION,
+                .min = 100 * MS, .max = 3600 * S, .def = 1 * S, .flags = MPT_CONF_ZERO_OFF,
+                .syntax = "DURATION",
+                .doc = "How often a keepalive frame is sent on the path (in the wire format of the "
+                       "original MPT, section 3.6 of the protocol description, with an extension that "
+                       "carries round-trip and loss measurements and the path's state, which original "
+                       "MPT peers ignore). 0 turns keepalives off; the path is then always considered up "
+                       "unless taken down by hand.",
+        },
+        {
+                .name = "DeadTime", .section = P(dead_time), .type = MPT_CONF_DURATION,
+                .min = 300 * MS, .max = 24 * 3600 * S, .flags = MPT_CONF_ZERO_OFF,
+                .syntax = "DURATION",
+                .default_doc = "three times KeepaliveInterval=",
+                .doc = "A path from which no keepalive arrived for this long is declared dead: it leaves "
+                       "the schedule, its traffic moves to the other paths, and it comes back as soon as "
+                       "keepalives arrive again. Must be longer than KeepaliveInterval=. 0 never declares "
+                       "the path dead (for peers that send no keepalives).",
+        },
+        {
+                .name = "Backup", .section = P(backup), .type = MPT_CONF_BOOL,
+                .def = 0, .syntax = "BOOLEAN",
+                .doc = "A backup path carries traffic only while no normal path is up. Weight=0 also "
+                       "makes a path a backup path. Backup paths share the traffic by their weights "
+                       "(equally, when all their weights are 0).",
+        },
+};
+
+const size_t mpt_conf_keys_n = ELEMENTSOF(mpt_conf_keys);

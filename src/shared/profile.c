@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <inttypes.h>
+#include <libgen.h>
+
+#include "conf-parser.h"
+#include "profile.h"
+
+static const char *const mpt_scheduler_table[_MPT_SCHEDULER_MAX] = {
+        [MPT_SCHEDULER_WEIGHTED] = "weighted",
+        [MPT_SCHEDULER_FLOW] = "flow",
+};
+DEFINE_STRING_TABLE(mpt_scheduler, MptScheduler, _MPT_SCHEDULER_MAX);
+
+static const char *const mpt_section_table[_MPT_SECTION_MAX] = {
+        [MPT_SECTION_TUNNEL] = "Tunnel",
+        [MPT_SECTION_PATH] = "Path",
+};
+DEFINE_STRING_TABLE(mpt_section, MptSection, _MPT_SECTION_MAX);
+
+const MptConfKey *conf_key_lookup(MptSection section, const char *name) {
+        for (size_t i = 0; i < mpt_conf_keys_n; i++)
+                if (mpt_conf_keys[i].section == section && streq(mpt_conf_keys[i].name, name))
+                        return &mpt_conf_keys[i];
+        return NULL;
+}
+
+size_t conf_key_index(const MptConfKey *k) {
+        size_t idx = 0;
+
+        for (const MptConfKey *i = mpt_conf_keys; i < k; i++)
+                if (i->section == k->section)
+                        idx++;
+        assert(idx < MPT_KEYS_PER_SECTION_MAX);
+        return idx;
+}
+
+const char *conf_key_suggest(MptSection section, const char *name) {
+        const char *best = NULL;
+        unsigned best_d = 4;
+
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                unsigned dist;
+                if (mpt_conf_keys[i].section != section)
+                        continue;
+                dist = string_distance(name, mpt_conf_keys[i].name);
+                /* Short names need a closer match, or everything would look like "Name". */
+                if (dist < best_d && dist <= MAX(1u, (unsigned) strlen(mpt_conf_keys[i].name) / 3)) {
+                        best = mpt_conf_keys[i].name;
+                        best_d = dist;
+                }
+        }
+        return best;
+}
+
+static void *field_ptr(const MptConfKey *k, void *config) {
+        return (uint8_t *) config + k->offset;
+}
+
+static const void *field_cptr(const MptConfKey *k, const void *config) {
+        return (const uint8_t *) config + k->offset;
+}
+
+static void set_default(const MptConfKey *k, void *config) {
+        void *f = field_ptr(k, config);
+
+        switch (k->type) {
+        case MPT_CONF_NAME:
+        case MPT_CONF_IFNAME:
+                *(char **) f = mfree(*(char **) f);
+                break;
+        case MPT_CONF_ADDRESS:
+                *(MptAddress *) f = (MptAddress) {};
+                break;
+        case MPT_CONF_PREFIX_LIST: {
+                MptPrefixList *l = f;
+                l->items = mfree(l->items);
+                l->n = 0;
+                break;
+        }
+        case MPT_CONF_PORT:
+                *(uint16_t *) f = (uint16_t) k->def;
+                break;
+        case MPT_CONF_UINT32:
+                *(uint32_t *) f = (uint32_t) k->def;
+                break;
+        case MPT_CONF_DURATION:
+                *(usec_t *) f = k->def;
+                break;
+        case MPT_CONF_BOOL:
+                *(bool *) f = k->def;
+                break;
+        case MPT_CONF_SCHEDULER:
+                *(MptScheduler *) f = (MptScheduler) k->def;
+                break;
+        default:
+                assert(false);
+        }
+}
+
+static void config_init(MptSection section, void *config) {
+        for (size_t i = 0; i < mpt_conf_keys_n; i++)
+                if (mpt_conf_keys[i].section == section)
+                        set_default(&mpt_conf_keys[i], config);
+}
+
+static void config_done(MptSection section, void *config) {
+        for (size_t i = 0; i < mpt_conf_keys_n; i++)
+                if (mpt_conf_keys[i].section == section)
+                        set_default(&mpt_conf_keys[i], config);
+}
+
+MptProfile *profile_new(void) {
+        MptProfile *p = calloc(1, sizeof(MptProfile));
+        if (!p)
+                return NULL;
+        config_init(MPT_SECTION_TUNNEL, &p->tunnel);
+        return p;
+}
+
+MptProfile *profile_free(MptProfile *p) {
+        if (!p)
+                return NULL;
+        config_done(MPT_SECTION_TUNNEL, &p->tunnel);
+        for (size_t i = 0; i < p->n_paths; i++)
+                config_done(MPT_SECTION_PATH, &p->paths[i]);
+        free(p->paths);
+        free(p->filename);
+        return mfree(p);
+}
+
+MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
+        MptPathConfig *paths;
+
+        paths = realloc(p->paths, (p->n_paths + 1) * sizeof(MptPathConfig));
+        if (!paths)
+                return NULL;
+        p->paths = paths;
+        paths[p->n_paths] = (MptPathConfig) { .line = line };
+        config_init(MPT_SECTION_PATH, &paths[p->n_paths]);
+        return &paths[p->n_paths++];
+}
+
+static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
+        void *f = field_ptr(k, config);
+        int r;
+
+#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
+
+        switch (k->type) {
+        case MPT_CONF_NAME:
+        case MPT_CONF_IFNAME: {
+                char *s;
+                if (k->type == MPT_CONF_NAME && !object_name_valid(value))
+                        FAIL("invalid %s= '%s': use 1 to 15 letters, digits, '_', '.' or '-', "
+                             "not starting with '-' or '.'", k->name, value);
+                if (k->type == MPT_CONF_IFNAME && !ifname_valid(value))
+                        FAIL("invalid interface name '%s' in %s=", value, k->name);
+                s = strdup(value);
+                if (!s)
+                        return -ENOMEM;
+                free(*(char **) f);
+                *(char **) f = s;
+                return 0;
+        }
+        case MPT_CONF_ADDRESS: {
+                MptAddress a;
+                if (address_from_string(value, &a) < 0)
+                        FAIL("invalid %s= '%s': not an IPv4 or IPv6 address", k->name, value);
+                if (address_is_null(&a) || address_is_multicast(&a))
+                        FAIL("invalid %s= '%s': a unicast address is needed", k->name, value);
+                *(MptAddress *) f = a;
+                return 0;
+        }
+        case MPT_CONF_PREFIX_LIST: {
+                MptPrefixList *l = f;
+                MptPrefix *items, pfx;
+                MptAddress a;
+                r = prefix_from_string(value, &pfx);
+                if (r == -ERANGE)
+                        FAIL("invalid %s= '%s': prefix length out of range", k->name, value);
+                if (r < 0)
+                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+                a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
+                if (address_is_multicast(&a))
+                        FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
+                if (l->n >= MPT_ADDRESSES_MAX && k->offset != offsetof(MptTunnelConfig, routes))
+                        FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
+                if (l->n >= MPT_ROUTES_MAX)
+                        FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
+                for (size_t i = 0; i < l->n; i++)
+                        if (l->items[i].family == pfx.family && l->items[i].prefixlen == pfx.prefixlen &&
+                            memcmp(&l->items[i].addr, &pfx.addr, family_address_size(pfx.family)) == 0)
+                                FAIL("duplicate %s= '%s'", k->name, value);
+                items = realloc(l->items, (l->n + 1) * sizeof(MptPrefix));
+                if (!items)
+                        return -ENOMEM;
+                l->items = items;
+                l->items[l->n++] = pfx;
+                return 0;
+        }
+        case MPT_CONF_PORT: {
+                uint16_t port;
+                if (parse_port(value, &port) < 0)
+                        FAIL("invalid %s= '%s': expected a port number 1..65535", k->name, value);
+                *(uint16_t *) f = port;
+                return 0;
+        }
+        case MPT_CONF_UINT32: {
+                unsigned v;
+                if ((k->flags & MPT_CONF_AUTO) && streq(value, "auto")) {
+                        *(uint32_t *) f = 0;
+                        return 0;
+                }
+                r = safe_atou(value, &v);
+                if (r < 0 || v < k->min || v > k->max)
+                        FAIL("invalid %s= '%s': expected %s%" PRIu64 "..%" PRIu64,
+                             k->name, value, (k->flags & MPT_CONF_AUTO) ? "\"auto\" or " : "", k->min, k->max);
+                *(uint32_t *) f = v;
+                return 0;
+        }
+        case MPT_CONF_DURATION: {
+                char lo[32], hi[32];
+                usec_t u;
+                r = parse_duration(value, &u);
+                if (r == 0 && u == 0 && (k->flags & MPT_CONF_ZERO_OFF)) {
+                        *(usec_t *) f = 0;
+                        return 0;
+                }
+                if (r < 0 || u < k->min || u > k->max)
+                        FAIL("invalid %s= '%s': expected a duration %s%s..%s (e.g. \"500ms\", \"2s\")",
+                             k->name, value, (k->flags & MPT_CONF_ZERO_OFF) ? "of 0 or " : "",
+                             format_duration(k->min, lo, sizeof lo), format_duration(k->max, hi, sizeof hi));
+                *(usec_t *) f = u;
+                return 0;
+        }
+        case MPT_CONF_BOOL:
+                r = parse_boolean(value);
+                if (r < 0)
+                        FAIL("invalid %s= '%s': expected yes or no", k->name, value);
+                *(bool *) f = r;
+                return 0;
+        case MPT_CONF_SCHEDULER: {
+                MptScheduler s = mpt_scheduler_from_string(value);
+                if (s < 0)
+                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+                *(MptScheduler *) f = s;
+                return 0;
+        }
+        default:
+                assert(false);
+                return -EINVAL;
+        }
+#undef FAIL
+}
+
+int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
+                   const char *value, const char *file, unsigned line, MptDiagnostics *d) {
+        _cleanup_free_ char *err = NULL;
+        const MptConfKey *k;
+        void *config = section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel;
+        unsigned *key_line;
+        int r;
+
+        assert(section != MPT_SECTION_PATH || path);
+
+        k = conf_key_lookup(section, key);
+        if (!k) {
+                const char *hint = conf_key_suggest(section, key);
+                if (hint)
+                        diag_add(d, file, line, "unknown key '%s' in [%s]; did you mean '%s'?",
+                                 key, mpt_section_to_string(section), hint);
+                else
+                        diag_add(d, file, line, "unknown key '%s' in [%s]", key, mpt_section_to_string(section));
+                return -ENOENT;
+        }
+
+        key_line = section == MPT_SECTION_PATH ? path->key_line : p->tunnel.key_line;
+
+        if (isempty(value)) {
+                /* An empty value resets the key to its default. */
+                set_default(k, config);
+                key_line[conf_key_index(k)] = 0;
+                return 0;
+        }
+
+        r = parse_value(k, value, config, &err);
+        if (r == -ENOMEM) {
+                d->oom = true;
+                return r;
+        }
+        if (r < 0) {
+                diag_add(d, file, line, "%s", err ?: "invalid value");
+                return r;
+        }
+        key_line[conf_key_index(k)] = line;
+        return 0;
+}
+
+static unsigned line_of(const unsigned *key_line, MptSection section, const char *key, unsigned fallback) {
+        const MptConfKey *k = conf_key_lookup(section, key);
+        unsigned l = k ? key_line[conf_key_index(k)] : 0;
+        return l ?: fallback;
+}
+
+#define TLINE(p, key) line_of((p)->tunnel.key_line, MPT_SECTION_TUNNEL, key, (p)->tunnel.line)
+#define PLINE(path, key) line_of((path)->key_line, MPT_SECTION_PATH, key, (path)->line)
+#define IS_SET(kl, section, key) (line_of((kl), section, key, 0) > 0)
+
+static char *default_tunnel_name(const char *filename) {
+        _cleanup_free_ char *copy = NULL;
+        char *base, *dot;
+
+        if (!filename)
+                return NULL;
+        copy = strdup(filename);
+        if (!copy)
+                return NULL;
+        base = basename(copy);
+        dot = strrchr(base, '.');
+        if (dot && dot != base)
+                *dot = 0;
+        if (!object_name_valid(base))
+                return NULL;
+        return strdup(base);
+}
+
+int profile_verify(MptProfile *p, MptDiagnostics *d) {
+        const char *file = p->filename ?: "<input>";
+        size_t errors = diag_count(d);
+        bool has_v6 = false;
+
+        if (!p->tunnel.name) {
+                p->tunnel.name = default_tunnel_name(p->filename);
+                if (!p->tunnel.name)
+                        diag_add(d, file, p->tunnel.line,
+                                 "no tunnel name: set Name= in [Tunnel] (the file name is not a valid name)");
+        }
+
+        for (size_t i = 0; i < p->tunnel.addresses.n; i++)
+                if (p->tunnel.addresses.items[i].family == AF_INET6)
+                        has_v6 = true;
+        if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < 1280)
+                diag_add(d, file, TLINE(p, "MTU"), "MTU=%u is below 1280, the minimum for a tunnel with "
+                         "an IPv6 address", p->tunnel.mtu);
+
+        for (int family = AF_INET; family <= AF_INET6; family += AF_INET6 - AF_INET) {
+                size_t n = 0;
+                for (size_t i = 0; i < p->tunnel.peers.n; i++)
+                        if (p->tunnel.peers.items[i].family == family)
+                                n++;
+                if (n > 1)
+                        diag_add(d, file, TLINE(p, "Peer"), "more than one %s Peer= address",
+                                 family == AF_INET ? "IPv4" : "IPv6");
+        }
+        for (size_t i = 0; i < p->tunnel.peers.n; i++) {
+                const MptPrefix *pf = &p->tunnel.peers.items[i];
+                if (pf->prefixlen != family_address_size(pf->family) * 8)
+                        diag_add(d, file, TLINE(p, "Peer"), "Peer= takes an address without a prefix length");
+        }
+
+        if (p->n_paths == 0)
+                diag_add(d, file, 0, "no [Path] section: a tunnel needs at least one path");
+        if (p->n_paths > MPT_PATHS_MAX)
+                diag_add(d, file, p->paths[MPT_PATHS_MAX].line, "too many paths (at most %u)", MPT_PATHS_MAX);
+
+        for (size_t i = 0; i < p->n_paths; i++) {
+                MptPathConfig *path = &p->paths[i];
+
+                if (!path->name) {
+                        if (path->interface)
+                                path->name = strdup(path->interface);
+                        else
+                                (void) asprintf(&path->name, "path%zu", i);
+                        if (!path->name) {
+                                d->oom = true;
+                                return -ENOMEM;
+                        }
+                }
+
+                if (!address_is_set(&path->remote))
+                        diag_add(d, file, path->line, "path '%s' has no Remote= address", path->name);
+                if (!path->interface && !address_is_set(&path->local))
+                        diag_add(d, file, path->line, "path '%s' needs Interface= or LocalAddress=", path->name);
+                if (address_is_set(&path->local) && address_is_set(&path->remote) &&
+                    path->local.family != path->remote.family)
+                        diag_add(d, file, PLINE(path, "LocalAddress"),
+                                 "path '%s': LocalAddress= is %s but Remote= is %s", path->name,
+                                 path->local.family == AF_INET ? "IPv4" : "IPv6",
+                                 path->remote.family == AF_INET ? "IPv4" : "IPv6");
+
+                if (!IS_SET(path->key_line, MPT_SECTION_PATH, "DeadTime"))
+                        path->dead_time = 3 * path->keepalive_interval;
+                else if (path->dead_time > 0 && path->keepalive_interval == 0)
+                        diag_add(d, file, PLINE(path, "DeadTime"),
+                                 "path '%s': DeadTime= needs keepalives, but KeepaliveInterval=0", path->name);
+                else if (path->dead_time > 0 && path->dead_time <= path->keepalive_interval)
+                        diag_add(d, file, PLINE(path, "DeadTime"),
+                                 "path '%s': DeadTime= must be longer than KeepaliveInterval=", path->name);
+
+                for (size_t j = 0; j < i; j++) {
+                        const MptPathConfig *o = &p->paths[j];
+                        if (o->name && streq(o->name, path->name))
+                                diag_add(d, file, PLINE(path, "Name"),
+                                         "duplicate path name '%s' (first at line %u); set a unique Name=",
+                                         path->name, o->line);
+                        else if (streq(strempty(o->interface), strempty(path->interface)) &&
+                                 address_equal(&o->local, &path->local) &&
+                                 address_equal(&o->remote, &path->remote) &&
+                                 path_config_remote_port(p, o) == path_config_remote_port(p, path))
+                                diag_add(d, file, path->line,
+                                         "path '%s' duplicates path '%s' (same interface, local and remote "
+                                         "address and port)", path->name, o->name);
+                }
+        }
+
+        return diag_count(d) > errors || d->oom ? -EINVAL : 0;
+}
+
+typedef struct ParseState {
+        MptProfile *profile;
+        MptSection section;
+        size_t path_index;
+        bool seen_tunnel;
+} ParseState;
+
+static bool on_section(void *userdata, const char *section, unsigned line, MptDiagnostics *d) {
+        ParseState *s = userdata;
+        MptSection sec = mpt_section_from_string(section);
+
+        if (sec < 0) {
+                unsigned best = UINT_MAX;
+                const char *hint = NULL;
+                for (MptSection i = 0; i < _MPT_SECTION_MAX; i++) {
+                        unsigned dist = string_distance(section, mpt_section_to_string(i));
+                        if (dist < best) {
+                                best = dist;
+                                hint = mpt_section_to_string(i);
+                        }
+                }
+                if (best <= 2)
+                        diag_add(d, s->profile->filename, line, "unknown section [%s]; did you mean [%s]?",
+                                 section, hint);
+                else
+                        diag_add(d, s->profile->filename, line, "unknown section [%s]; expected [Tunnel] or [Path]",
+                                 section);
+                return false;
+        }
+
+        s->section = sec;
+        if (sec == MPT_SECTION_TUNNEL) {
+                if (s->seen_tunnel) {
+                        diag_add(d, s->profile->filename, line,
+                                 "second [Tunnel] section (the first is at line %u); a profile describes one tunnel",
+                                 s->profile->tunnel.line);
+                        return false;
+                }
+                s->seen_tunnel = true;
+                s->profile->tunnel.line = line;
+                return true;
+        }
+
+        if (!profile_add_path(s->profile, line)) {
+                d->oom = true;
+                return false;
+        }
+        s->path_index = s->profile->n_paths - 1;
+        return true;
+}
+
+static void on_assignment(void *userdata, const char *section, const char *key, const char *value,
+                          unsigned line, MptDiagnostics *d) {
+        ParseState *s = userdata;
+        (void) section;
+
+        (void) profile_assign(s->profile, s->section,
+                              s->section == MPT_SECTION_PATH ? &s->profile->paths[s->path_index] : NULL,
+                              key, value, s->profile->filename, line, d);
+}
+
+static const ConfCallbacks profile_callbacks = {
+        .section = on_section,
+        .assignment = on_assignment,
+};
+
+/* Parse and verify are separate passes, but the problems of a file are reported in line order all
+ * the same; whole-file problems (line 0) come last. Insertion sort: stable, and the lists are short. */
+static void diag_sort_by_line(MptDiagnostics *d, size_t first) {
+        for (size_t i = first + 1; i < d->n; i++) {
+                MptDiag t = d->items[i];
+                unsigned key = t.line ?: UINT_MAX;
+                size_t j = i;
+
+                for (; j > first && (d->items[j - 1].line ?: UINT_MAX) > key; j--)
+                        d->items[j] = d->items[j - 1];
+                d->items[j] = t;
+        }
+}
+
+int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d) {
+        _cleanup_(profile_freep) MptProfile *p = NULL;
+        ParseState s = {};
+        size_t errors = diag_count(d), first = d->n;
+
+        p = profile_new();
+        if (!p)
+                return -ENOMEM;
+        p->filename = strdup(filename ?: "<input>");
+        if (!p->filename)
+                return -ENOMEM;
+        s.profile = p;
+
+        conf_parse_buffer(p->filename, buf, len, &profile_callbacks, &s, d);
+        if (d->oom)
+                return -ENOMEM;
+        if (!s.seen_tunnel && p->n_paths > 0)
+                diag_add(d, p->filename, 0, "no [Tunnel] section");
+        if (!s.seen_tunnel && p->n_paths == 0 && diag_count(d) == errors)
+                diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
+        (void) profile_verify(p, d);
+        diag_sort_by_line(d, first);
+        if (d->oom)
+                return -ENOMEM;
+        if (diag_count(d) > errors)
+                return -EINVAL;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+        int r;
+
+        r = read_full_file(filename, CONF_FILE_MAX, &buf, &size);
+        if (r < 0)
+                return r;
+        return profile_load_buffer(filename, buf, size, ret, d);
+}
+
+int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
+        const void *f = field_cptr(k, config);
+        char buf[MPT_ADDRESS_STRLEN + 32];
+        char *s = NULL;
+
+        switch (k->type) {
+        case MPT_CONF_NAME:
+        case MPT_CONF_IFNAME:
+                s = strdup(strempty(*(char *const *) f));
+                break;
+        case MPT_CONF_ADDRESS:
+                s = strdup(address_is_set(f) ? address_to_string(f, buf) : "");
+                break;
+        case MPT_CONF_PREFIX_LIST: {
+                const MptPrefixList *l = f;
+                size_t size = 1, pos = 0;
+                s = malloc(l->n * MPT_ADDRESS_STRLEN + 1);
+                if (!s)
+                        return -ENOMEM;
+                s[0] = 0;
+                for (size_t i = 0; i < l->n; i++) {
+                        const MptPrefix *pf = &l->items[i];
+                        if (pf->prefixlen == family_address_size(pf->family) * 8) {
+                                MptAddress a = { .family = pf->family, .addr = pf->addr };
+                                address_to_string(&a, buf);
+                        } else
+                                prefix_to_string(pf, buf);
+                        pos += (size_t) sprintf(s + pos, "%s%s", i > 0 ? " " : "", buf);
+                }
+                (void) size;
+                break;
+        }
+        case MPT_CONF_PORT:
+                snprintf(buf, sizeof buf, "%u", *(const uint16_t *) f);
+                s = strdup(*(const uint16_t *) f ? buf : "");
+                break;
+        case MPT_CONF_UINT32:
+                if (*(const uint32_t *) f == 0 && (k->flags & MPT_CONF_AUTO))
+                        s = strdup("auto");
+                else {
+                        snprintf(buf, sizeof buf, "%" PRIu32, *(const uint32_t *) f);
+                        s = strdup(buf);
+                }
+                break;
+        case MPT_CONF_DURATION:
+                s = strdup(format_duration(*(const usec_t *) f, buf, sizeof buf));
+                break;
+        case MPT_CONF_BOOL:
+                s = strdup(*(const bool *) f ? "yes" : "no");
+                break;
+        case MPT_CONF_SCHEDULER:
+                s = strdup(strempty(mpt_scheduler_to_string(*(const MptScheduler *) f)));
+                break;
+        default:
+                assert(false);
+        }
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int write_section(FILE *f, MptSection section, const void *config, const unsigned *key_line) {
+        fprintf(f, "[%s]\n", mpt_section_to_string(section));
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                const MptConfKey *k = &mpt_conf_keys[i];
+                _cleanup_free_ char *v = NULL;
+                int r;
+
+                if (k->section != section)
+                        continue;
+                /* Write what was set explicitly, and always the name. */
+                if (!key_line[conf_key_index(k)] && !streq(k->name, "Name"))
+                        continue;
+                r = profile_format_value(k, config, &v);
+                if (r < 0)
+                        return r;
+                if (isempty(v))
+                        continue;
+                if (k->type == MPT_CONF_PREFIX_LIST) {
+                        const MptPrefixList *l = field_cptr(k, config);
+                        char buf[MPT_ADDRESS_STRLEN];
+                        for (size_t j = 0; j < l->n; j++) {
+                                const MptPrefix *pf = &l->items[j];
+                                if (pf->prefixlen == family_address_size(pf->family) * 8) {
+                                        MptAddress a = { .family = pf->family, .addr = pf->addr };
+                                        address_to_string(&a, buf);
+                                } else
+                                        prefix_to_string(pf, buf);
+                                fprintf(f, "%s=%s\n", k->name, buf);
+                        }
+                } else
+                        fprintf(f, "%s=%s\n", k->name, v);
+        }
+        return 0;
+}
+
+int profile_to_text(const MptProfile *p, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        r = write_section(f, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line);
+        for (size_t i = 0; r >= 0 && i < p->n_paths; i++) {
+                fputc('\n', f);
+                r = write_section(f, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line);
+        }
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+const MptPathConfig *profile_find_path(const MptProfile *p, const char *name) {
+        for (size_t i = 0; i < p->n_paths; i++)
+                if (p->paths[i].name && streq(p->paths[i].name, name))
+                        return &p->paths[i];
+        return NULL;
+}
+
+uint16_t path_config_remote_port(const MptProfile *p, const MptPathConfig *path) {
+        return path->remote_port ?: p->tunnel.remote_port;
+}
+
+bool path_config_is_backup(const MptPathConfig *path) {
+        return path->backup || path->weight == 0;
+}
+
+unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {
+        unsigned ip = path->remote.family == AF_INET6 ? 40 : 20;
+        return ip + 8 + 4 + (p->tunnel.reorder_window > 0 ? 4 : 0);
+}

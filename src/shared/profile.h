@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The profile model: one tunnel and its paths, whatever front door it came through (a native
+ * profile file, a systemd .netdev file, NetworkManager's vpn.data). Every front door feeds
+ * key/value assignments through profile_assign(); one key table (profile-keys.c) defines the
+ * names, value syntax, limits, defaults and documentation of every key. */
+
+#include "diag.h"
+#include "in-addr-util.h"
+#include "parse-util.h"
+
+#define MPT_PATHS_MAX 64u
+#define MPT_ADDRESSES_MAX 16u
+#define MPT_ROUTES_MAX 256u
+#define MPT_WEIGHT_MAX 10000u
+#define MPT_WORKERS_MAX 64u
+#define MPT_DEFAULT_PORT 4754u /* IANA GRE-in-UDP (RFC 8086) */
+#define MPT_KEYS_PER_SECTION_MAX 32u
+
+typedef enum MptScheduler {
+        MPT_SCHEDULER_WEIGHTED, /* per packet, weighted round-robin (spec section 4.2) */
+        MPT_SCHEDULER_FLOW,     /* per flow: a flow sticks to one path, flows spread by weight */
+        _MPT_SCHEDULER_MAX,
+        _MPT_SCHEDULER_INVALID = -EINVAL,
+} MptScheduler;
+
+DECLARE_STRING_TABLE(mpt_scheduler, MptScheduler);
+
+typedef enum MptSection {
+        MPT_SECTION_TUNNEL,
+        MPT_SECTION_PATH,
+        _MPT_SECTION_MAX,
+        _MPT_SECTION_INVALID = -EINVAL,
+} MptSection;
+
+DECLARE_STRING_TABLE(mpt_section, MptSection);
+
+typedef struct MptPrefixList {
+        MptPrefix *items;
+        size_t n;
+} MptPrefixList;
+
+typedef struct MptTunnelConfig {
+        char *name;
+        MptPrefixList addresses;
+        MptPrefixList peers; /* at most one per family */
+        MptPrefixList routes;
+        uint32_t mtu; /* 0: computed from the paths */
+        uint16_t local_port;
+        uint16_t remote_port;
+        uint32_t reorder_window; /* 0: no sequence numbers, no reordering */
+        usec_t reorder_max_delay;
+        MptScheduler scheduler;
+        uint32_t workers; /* 0: one per CPU */
+
+        unsigned line;                                /* of the [Tunnel] header; 0 if none */
+        unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
+} MptTunnelConfig;
+
+typedef struct MptPathConfig {
+        char *name;
+        char *interface;
+        MptAddress local;
+        MptAddress remote;
+        uint16_t remote_port; /* 0: the tunnel's RemotePort= */
+        uint32_t weight;      /* 0: backup */
+        uint32_t receive_weight;
+        usec_t keepalive_interval; /* 0: no keepalives */
+        usec_t dead_time;          /* 0: never declared dead */
+        bool backup;
+
+        unsigned line; /* of the [Path] header */
+        unsigned key_line[MPT_KEYS_PER_SECTION_MAX];
+} MptPathConfig;
+
+typedef struct MptProfile {
+        char *filename; /* as given; used in messages */
+        MptTunnelConfig tunnel;
+        MptPathConfig *paths;
+        size_t n_paths;
+} MptProfile;
+
+typedef enum MptConfType {
+        MPT_CONF_NAME,        /* char*, object_name_valid() */
+        MPT_CONF_IFNAME,      /* char*, ifname_valid() */
+        MPT_CONF_ADDRESS,     /* MptAddress */
+        MPT_CONF_PREFIX_LIST, /* MptPrefixList, repeatable, empty value clears */
+        MPT_CONF_PORT,        /* uint16_t */
+        MPT_CONF_UINT32,      /* uint32_t within [min, max] */
+        MPT_CONF_DURATION,    /* usec_t within [min, max] */
+        MPT_CONF_BOOL,        /* bool */
+        MPT_CONF_SCHEDULER,   /* MptScheduler */
+        _MPT_CONF_TYPE_MAX,
+} MptConfType;
+
+enum {
+        MPT_CONF_AUTO = 1 << 0,     /* the word "auto" is accepted and stored as 0 */
+        MPT_CONF_ZERO_OFF = 1 << 1, /* 0 is accepted outside [min, max] and means off */
+        MPT_CONF_REQUIRED = 1 << 2, /* verify: must be set */
+};
+
+typedef struct MptConfKey {
+        MptSection section;
+        const char *name;
+        MptConfType type;
+        size_t offset;
+        uint64_t min, max; /* numbers and durations (usec) */
+        uint64_t def;      /* default for numbers and durations; booleans 0/1 */
+        unsigned flags;
+        const char *syntax;      /* for docs and messages, e.g. "ADDRESS[/PREFIXLEN]" */
+        const char *default_doc; /* for docs: how the default is found, when not a plain value */
+        const char *doc;         /* man page text (roff-safe plain text) */
+} MptConfKey;
+
+/* The key table, in documentation order. */
+extern const MptConfKey mpt_conf_keys[];
+extern const size_t mpt_conf_keys_n;
+
+const MptConfKey *conf_key_lookup(MptSection section, const char *name);
+size_t conf_key_index(const MptConfKey *k); /* index within its section */
+/* The closest key name of a section within edit distance 3, or NULL. */
+const char *conf_key_suggest(MptSection section, const char *name);
+
+MptProfile *profile_new(void);
+MptProfile *profile_free(MptProfile *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(MptProfile *, profile_free);
+
+/* Adds a path with default values; line is where its section starts. NULL on OOM. */
+MptPathConfig *profile_add_path(MptProfile *p, unsigned line);
+
+/* Applies one Key=Value to the tunnel (path == NULL) or to a path. Problems are reported as
+ * file:line diagnostics; returns 0, or a negative errno when the value was rejected. */
+int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
+                   const char *value, const char *file, unsigned line, MptDiagnostics *d);
+
+/* Second pass: cross-key checks and derived defaults (path names, dead time). Problems go to
+ * d; returns -EINVAL if there were any. */
+int profile_verify(MptProfile *p, MptDiagnostics *d);
+
+/* Parses and verifies a native profile file. Returns -errno if the file cannot be read,
+ * -EINVAL if it has errors (all of them in d), 0 on success. */
+int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d);
+int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d);
+
+/* Text of one key's current value, as the parser reads it back; "" when unset. */
+int profile_format_value(const MptConfKey *k, const void *config, char **ret);
+/* A complete native profile for p (only keys that differ from their defaults, plus Name=). */
+int profile_to_text(const MptProfile *p, char **ret);
+
+const MptPathConfig *profile_find_path(const MptProfile *p, const char *name);
+
+/* Per-path values after defaults: the port to send to, and whether the path is a backup. */
+uint16_t path_config_remote_port(const MptProfile *p, const MptPathConfig *path);
+bool path_config_is_backup(const MptPathConfig *path);
+
+/* Encapsulation overhead of a path in bytes (outer IP + UDP + GRE [+ sequence]). */
+unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path);

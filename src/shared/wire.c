@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "wire.h"
+
+static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
+        [MPT_DROP_RUNT] = "runt",
+        [MPT_DROP_GRE_VERSION] = "gre-version",
+        [MPT_DROP_GRE_FLAGS] = "gre-flags",
+        [MPT_DROP_GRE_CHECKSUM] = "gre-checksum",
+        [MPT_DROP_GRE_PROTOCOL] = "gre-protocol",
+        [MPT_DROP_INNER_VERSION] = "inner-version",
+        [MPT_DROP_INNER_HEADER] = "inner-header",
+        [MPT_DROP_INNER_CHECKSUM] = "inner-checksum",
+        [MPT_DROP_INNER_LENGTH] = "inner-length",
+        [MPT_DROP_TRUNCATED] = "truncated",
+        [MPT_DROP_UNKNOWN_CONTROL] = "unknown-control",
+        [MPT_DROP_BAD_KEEPALIVE] = "bad-keepalive",
+        [MPT_DROP_TUNNEL_MISMATCH] = "tunnel-mismatch",
+        [MPT_DROP_UNKNOWN_SOURCE] = "unknown-source",
+        [MPT_DROP_DUPLICATE] = "duplicate",
+        [MPT_DROP_STALE] = "stale",
+        [MPT_DROP_TUN_WRITE] = "tun-write",
+        [MPT_DROP_NO_PATH] = "no-path",
+        [MPT_DROP_TUN_MALFORMED] = "tun-malformed",
+        [MPT_DROP_SEND_ERROR] = "send-error",
+        [MPT_DROP_SEND_BUSY] = "send-busy",
+};
+DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
+
+static inline uint16_t rd16(const uint8_t *p) {
+        return (uint16_t) (p[0] << 8 | p[1]);
+}
+static inline uint32_t rd32(const uint8_t *p) {
+        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
+}
+static inline void wr16(uint8_t *p, uint16_t v) {
+        p[0] = v >> 8;
+        p[1] = v & 0xff;
+}
+static inline void wr32(uint8_t *p, uint32_t v) {
+        p[0] = v >> 24;
+        p[1] = (v >> 16) & 0xff;
+        p[2] = (v >> 8) & 0xff;
+        p[3] = v & 0xff;
+}
+
+uint16_t mpt_checksum(const void *data, size_t len) {
+        const uint8_t *p = data;
+        uint64_t sum = 0;
+
+        for (; len >= 2; p += 2, len -= 2)
+                sum += (uint16_t) (p[0] << 8 | p[1]);
+        if (len)
+                sum += (uint16_t) (p[0] << 8);
+        while (sum >> 16)
+                sum = (sum & 0xffff) + (sum >> 16);
+        return (uint16_t) ~sum;
+}
+
+uint16_t mpt_inner_protocol(const uint8_t *pkt, size_t len) {
+        if (len < 1)
+                return 0;
+        switch (pkt[0] >> 4) {
+        case 4:
+                return len >= 20 ? MPT_ETH_P_IP : 0;
+        case 6:
+                return len >= 40 ? MPT_ETH_P_IPV6 : 0;
+        default:
+                return 0;
+        }
+}
+
+int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
+        unsigned version = len > 0 ? pkt[0] >> 4 : 0;
+
+        if (protocol == MPT_ETH_P_IP) {
+                size_t ihl, total;
+                if (version != 4)
+                        return MPT_DROP_INNER_VERSION;
+                if (len < 20)
+                        return MPT_DROP_INNER_HEADER;
+                ihl = (size_t) (pkt[0] & 0x0f) * 4;
+                if (ihl < 20 || ihl > len)
+                        return MPT_DROP_INNER_HEADER;
+                total = rd16(pkt + 2);
+                if (total != len)
+                        return MPT_DROP_INNER_LENGTH;
+                if (mpt_checksum(pkt, ihl) != 0)
+                        return MPT_DROP_INNER_CHECKSUM;
+                return -1;
+        }
+        if (protocol == MPT_ETH_P_IPV6) {
+                if (version != 6)
+                        return MPT_DROP_INNER_VERSION;
+                if (len < 40)
+                        return MPT_DROP_INNER_HEADER;
+                if ((size_t) rd16(pkt + 4) + 40 != len)
+                        return MPT_DROP_INNER_LENGTH;
+                return -1;
+        }
+        return MPT_DROP_GRE_PROTOCOL;
+}
+
+int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
+        MptFrame f = {};
+        uint16_t flags;
+        size_t off = 4;
+
+        if (len < 4)
+                return MPT_DROP_RUNT;
+        flags = rd16(buf);
+        if (flags & MPT_GRE_VERSION)
+                return MPT_DROP_GRE_VERSION;
+        if (flags & (MPT_GRE_R | MPT_GRE_RESERVED0))
+                return MPT_DROP_GRE_FLAGS;
+        f.protocol = rd16(buf + 2);
+
+        if (flags & MPT_GRE_C)
+                off += 4;
+        if (flags & MPT_GRE_K)
+                off += 4;
+        if (flags & MPT_GRE_S) {
+                if (len < off + 4)
+                        return MPT_DROP_RUNT;
+                f.has_seq = true;
+                f.seq = rd32(buf + off);
+                off += 4;
+        }
+        if (len < off)
+                return MPT_DROP_RUNT;
+        /* RFC 2784: the checksum covers the GRE header and the payload. */
+        if ((flags & MPT_GRE_C) && mpt_checksum(buf, len) != 0)
+                return MPT_DROP_GRE_CHECKSUM;
+        if (f.protocol != MPT_ETH_P_IP && f.protocol != MPT_ETH_P_IPV6)
+                return MPT_DROP_GRE_PROTOCOL;
+
+        f.header_len = off;
+        f.payload = buf + off;
+        f.payload_len = len - off;
+        if (f.payload_len == 0)
+                return MPT_DROP_RUNT;
+
+        if (f.payload[0] >= MPT_CONTROL_MIN) {
+                /* In-band control, told apart by its first byte as the original does (spec 2.4). */
+                if (f.payload[0] != MPT_CONTROL_KEEPALIVE)
+                        return MPT_DROP_UNKNOWN_CONTROL;
+                f.kind = MPT_FRAME_KEEPALIVE;
+        } else {
+                int reason = mpt_inner_validate(f.payload, f.payload_len, f.protocol);
+                if (reason >= 0)
+                        return reason;
+                f.kind = MPT_FRAME_DATA;
+        }
+        *ret = f;
+        return -1;
+}
+
+size_t mpt_gre_encode(uint8_t *end, uint16_t protocol, bool with_seq, uint32_t seq) {
+        if (with_seq) {
+                uint8_t *h = end - 8;
+                wr16(h, MPT_GRE_S);
+                wr16(h + 2, protocol);
+                wr32(h + 4, seq);
+                return 8;
+        }
+        wr16(end - 4, 0);
+        wr16(end - 2, protocol);
+        return 4;
+}
+
+static const uint8_t ext_magic[3] = { 'M', 'P', 'T' };
+
+size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
+        size_t len = ka->extended ? MPT_KEEPALIVE_EXT_SIZE : MPT_KEEPALIVE_SIZE;
+
+        if (size < len)
+                return 0;
+        memset(buf, 0, len);
+        /* GRE: no flags, protocol type from the tunnel's IP version (the original's rule). */
+        wr16(buf + 2, ka->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
+        buf[4] = MPT_CONTROL_KEEPALIVE;
+        /* value, auth type, auth length, round: all 0 */
+        buf[9] = ka->ip_version;
+        address_to_wire16(&ka->src_tun, buf + 12);
+        address_to_wire16(&ka->dst_tun, buf + 28);
+        if (!ka->extended)
+                return len;
+
+        memcpy(buf + 44, ext_magic, 3);
+        buf[47] = MPT_KEEPALIVE_EXT_VERSION;
+        buf[48] = ka->flags;
+        wr16(buf + 50, ka->receive_weight);
+        wr32(buf + 52, ka->session);
+        wr32(buf + 56, ka->seq);
+        wr32(buf + 60, ka->echo_seq);
+        wr32(buf + 64, ka->echo_delay_us);
+        wr32(buf + 68, ka->rx_count);
+        return len;
+}
+
+int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
+        const uint8_t *p = frame->payload; /* the control code byte; frame offset 4 in the original */
+        size_t len = frame->payload_len;
+        static const uint8_t zero[16];
+        MptKeepalive ka = {};
+
+        if (frame->kind != MPT_FRAME_KEEPALIVE || frame->has_seq)
+                return MPT_DROP_BAD_KEEPALIVE;
+        if (len < MPT_KEEPALIVE_SIZE - 4)
+                return MPT_DROP_BAD_KEEPALIVE;
+        ka.ip_version = p[5];
+        if (ka.ip_version != 4 && ka.ip_version != 6)
+                return MPT_DROP_BAD_KEEPALIVE;
+        if (memcmp(p + 8, zero, 16) != 0)
+                address_from_wire16(p + 8, &ka.src_tun);
+        if (memcmp(p + 24, zero, 16) != 0)
+                address_from_wire16(p + 24, &ka.dst_tun);
+
+        if (len >= 40 + 3 && memcmp(p + 40, ext_magic, 3) == 0) {
+                if (len < MPT_KEEPALIVE_EXT_SIZE - 4 || p[43] < MPT_KEEPALIVE_EXT_VERSION)
+                        return MPT_DROP_BAD_KEEPALIVE;
+                ka.extended = true;
+                ka.flags = p[44];
+                ka.receive_weight = rd16(p + 46);
+                ka.session = rd32(p + 48);
+                ka.seq = rd32(p + 52);
+                ka.echo_seq = rd32(p + 56);
+                ka.echo_delay_us = rd32(p + 60);
+                ka.rx_count = rd32(p + 64);
+                if (ka.session == 0 || ka.receive_weight > 10000)
+                        return MPT_DROP_BAD_KEEPALIVE;
+        }
+        *ret = ka;
+        return -1;
+}

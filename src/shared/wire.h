@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The MPT wire format (GRE-in-UDP, RFC 8086, as the original MPT puts it on the wire; see the
+ * protocol description, sections 2 and 3.6). Pure functions: no system calls, no allocation. */
+
+#include "in-addr-util.h"
+
+#define MPT_ETH_P_IP 0x0800u
+#define MPT_ETH_P_IPV6 0x86DDu
+
+#define MPT_GRE_C 0x8000u /* checksum present */
+#define MPT_GRE_R 0x4000u /* routing present (RFC 1701; not supported) */
+#define MPT_GRE_K 0x2000u /* key present */
+#define MPT_GRE_S 0x1000u /* sequence number present */
+#define MPT_GRE_RESERVED0 0x0ff8u
+#define MPT_GRE_VERSION 0x0007u
+
+#define MPT_GRE_HEADER_MAX 16u    /* base + checksum + key + sequence */
+#define MPT_GRE_HEADER_SEQ 8u     /* what we send when sequencing: base + sequence */
+#define MPT_CONTROL_MIN 0xA0u     /* first payload byte at or above this: in-band control */
+#define MPT_CONTROL_KEEPALIVE 0xA1u
+#define MPT_KEEPALIVE_SIZE 44u    /* GRE 4 + control header 40, as the original sends */
+#define MPT_KEEPALIVE_EXT_SIZE 72u /* with our extension (section "keepalive extension" in mptd(8)) */
+#define MPT_KEEPALIVE_EXT_VERSION 1u
+
+/* Why a datagram or packet was dropped. The names are part of mptctl's output and the control
+ * protocol, so they never change meaning. */
+typedef enum MptDropReason {
+        MPT_DROP_RUNT,            /* shorter than the GRE header it announces */
+        MPT_DROP_GRE_VERSION,     /* GRE version not 0 */
+        MPT_DROP_GRE_FLAGS,       /* routing bit or reserved bits set */
+        MPT_DROP_GRE_CHECKSUM,    /* C bit set and the checksum does not verify */
+        MPT_DROP_GRE_PROTOCOL,    /* protocol type not IPv4 or IPv6 */
+        MPT_DROP_INNER_VERSION,   /* first nibble does not match the protocol type */
+        MPT_DROP_INNER_HEADER,    /* inner IP header malformed or truncated */
+        MPT_DROP_INNER_CHECKSUM,  /* inner IPv4 header checksum wrong */
+        MPT_DROP_INNER_LENGTH,    /* inner IP length field does not match the datagram */
+        MPT_DROP_TRUNCATED,       /* datagram larger than the receive buffer */
+        MPT_DROP_UNKNOWN_CONTROL, /* control code other than keepalive */
+        MPT_DROP_BAD_KEEPALIVE,   /* keepalive too short or malformed extension */
+        MPT_DROP_TUNNEL_MISMATCH, /* keepalive names other tunnel addresses */
+        MPT_DROP_UNKNOWN_SOURCE,  /* not from the path's remote address */
+        MPT_DROP_DUPLICATE,       /* sequence number already delivered */
+        MPT_DROP_STALE,           /* sequence number too old to tell */
+        MPT_DROP_TUN_WRITE,       /* the TUN device refused the packet */
+        MPT_DROP_NO_PATH,         /* TX: no path up */
+        MPT_DROP_TUN_MALFORMED,   /* TX: packet from the TUN device is not IPv4 or IPv6 */
+        MPT_DROP_SEND_ERROR,      /* TX: the path socket refused the datagram */
+        MPT_DROP_SEND_BUSY,       /* TX: the path socket's buffer is full */
+        _MPT_DROP_MAX,
+        _MPT_DROP_INVALID = -EINVAL,
+} MptDropReason;
+
+DECLARE_STRING_TABLE(mpt_drop_reason, MptDropReason);
+
+typedef enum MptFrameKind {
+        MPT_FRAME_DATA,
+        MPT_FRAME_KEEPALIVE,
+} MptFrameKind;
+
+typedef struct MptFrame {
+        MptFrameKind kind;
+        uint16_t protocol;
+        bool has_seq;
+        uint32_t seq;
+        size_t header_len;     /* GRE header length */
+        const uint8_t *payload; /* inner packet or control frame (starting at its code byte) */
+        size_t payload_len;
+} MptFrame;
+
+/* Decodes and validates one UDP payload. Returns -1 and fills ret on success, or the drop
+ * reason (>= 0). Data must be a complete, well-formed IPv4 or IPv6 packet matching the GRE
+ * protocol type; control frames are only recognised here, see mpt_keepalive_decode(). */
+int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret);
+
+/* Writes a GRE header so that it ends at 'end' (the first byte of the inner packet) and returns
+ * its length (4, or 8 with a sequence number). The caller guarantees 8 bytes of headroom. */
+size_t mpt_gre_encode(uint8_t *end, uint16_t protocol, bool with_seq, uint32_t seq);
+
+/* Inner-packet protocol type from its first nibble; 0 if neither IPv4 nor IPv6. */
+uint16_t mpt_inner_protocol(const uint8_t *pkt, size_t len);
+/* Full inner packet validation as done on receive; -1 when good, else a drop reason. */
+int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol);
+
+/* RFC 1071 Internet checksum of a buffer (folded, complemented). */
+uint16_t mpt_checksum(const void *data, size_t len);
+
+enum {
+        MPT_KA_FLAG_DOWN = 1 << 0,    /* the sender does not send data on this path (link or admin down) */
+        MPT_KA_FLAG_RX_DEAD = 1 << 1, /* the sender's dead timer fired: it hears nothing from us here */
+};
+
+typedef struct MptKeepalive {
+        uint8_t ip_version;  /* tunnel IP version, 4 or 6 */
+        MptAddress src_tun;  /* sender's tunnel address (may be unset) */
+        MptAddress dst_tun;  /* receiver's tunnel address (may be unset) */
+        bool extended;       /* the MPT extension is present */
+        uint8_t flags;
+        uint16_t receive_weight;
+        uint32_t session;    /* random per daemon start; never 0 */
+        uint32_t seq;        /* keepalive sequence of this path, from 1 */
+        uint32_t echo_seq;   /* last seq received from the peer on this path; 0: none */
+        uint32_t echo_delay_us; /* time between receiving echo_seq and sending this */
+        uint32_t rx_count;   /* keepalives received from the peer on this path in its session */
+} MptKeepalive;
+
+/* Whole datagram (GRE header included). Returns its length, or 0 if size is too small. With
+ * extended == false, exactly the 44-byte frame of the original. */
+size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka);
+/* Decodes a control frame found by mpt_frame_decode() (payload starts at the code byte).
+ * Returns -1 on success or a drop reason. */
+int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret);
+
+/* RFC 1982 serial number arithmetic on 32-bit sequence numbers: a - b as a signed distance. */
+static inline int32_t mpt_seq_diff(uint32_t a, uint32_t b) {
+        return (int32_t) (a - b);
+}
