@@ -143,6 +143,16 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
         }
 }
 
+/* The path delivered seq at now: it counts for loss inference (again), up to seq. */
+static void path_seen(Reorder *r, unsigned path, uint32_t seq, usec_t now) {
+        PathFrontier *p = &r->paths[path];
+
+        if (!p->active || mpt_seq_diff(seq, p->last_seq) > 0)
+                p->last_seq = seq;
+        p->active = true;
+        p->last_rx = now;
+}
+
 static void flush_all(Reorder *r, ReorderDeliver deliver, void *userdata) {
         while (r->n_buffered > 0) {
                 advance_one(r, false, deliver, userdata);
@@ -209,6 +219,9 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
                 /* Within remembered history: late or duplicate. */
                 if (0u - (uint32_t) d <= r->mask + 1 - r->window && s->known && s->seq == seq) {
                         r->stale_run = 0;
+                        /* A late path is alive too: without this, a path that was inactive once
+                         * (start, silence) would only ever deliver late and never count again. */
+                        path_seen(r, path, seq, now);
                         if (s->delivered) {
                                 r->stats.duplicates++;
                                 return MPT_DROP_DUPLICATE;
@@ -230,14 +243,7 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
                 d = 0;
         }
         r->stale_run = 0;
-
-        {
-                PathFrontier *p = &r->paths[path];
-                if (!p->active || mpt_seq_diff(seq, p->last_seq) > 0)
-                        p->last_seq = seq;
-                p->active = true;
-                p->last_rx = now;
-        }
+        path_seen(r, path, seq, now);
 
         if ((uint32_t) d >= r->window) {
                 if ((uint32_t) d >= r->mask + 1) {

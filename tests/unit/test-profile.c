@@ -1,0 +1,1217 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "profile.h"
+
+/* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
+#include <glib.h>
+
+#ifndef MPT_TEST_DATA
+#error "MPT_TEST_DATA must point to tests/data"
+#endif
+
+#define TEST_FILE "test.conf"
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MptProfile, profile_free)
+
+/* ---- helpers ---- */
+
+static char **diag_strv(const MptDiagnostics *d) {
+        GPtrArray *a = g_ptr_array_new();
+
+        for (size_t i = 0; i < d->n; i++) {
+                char *s = NULL;
+                g_assert_cmpint(diag_format(&d->items[i], &s), ==, 0);
+                g_ptr_array_add(a, g_strdup(s));
+                free(s);
+        }
+        g_ptr_array_add(a, NULL);
+        return (char **) g_ptr_array_free(a, false);
+}
+
+static void assert_strv(char **got, const char *const *expect) {
+        size_t n_got = g_strv_length(got), n_expect = g_strv_length((char **) expect);
+
+        if (n_got != n_expect) {
+                g_autofree char *s = g_strjoinv("\n", got);
+                g_test_message("got:\n%s", s);
+        }
+        for (size_t i = 0; i < MIN(n_got, n_expect); i++)
+                g_assert_cmpstr(got[i], ==, expect[i]);
+        g_assert_cmpuint(n_got, ==, n_expect);
+}
+
+static MptProfile *load_ok_as(const char *filename, const char *text) {
+        MptDiagnostics d = {};
+        MptProfile *p = NULL;
+        int r;
+
+        r = profile_load_buffer(filename, text, strlen(text), &p, &d);
+        if (r < 0 || d.n > 0) {
+                g_auto(GStrv) e = diag_strv(&d);
+                g_autofree char *s = g_strjoinv("\n", e);
+                g_test_message("profile:\n%s\nerrors:\n%s", text, s);
+        }
+        g_assert_cmpint(r, ==, 0);
+        g_assert_cmpuint(d.n, ==, 0);
+        g_assert_nonnull(p);
+        diag_done(&d);
+        return p;
+}
+
+static MptProfile *load_ok(const char *text) {
+        return load_ok_as(TEST_FILE, text);
+}
+
+/* Loads a profile that must be refused; returns its messages. */
+static char **load_errors_as(const char *filename, const char *text) {
+        MptDiagnostics d = {};
+        MptProfile *p = NULL;
+        char **e;
+        int r;
+
+        r = profile_load_buffer(filename, text, strlen(text), &p, &d);
+        g_assert_cmpint(r, ==, -EINVAL);
+        g_assert_null(p);
+        g_assert_false(d.oom);
+        g_assert_cmpuint(d.n, >, 0);
+        e = diag_strv(&d);
+        diag_done(&d);
+        return e;
+}
+
+static char **load_errors(const char *text) {
+        return load_errors_as(TEST_FILE, text);
+}
+
+static void assert_errors(const char *text, const char *const *expect) {
+        g_auto(GStrv) e = load_errors(text);
+
+        assert_strv(e, expect);
+}
+
+static const void *config_of(const MptProfile *p, const MptConfKey *k, size_t path) {
+        if (k->section == MPT_SECTION_TUNNEL)
+                return &p->tunnel;
+        g_assert_cmpuint(path, <, p->n_paths);
+        return &p->paths[path];
+}
+
+static char *format_key(const MptProfile *p, const MptConfKey *k, size_t path) {
+        char *v = NULL, *ret;
+
+        g_assert_cmpint(profile_format_value(k, config_of(p, k, path), &v), ==, 0);
+        g_assert_nonnull(v);
+        ret = g_strdup(v);
+        free(v);
+        return ret;
+}
+
+static const char *format_named(const MptProfile *p, MptSection section, const char *key, size_t path) {
+        static char *last = NULL;
+        const MptConfKey *k = conf_key_lookup(section, key);
+
+        g_assert_nonnull(k);
+        g_free(last);
+        last = format_key(p, k, path);
+        return last;
+}
+#define TUNNEL_VALUE(p, key) format_named((p), MPT_SECTION_TUNNEL, (key), 0)
+#define PATH_VALUE(p, i, key) format_named((p), MPT_SECTION_PATH, (key), (i))
+
+/* Every key of every object has the same formatted value in a and b. */
+static void assert_profiles_equal(const MptProfile *a, const MptProfile *b) {
+        g_assert_cmpuint(a->n_paths, ==, b->n_paths);
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                const MptConfKey *k = &mpt_conf_keys[i];
+                size_t n = k->section == MPT_SECTION_TUNNEL ? 1 : a->n_paths;
+
+                for (size_t j = 0; j < n; j++) {
+                        g_autofree char *va = format_key(a, k, j), *vb = format_key(b, k, j);
+                        if (!g_str_equal(va, vb))
+                                g_test_message("%s.%s differs (object %zu)", mpt_section_to_string(k->section),
+                                               k->name, j);
+                        g_assert_cmpstr(va, ==, vb);
+                }
+        }
+}
+
+static char *to_text(const MptProfile *p) {
+        char *t = NULL, *ret;
+
+        g_assert_cmpint(profile_to_text(p, &t), ==, 0);
+        ret = g_strdup(t);
+        free(t);
+        return ret;
+}
+
+/* ---- per-key vectors ---- */
+
+/* A minimal valid profile is built around the line under test:
+ *
+ *   1 [Tunnel]
+ *     <tunnel test lines>
+ *     Name=t0
+ *
+ *     [Path]
+ *     <path test lines>
+ *     Interface=eth0
+ *     LocalAddress=192.0.2.100
+ *     Remote=192.0.2.1
+ *
+ * Base lines come after the test lines, so that for a bad value they restore a valid setting
+ * (exactly one message is expected); for a good value the base line of the same key is left
+ * out. Both Interface= and LocalAddress= are in the base, so either may be under test. */
+typedef struct {
+        const char *key;
+        const char *value;
+} BaseLine;
+
+static const BaseLine tunnel_base[] = { { "Name", "t0" } };
+static const BaseLine path_base[] = {
+        { "Interface", "eth0" },
+        { "LocalAddress", "192.0.2.100" },
+        { "Remote", "192.0.2.1" },
+};
+
+static char *build_profile(const MptConfKey *k, const char *const *test_lines, bool keep_base,
+                           unsigned *ret_line) {
+        GString *s = g_string_new(NULL);
+        unsigned line = 0;
+
+        for (MptSection sec = 0; sec < _MPT_SECTION_MAX; sec++) {
+                const BaseLine *base = sec == MPT_SECTION_TUNNEL ? tunnel_base : path_base;
+                size_t n_base = sec == MPT_SECTION_TUNNEL ? G_N_ELEMENTS(tunnel_base) : G_N_ELEMENTS(path_base);
+
+                if (sec > 0) {
+                        g_string_append(s, "\n");
+                        line++;
+                }
+                g_string_append_printf(s, "[%s]\n", mpt_section_to_string(sec));
+                line++;
+                if (k && k->section == sec)
+                        for (size_t i = 0; test_lines && test_lines[i]; i++) {
+                                g_string_append_printf(s, "%s\n", test_lines[i]);
+                                line++;
+                                if (i == 0 && ret_line)
+                                        *ret_line = line;
+                        }
+                for (size_t i = 0; i < n_base; i++) {
+                        if (!keep_base && k && k->section == sec && g_str_equal(k->name, base[i].key))
+                                continue;
+                        g_string_append_printf(s, "%s=%s\n", base[i].key, base[i].value);
+                        line++;
+                }
+        }
+        return g_string_free(s, false);
+}
+
+#define N_VALUES 6
+
+typedef struct {
+        const char *key;                        /* "Section.Key" */
+        const char *good[N_VALUES];             /* accepted values */
+        const char *formatted[N_VALUES];        /* profile_format_value() after good[i]; NULL: good[i] */
+        const char *bad[N_VALUES];              /* refused values */
+        const char *message[N_VALUES];          /* the message for bad[i] */
+} KeyVector;
+
+#define NAME_MSG(key, v) \
+        "invalid " key "= '" v "': use 1 to 15 letters, digits, '_', '.' or '-', not starting with '-' or '.'"
+#define PORT_MSG(key, v) "invalid " key "= '" v "': expected a port number 1..65535"
+#define DURATION_MSG(key, v, range) \
+        "invalid " key "= '" v "': expected a duration " range " (e.g. \"500ms\", \"2s\")"
+
+static const KeyVector key_vectors[] = {
+        { "Tunnel.Name",
+          .good = { "t1", "a.b-c_9", "ABCDEFGHIJKLMNO", "0" },
+          .bad = { "-t", ".t", "a b", "ABCDEFGHIJKLMNOP", "a/b" },
+          .message = { NAME_MSG("Name", "-t"), NAME_MSG("Name", ".t"), NAME_MSG("Name", "a b"),
+                       NAME_MSG("Name", "ABCDEFGHIJKLMNOP"), NAME_MSG("Name", "a/b") } },
+        { "Tunnel.Address",
+          .good = { "10.0.0.2/24", "fd00::2/64", "10.0.0.2", "10.0.0.2/32", "fd00::2/128" },
+          .formatted = { NULL, NULL, NULL, "10.0.0.2", "fd00::2" }, /* host prefixes print bare */
+          .bad = { "10.0.0.2/33", "fd00::2/129", "foo", "10.0.0.2/x", "224.0.0.1", "ff02::1/16" },
+          .message = { "invalid Address= '10.0.0.2/33': prefix length out of range",
+                       "invalid Address= 'fd00::2/129': prefix length out of range",
+                       "invalid Address= 'foo': expected ADDRESS[/PREFIXLEN]",
+                       "invalid Address= '10.0.0.2/x': expected ADDRESS[/PREFIXLEN]",
+                       "invalid Address= '224.0.0.1': multicast addresses are not allowed",
+                       "invalid Address= 'ff02::1/16': multicast addresses are not allowed" } },
+        { "Tunnel.Peer",
+          .good = { "10.0.0.3", "fd00::3" },
+          .bad = { "foo", "ff02::1", "10.0.0.3/" },
+          .message = { "invalid Peer= 'foo': expected ADDRESS",
+                       "invalid Peer= 'ff02::1': multicast addresses are not allowed",
+                       "invalid Peer= '10.0.0.3/': expected ADDRESS" } },
+        { "Tunnel.Route",
+          .good = { "192.168.0.0/16", "2001:db8::/32", "0.0.0.0/0", "10.9.9.9" },
+          .bad = { "10.0.0.0/40", "route", "239.0.0.0/8" },
+          .message = { "invalid Route= '10.0.0.0/40': prefix length out of range",
+                       "invalid Route= 'route': expected PREFIX/LENGTH",
+                       "invalid Route= '239.0.0.0/8': multicast addresses are not allowed" } },
+        { "Tunnel.MTU",
+          .good = { "1400", "auto", "576", "65535", "01400" },
+          .formatted = { NULL, NULL, NULL, NULL, "1400" },
+          .bad = { "575", "65536", "Auto", "1e3", "-1", "0" },
+          .message = { "invalid MTU= '575': expected \"auto\" or 576..65535",
+                       "invalid MTU= '65536': expected \"auto\" or 576..65535",
+                       "invalid MTU= 'Auto': expected \"auto\" or 576..65535",
+                       "invalid MTU= '1e3': expected \"auto\" or 576..65535",
+                       "invalid MTU= '-1': expected \"auto\" or 576..65535",
+                       "invalid MTU= '0': expected \"auto\" or 576..65535" } },
+        { "Tunnel.LocalPort",
+          .good = { "4754", "1", "65535", "080" },
+          .formatted = { NULL, NULL, NULL, "80" },
+          .bad = { "0", "65536", "http" },
+          .message = { PORT_MSG("LocalPort", "0"), PORT_MSG("LocalPort", "65536"),
+                       PORT_MSG("LocalPort", "http") } },
+        { "Tunnel.RemotePort",
+          .good = { "4754", "1", "65535" },
+          .bad = { "0", "65536", "-5" },
+          .message = { PORT_MSG("RemotePort", "0"), PORT_MSG("RemotePort", "65536"),
+                       PORT_MSG("RemotePort", "-5") } },
+        { "Tunnel.ReorderWindow",
+          .good = { "0", "1024", "65536", "010" },
+          .formatted = { NULL, NULL, NULL, "10" },
+          .bad = { "65537", "-1", "big" },
+          .message = { "invalid ReorderWindow= '65537': expected 0..65536",
+                       "invalid ReorderWindow= '-1': expected 0..65536",
+                       "invalid ReorderWindow= 'big': expected 0..65536" } },
+        { "Tunnel.ReorderMaxDelay",
+          .good = { "100ms", "1ms", "10s", "0.5s", "1.5", "1000us" },
+          .formatted = { NULL, NULL, NULL, "500ms", "1.5s", "1ms" },
+          .bad = { "0", "999us", "11s", "10.000001s", "1x" },
+          .message = { DURATION_MSG("ReorderMaxDelay", "0", "1ms..10s"),
+                       DURATION_MSG("ReorderMaxDelay", "999us", "1ms..10s"),
+                       DURATION_MSG("ReorderMaxDelay", "11s", "1ms..10s"),
+                       DURATION_MSG("ReorderMaxDelay", "10.000001s", "1ms..10s"),
+                       DURATION_MSG("ReorderMaxDelay", "1x", "1ms..10s") } },
+        { "Tunnel.Scheduler",
+          .good = { "weighted", "flow" },
+          .bad = { "Flow", "round-robin", "weighted " "x" },
+          .message = { "invalid Scheduler= 'Flow': expected weighted|flow",
+                       "invalid Scheduler= 'round-robin': expected weighted|flow",
+                       "invalid Scheduler= 'weighted x': expected weighted|flow" } },
+        { "Tunnel.Workers",
+          .good = { "auto", "1", "64" },
+          .bad = { "0", "65", "many" },
+          .message = { "invalid Workers= '0': expected \"auto\" or 1..64",
+                       "invalid Workers= '65': expected \"auto\" or 1..64",
+                       "invalid Workers= 'many': expected \"auto\" or 1..64" } },
+
+        { "Path.Name",
+          .good = { "wan", "a.b-c_1", "ABCDEFGHIJKLMNO" },
+          .bad = { "-wan", "w an", "ABCDEFGHIJKLMNOP", "wan+1" },
+          .message = { NAME_MSG("Name", "-wan"), NAME_MSG("Name", "w an"), NAME_MSG("Name", "ABCDEFGHIJKLMNOP"),
+                       NAME_MSG("Name", "wan+1") } },
+        { "Path.Interface",
+          .good = { "eth1", "wlp2s0", "eth0.100", "123456789012345" },
+          .bad = { "1234567890123456", "a/b", "a:b", ".." },
+          .message = { "invalid interface name '1234567890123456' in Interface=",
+                       "invalid interface name 'a/b' in Interface=",
+                       "invalid interface name 'a:b' in Interface=",
+                       "invalid interface name '..' in Interface=" } },
+        { "Path.LocalAddress",
+          .good = { "192.0.2.55", "10.1.2.3" },
+          .bad = { "0.0.0.0", "192.0.2.55/24", "224.0.0.5", "eth0" },
+          .message = { "invalid LocalAddress= '0.0.0.0': a unicast address is needed",
+                       "invalid LocalAddress= '192.0.2.55/24': not an IPv4 or IPv6 address",
+                       "invalid LocalAddress= '224.0.0.5': a unicast address is needed",
+                       "invalid LocalAddress= 'eth0': not an IPv4 or IPv6 address" } },
+        { "Path.Remote",
+          .good = { "192.0.2.7", "198.51.100.1" },
+          .bad = { "host.example", "::", "ff05::2", "192.0.2.256" },
+          .message = { "invalid Remote= 'host.example': not an IPv4 or IPv6 address",
+                       "invalid Remote= '::': a unicast address is needed",
+                       "invalid Remote= 'ff05::2': a unicast address is needed",
+                       "invalid Remote= '192.0.2.256': not an IPv4 or IPv6 address" } },
+        { "Path.RemotePort",
+          .good = { "4755", "65535" },
+          .bad = { "0", "65536" },
+          .message = { PORT_MSG("RemotePort", "0"), PORT_MSG("RemotePort", "65536") } },
+        { "Path.Weight",
+          .good = { "0", "1", "10000", "010" },
+          .formatted = { NULL, NULL, NULL, "10" },
+          .bad = { "10001", "-1", "1.5", "0x10" },
+          .message = { "invalid Weight= '10001': expected 0..10000", "invalid Weight= '-1': expected 0..10000",
+                       "invalid Weight= '1.5': expected 0..10000",
+                       "invalid Weight= '0x10': expected 0..10000" } },
+        { "Path.ReceiveWeight",
+          .good = { "0", "5", "10000" },
+          .bad = { "10001", "auto" },
+          .message = { "invalid ReceiveWeight= '10001': expected 0..10000",
+                       "invalid ReceiveWeight= 'auto': expected 0..10000" } },
+        { "Path.KeepaliveInterval",
+          .good = { "1s", "0", "100ms", "3600s", "2.5", "1h" },
+          .formatted = { NULL, NULL, NULL, NULL, "2.5s", "3600s" },
+          .bad = { "50ms", "3601s", "1x", "-1" },
+          .message = { DURATION_MSG("KeepaliveInterval", "50ms", "of 0 or 100ms..3600s"),
+                       DURATION_MSG("KeepaliveInterval", "3601s", "of 0 or 100ms..3600s"),
+                       DURATION_MSG("KeepaliveInterval", "1x", "of 0 or 100ms..3600s"),
+                       DURATION_MSG("KeepaliveInterval", "-1", "of 0 or 100ms..3600s") } },
+        { "Path.DeadTime",
+          .good = { "5s", "0", "1.5s", "86400s", "43200.000001s" },
+          .formatted = { NULL, NULL, NULL, NULL, "43200000001us" },
+          .bad = { "100ms", "86401s", "forever" },
+          .message = { DURATION_MSG("DeadTime", "100ms", "of 0 or 300ms..86400s"),
+                       DURATION_MSG("DeadTime", "86401s", "of 0 or 300ms..86400s"),
+                       DURATION_MSG("DeadTime", "forever", "of 0 or 300ms..86400s") } },
+        { "Path.Backup",
+          .good = { "yes", "no", "1", "off", "TRUE" },
+          .formatted = { NULL, NULL, "yes", "no", "yes" },
+          .bad = { "maybe", "2" },
+          .message = { "invalid Backup= 'maybe': expected yes or no",
+                       "invalid Backup= '2': expected yes or no" } },
+};
+
+static const KeyVector *find_vector(const MptConfKey *k) {
+        g_autofree char *name = g_strdup_printf("%s.%s", mpt_section_to_string(k->section), k->name);
+
+        for (size_t i = 0; i < G_N_ELEMENTS(key_vectors); i++)
+                if (g_str_equal(key_vectors[i].key, name))
+                        return &key_vectors[i];
+        g_test_message("no test vector for key %s: add one to key_vectors[]", name);
+        return NULL;
+}
+
+static void test_key_table_covered(void) {
+        /* Every key of the table has vectors (a new key without test data fails here)... */
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                const KeyVector *v = find_vector(&mpt_conf_keys[i]);
+                g_assert_nonnull(v);
+                g_assert_nonnull(v->good[0]);
+                g_assert_nonnull(v->bad[0]);
+                for (size_t j = 0; j < N_VALUES; j++)
+                        g_assert_true(!v->bad[j] == !v->message[j]);
+        }
+        /* ...and every vector names a key that exists. */
+        for (size_t i = 0; i < G_N_ELEMENTS(key_vectors); i++) {
+                g_auto(GStrv) parts = g_strsplit(key_vectors[i].key, ".", 2);
+                MptSection sec = mpt_section_from_string(parts[0]);
+                g_assert_cmpint(sec, >=, 0);
+                g_assert_nonnull(conf_key_lookup(sec, parts[1]));
+        }
+}
+
+static void test_key_good(const void *data) {
+        const MptConfKey *k = data;
+        const KeyVector *v = find_vector(k);
+
+        g_assert_nonnull(v);
+        for (size_t i = 0; i < N_VALUES && v->good[i]; i++) {
+                g_autofree char *line = g_strdup_printf("%s=%s", k->name, v->good[i]);
+                const char *lines[] = { line, NULL };
+                g_autofree char *text = build_profile(k, lines, false, NULL);
+                g_autoptr(MptProfile) p = load_ok(text);
+                g_autofree char *value = format_key(p, k, 0);
+                g_autofree char *line2 = NULL, *text2 = NULL, *value2 = NULL;
+                g_autoptr(MptProfile) p2 = NULL;
+
+                g_assert_cmpstr(value, ==, v->formatted[i] ?: v->good[i]);
+
+                /* What the formatter prints, the parser reads back to the same value. */
+                line2 = g_strdup_printf("%s=%s", k->name, value);
+                lines[0] = line2;
+                text2 = build_profile(k, lines, false, NULL);
+                p2 = load_ok(text2);
+                value2 = format_key(p2, k, 0);
+                g_assert_cmpstr(value2, ==, value);
+                assert_profiles_equal(p, p2);
+        }
+}
+
+static void test_key_bad(const void *data) {
+        const MptConfKey *k = data;
+        const KeyVector *v = find_vector(k);
+
+        g_assert_nonnull(v);
+        for (size_t i = 0; i < N_VALUES && v->bad[i]; i++) {
+                g_autofree char *line = g_strdup_printf("%s=%s", k->name, v->bad[i]);
+                const char *lines[] = { line, NULL };
+                unsigned n = 0;
+                g_autofree char *text = build_profile(k, lines, true, &n);
+                g_autofree char *expect = g_strdup_printf(TEST_FILE ":%u: %s", n, v->message[i]);
+                const char *const expect_v[] = { expect, NULL };
+
+                g_assert_cmpuint(n, >, 0);
+                assert_errors(text, expect_v);
+        }
+}
+
+/* "test.conf:12: text" -> "text" */
+static const char *message_of(const char *diag) {
+        const char *p = diag;
+
+        g_assert_true(g_str_has_prefix(p, TEST_FILE ":"));
+        p += STRLEN(TEST_FILE ":");
+        while (g_ascii_isdigit(*p))
+                p++;
+        g_assert_true(g_str_has_prefix(p, ": "));
+        return p + 2;
+}
+
+/* "Key=" resets the key to its default: the result equals a profile that never set it. */
+static void test_key_reset(const void *data) {
+        const MptConfKey *k = data;
+        const KeyVector *v = find_vector(k);
+        g_autofree char *set = NULL, *text = NULL, *text_none = NULL, *reset = NULL;
+        const char *lines[3] = {};
+
+        g_assert_nonnull(v);
+        set = g_strdup_printf("%s=%s", k->name, v->good[0]);
+        reset = g_strdup_printf("%s=", k->name);
+        lines[0] = set;
+        lines[1] = reset;
+        text = build_profile(k, lines, false, NULL);
+        text_none = build_profile(k, NULL, false, NULL);
+
+        if (k->flags & MPT_CONF_REQUIRED) {
+                /* Without the key the profile is refused, and for the same reason. */
+                g_auto(GStrv) e = load_errors(text), e_none = load_errors(text_none);
+                g_assert_cmpuint(g_strv_length(e), ==, g_strv_length(e_none));
+                for (size_t i = 0; e[i]; i++)
+                        g_assert_cmpstr(message_of(e[i]), ==, message_of(e_none[i]));
+        } else {
+                g_autoptr(MptProfile) p = load_ok(text), p_none = load_ok(text_none);
+                g_autofree char *t = to_text(p), *t_none = to_text(p_none);
+
+                assert_profiles_equal(p, p_none);
+                /* The key counts as not set again: it is not written out. */
+                g_assert_cmpstr(t, ==, t_none);
+        }
+}
+
+/* ---- the key table itself ---- */
+
+static void test_key_table(void) {
+        size_t per_section[_MPT_SECTION_MAX] = {};
+
+        g_assert_cmpuint(mpt_conf_keys_n, >, 0);
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                const MptConfKey *k = &mpt_conf_keys[i];
+
+                g_assert_cmpint(k->section, >=, 0);
+                g_assert_cmpint(k->section, <, _MPT_SECTION_MAX);
+                g_assert_cmpint(k->type, <, _MPT_CONF_TYPE_MAX);
+                /* PascalCase ASCII, as the parser compares exactly. */
+                g_assert_true(g_ascii_isupper(k->name[0]));
+                for (const char *c = k->name; *c; c++)
+                        g_assert_true(g_ascii_isalpha(*c));
+                /* Documented: man page text and a syntax line. */
+                g_assert_nonnull(k->doc);
+                g_assert_cmpuint(strlen(k->doc), >, 20);
+                g_assert_nonnull(k->syntax);
+                g_assert_cmpstr(k->syntax, !=, "");
+                /* Exact-case lookup finds this very entry; other spellings find nothing. */
+                g_assert_true(conf_key_lookup(k->section, k->name) == k);
+                {
+                        g_autofree char *lower = g_ascii_strdown(k->name, -1);
+                        if (!g_str_equal(lower, k->name))
+                                g_assert_null(conf_key_lookup(k->section, lower));
+                }
+                g_assert_cmpuint(conf_key_index(k), ==, per_section[k->section]);
+                per_section[k->section]++;
+                g_assert_cmpuint(per_section[k->section], <=, MPT_KEYS_PER_SECTION_MAX);
+
+                /* Numeric defaults lie in the range, unless the flags give 0 a meaning. */
+                if (k->type == MPT_CONF_UINT32 || k->type == MPT_CONF_DURATION) {
+                        g_assert_cmpuint(k->min, <=, k->max);
+                        if (!(k->def == 0 && (k->flags & (MPT_CONF_AUTO | MPT_CONF_ZERO_OFF))))
+                                g_assert_true(k->def >= k->min && k->def <= k->max);
+                }
+                if (k->type == MPT_CONF_PORT && k->def != 0)
+                        g_assert_cmpuint(k->def, <=, 65535);
+        }
+        g_assert_cmpuint(per_section[MPT_SECTION_TUNNEL], >, 0);
+        g_assert_cmpuint(per_section[MPT_SECTION_PATH], >, 0);
+        g_assert_null(conf_key_lookup(MPT_SECTION_TUNNEL, "Weight"));
+        g_assert_null(conf_key_lookup(MPT_SECTION_PATH, "MTU"));
+        g_assert_null(conf_key_lookup(MPT_SECTION_PATH, ""));
+}
+
+static void test_key_suggest(void) {
+        g_assert_cmpstr(conf_key_suggest(MPT_SECTION_PATH, "Wieght"), ==, "Weight");
+        g_assert_cmpstr(conf_key_suggest(MPT_SECTION_PATH, "weight"), ==, "Weight");
+        g_assert_cmpstr(conf_key_suggest(MPT_SECTION_PATH, "Remte"), ==, "Remote");
+        g_assert_cmpstr(conf_key_suggest(MPT_SECTION_TUNNEL, "Adress"), ==, "Address");
+        g_assert_cmpstr(conf_key_suggest(MPT_SECTION_TUNNEL, "mtu"), ==, "MTU");
+        g_assert_cmpstr(conf_key_suggest(MPT_SECTION_TUNNEL, "Nme"), ==, "Name");
+        /* Short names need a close match. */
+        g_assert_null(conf_key_suggest(MPT_SECTION_TUNNEL, "N"));
+        g_assert_null(conf_key_suggest(MPT_SECTION_TUNNEL, "Frobnicate"));
+        /* Keys of the other section are not suggested. */
+        g_assert_null(conf_key_suggest(MPT_SECTION_TUNNEL, "Wieght"));
+}
+
+static void test_enums(void) {
+        for (int i = 0; i < _MPT_SECTION_MAX; i++) {
+                const char *s = mpt_section_to_string(i);
+                g_assert_nonnull(s);
+                g_assert_cmpint(mpt_section_from_string(s), ==, i);
+        }
+        g_assert_null(mpt_section_to_string(_MPT_SECTION_MAX));
+        g_assert_null(mpt_section_to_string(-1));
+        g_assert_cmpint(mpt_section_from_string("tunnel"), ==, -EINVAL);
+        g_assert_cmpint(mpt_section_from_string(NULL), ==, -EINVAL);
+        g_assert_cmpstr(mpt_section_to_string(MPT_SECTION_TUNNEL), ==, "Tunnel");
+        g_assert_cmpstr(mpt_section_to_string(MPT_SECTION_PATH), ==, "Path");
+
+        for (int i = 0; i < _MPT_SCHEDULER_MAX; i++) {
+                const char *s = mpt_scheduler_to_string(i);
+                g_assert_nonnull(s);
+                g_assert_cmpint(mpt_scheduler_from_string(s), ==, i);
+        }
+        g_assert_null(mpt_scheduler_to_string(_MPT_SCHEDULER_MAX));
+        g_assert_cmpint(mpt_scheduler_from_string("Weighted"), ==, -EINVAL);
+        g_assert_cmpint(mpt_scheduler_from_string(""), ==, -EINVAL);
+}
+
+/* ---- defaults ---- */
+
+static const char minimal[] =
+        "[Tunnel]\n"
+        "\n"
+        "[Path]\n"
+        "Interface=eth0\n"
+        "Remote=192.0.2.1\n";
+
+static void test_defaults(void) {
+        g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/mpt0.conf", minimal);
+        const MptPathConfig *path = &p->paths[0];
+
+        g_assert_cmpstr(p->tunnel.name, ==, "mpt0");
+        g_assert_cmpuint(p->tunnel.addresses.n, ==, 0);
+        g_assert_cmpuint(p->tunnel.mtu, ==, 0);
+        g_assert_cmpuint(p->tunnel.local_port, ==, MPT_DEFAULT_PORT);
+        g_assert_cmpuint(p->tunnel.remote_port, ==, 4754);
+        g_assert_cmpuint(p->tunnel.reorder_window, ==, 1024);
+        g_assert_cmpuint(p->tunnel.reorder_max_delay, ==, 100 * USEC_PER_MSEC);
+        g_assert_cmpint(p->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
+        g_assert_cmpuint(p->tunnel.workers, ==, 0);
+        g_assert_cmpuint(p->tunnel.line, ==, 1);
+
+        g_assert_cmpuint(p->n_paths, ==, 1);
+        g_assert_cmpstr(path->name, ==, "eth0");
+        g_assert_cmpuint(path->line, ==, 3);
+        g_assert_cmpuint(path->weight, ==, 1);
+        g_assert_cmpuint(path->receive_weight, ==, 0);
+        g_assert_cmpuint(path->keepalive_interval, ==, USEC_PER_SEC);
+        g_assert_cmpuint(path->dead_time, ==, 3 * USEC_PER_SEC);
+        g_assert_cmpuint(path->remote_port, ==, 0);
+        g_assert_false(path->backup);
+        g_assert_false(address_is_set(&path->local));
+
+        g_assert_cmpuint(path_config_remote_port(p, path), ==, 4754);
+        g_assert_false(path_config_is_backup(path));
+        /* IPv4 underlay with sequence numbers: 20 + 8 + 4 + 4 (spec 2.8). */
+        g_assert_cmpuint(profile_path_overhead(p, path), ==, 36);
+        g_assert_true(profile_find_path(p, "eth0") == path);
+        g_assert_null(profile_find_path(p, "eth1"));
+
+        g_assert_cmpstr(TUNNEL_VALUE(p, "MTU"), ==, "auto");
+        g_assert_cmpstr(TUNNEL_VALUE(p, "Workers"), ==, "auto");
+        g_assert_cmpstr(TUNNEL_VALUE(p, "Address"), ==, "");
+        g_assert_cmpstr(PATH_VALUE(p, 0, "LocalAddress"), ==, "");
+        g_assert_cmpstr(PATH_VALUE(p, 0, "RemotePort"), ==, "");
+        g_assert_cmpstr(PATH_VALUE(p, 0, "DeadTime"), ==, "3s");
+        g_assert_cmpstr(PATH_VALUE(p, 0, "Backup"), ==, "no");
+}
+
+static void test_path_helpers(void) {
+        g_autoptr(MptProfile) p = load_ok(
+                "[Tunnel]\nRemotePort=5000\nReorderWindow=0\n"
+                "[Path]\nInterface=a\nRemote=2001:db8::1\nRemotePort=6000\n"
+                "[Path]\nInterface=b\nRemote=192.0.2.1\nWeight=0\n"
+                "[Path]\nInterface=c\nRemote=192.0.2.2\nBackup=yes\nWeight=3\n");
+
+        g_assert_cmpuint(path_config_remote_port(p, &p->paths[0]), ==, 6000);
+        g_assert_cmpuint(path_config_remote_port(p, &p->paths[1]), ==, 5000);
+        /* IPv6 underlay without sequence numbers: 40 + 8 + 4. */
+        g_assert_cmpuint(profile_path_overhead(p, &p->paths[0]), ==, 52);
+        g_assert_cmpuint(profile_path_overhead(p, &p->paths[1]), ==, 32);
+        g_assert_false(path_config_is_backup(&p->paths[0]));
+        g_assert_true(path_config_is_backup(&p->paths[1])); /* Weight=0 */
+        g_assert_true(path_config_is_backup(&p->paths[2])); /* Backup=yes */
+        g_assert_true(profile_find_path(p, "c") == &p->paths[2]);
+}
+
+typedef struct {
+        const char *filename;
+        const char *name; /* NULL: refused */
+} FileNameVector;
+
+static const FileNameVector file_name_vectors[] = {
+        { "/x/y/mpt7.conf", "mpt7" },
+        { "mpt7.conf", "mpt7" },
+        { "mpt7", "mpt7" },
+        { "/etc/mpt/office.v2.conf", "office.v2" },
+        { "/etc/mpt/.conf", NULL },
+        { "/etc/mpt/bad name.conf", NULL },
+        { "/etc/mpt/sixteen-chars-xx.conf", NULL },
+};
+
+static void test_default_tunnel_name(void) {
+        for (size_t i = 0; i < G_N_ELEMENTS(file_name_vectors); i++) {
+                const FileNameVector *v = &file_name_vectors[i];
+
+                if (v->name) {
+                        g_autoptr(MptProfile) p = load_ok_as(v->filename, minimal);
+                        g_assert_cmpstr(p->tunnel.name, ==, v->name);
+                } else {
+                        g_autofree char *expect = g_strdup_printf(
+                                "%s:1: no tunnel name: set Name= in [Tunnel] (the file name is not a valid name)",
+                                v->filename);
+                        const char *const e[] = { expect, NULL };
+                        g_auto(GStrv) got = load_errors_as(v->filename, minimal);
+                        assert_strv(got, e);
+                }
+        }
+
+        /* Name= wins over the file name, whatever the file is called. */
+        {
+                g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/bad name.conf",
+                                                     "[Tunnel]\nName=office\n"
+                                                     "[Path]\nInterface=eth0\nRemote=192.0.2.1\n");
+                g_assert_cmpstr(p->tunnel.name, ==, "office");
+        }
+        /* Without a file name, messages say "<input>". */
+        {
+                MptDiagnostics d = {};
+                MptProfile *p = NULL;
+                g_auto(GStrv) e = NULL;
+                g_assert_cmpint(profile_load_buffer(NULL, minimal, strlen(minimal), &p, &d), ==, -EINVAL);
+                e = diag_strv(&d);
+                g_assert_cmpuint(g_strv_length(e), ==, 1);
+                g_assert_cmpstr(e[0], ==,
+                                "<input>:1: no tunnel name: set Name= in [Tunnel] (the file name is not a valid name)");
+                diag_done(&d);
+        }
+}
+
+static void test_default_path_names(void) {
+        g_autoptr(MptProfile) p = load_ok(
+                "[Tunnel]\n"
+                "[Path]\nLocalAddress=192.0.2.10\nRemote=192.0.2.1\n"
+                "[Path]\nInterface=wan\nRemote=192.0.2.2\n"
+                "[Path]\nLocalAddress=192.0.2.12\nRemote=192.0.2.3\n"
+                "[Path]\nName=lte\nInterface=wwan0\nRemote=192.0.2.4\n");
+
+        /* Interface=, else "pathN" with N the path's index counting from 0. */
+        g_assert_cmpuint(p->n_paths, ==, 4);
+        g_assert_cmpstr(p->paths[0].name, ==, "path0");
+        g_assert_cmpstr(p->paths[1].name, ==, "wan");
+        g_assert_cmpstr(p->paths[2].name, ==, "path2");
+        g_assert_cmpstr(p->paths[3].name, ==, "lte");
+}
+
+static void test_dead_time_default(void) {
+        g_autoptr(MptProfile) p = load_ok(
+                "[Tunnel]\n"
+                "[Path]\nInterface=a\nRemote=192.0.2.1\n"
+                "[Path]\nInterface=b\nRemote=192.0.2.2\nKeepaliveInterval=2s\n"
+                "[Path]\nInterface=c\nRemote=192.0.2.3\nKeepaliveInterval=0\n"
+                "[Path]\nInterface=d\nRemote=192.0.2.4\nKeepaliveInterval=2s\nDeadTime=10s\n"
+                "[Path]\nInterface=e\nRemote=192.0.2.5\nKeepaliveInterval=250ms\nDeadTime=5s\nDeadTime=\n");
+
+        /* DeadTime defaults to 3 x KeepaliveInterval; keepalives off: never dead. */
+        g_assert_cmpuint(p->paths[0].dead_time, ==, 3 * USEC_PER_SEC);
+        g_assert_cmpuint(p->paths[1].dead_time, ==, 6 * USEC_PER_SEC);
+        g_assert_cmpuint(p->paths[2].dead_time, ==, 0);
+        g_assert_cmpuint(p->paths[3].dead_time, ==, 10 * USEC_PER_SEC);
+        /* An empty value brings back the derived default. */
+        g_assert_cmpuint(p->paths[4].dead_time, ==, 750 * USEC_PER_MSEC);
+}
+
+static void test_decimal_not_octal(void) {
+        g_autoptr(MptProfile) p = load_ok(
+                "[Tunnel]\nReorderWindow=010\nLocalPort=0080\nMTU=01400\n"
+                "[Path]\nInterface=a\nRemote=192.0.2.1\nWeight=010\nReceiveWeight=09\nKeepaliveInterval=010\n");
+
+        g_assert_cmpuint(p->tunnel.reorder_window, ==, 10);
+        g_assert_cmpuint(p->tunnel.local_port, ==, 80);
+        g_assert_cmpuint(p->tunnel.mtu, ==, 1400);
+        g_assert_cmpuint(p->paths[0].weight, ==, 10);
+        g_assert_cmpuint(p->paths[0].receive_weight, ==, 9);
+        g_assert_cmpuint(p->paths[0].keepalive_interval, ==, 10 * USEC_PER_SEC);
+}
+
+static void test_empty_value_resets(void) {
+        g_autoptr(MptProfile) p = load_ok(
+                "[Tunnel]\nMTU=1400\nMTU=\nScheduler=flow\nScheduler=\nName=x\nName=\n"
+                "[Path]\nInterface=a\nRemote=192.0.2.1\nWeight=5\nWeight=\nBackup=yes\nBackup=\n"
+                "RemotePort=99\nRemotePort=\n");
+
+        g_assert_cmpuint(p->tunnel.mtu, ==, 0);
+        g_assert_cmpint(p->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
+        g_assert_cmpstr(p->tunnel.name, ==, "test"); /* back to the file name */
+        g_assert_cmpuint(p->paths[0].weight, ==, 1);
+        g_assert_false(p->paths[0].backup);
+        g_assert_cmpuint(p->paths[0].remote_port, ==, 0);
+}
+
+static void test_address_list(void) {
+        g_autoptr(MptProfile) p = NULL;
+        char buf[MPT_ADDRESS_STRLEN];
+
+        /* Repeated Address= accumulates. */
+        p = load_ok("[Tunnel]\nAddress=10.0.0.2/24\nAddress=fd00::2/64\nRoute=10.1.0.0/16\nRoute=10.2.0.0/16\n"
+                    "[Path]\nInterface=a\nRemote=192.0.2.1\n");
+        g_assert_cmpuint(p->tunnel.addresses.n, ==, 2);
+        g_assert_cmpstr(prefix_to_string(&p->tunnel.addresses.items[0], buf), ==, "10.0.0.2/24");
+        g_assert_cmpstr(prefix_to_string(&p->tunnel.addresses.items[1], buf), ==, "fd00::2/64");
+        g_assert_cmpstr(TUNNEL_VALUE(p, "Address"), ==, "10.0.0.2/24 fd00::2/64");
+        g_assert_cmpuint(p->tunnel.routes.n, ==, 2);
+        g_clear_pointer(&p, profile_free);
+
+        /* An empty value clears what came before; later values start a new list. */
+        p = load_ok("[Tunnel]\nAddress=10.0.0.2/24\nAddress=fd00::2/64\nAddress=\nAddress=10.0.0.9/30\n"
+                    "[Path]\nInterface=a\nRemote=192.0.2.1\n");
+        g_assert_cmpuint(p->tunnel.addresses.n, ==, 1);
+        g_assert_cmpstr(TUNNEL_VALUE(p, "Address"), ==, "10.0.0.9/30");
+        g_clear_pointer(&p, profile_free);
+
+        p = load_ok("[Tunnel]\nAddress=10.0.0.2/24\nAddress=\n[Path]\nInterface=a\nRemote=192.0.2.1\n");
+        g_assert_cmpuint(p->tunnel.addresses.n, ==, 0);
+        g_assert_null(p->tunnel.addresses.items);
+        g_clear_pointer(&p, profile_free);
+
+        /* The same entry twice is a mistake. */
+        {
+                const char *const e[] = { TEST_FILE ":3: duplicate Address= '10.0.0.2/24'", NULL };
+                assert_errors("[Tunnel]\nAddress=10.0.0.2/24\nAddress=10.0.0.2/24\n"
+                              "[Path]\nInterface=a\nRemote=192.0.2.1\n", e);
+        }
+}
+
+static void test_list_limits(void) {
+        GString *s = g_string_new("[Tunnel]\n");
+        g_autofree char *text = NULL;
+        unsigned line = 1;
+
+        /* MPT_ADDRESSES_MAX addresses are fine, one more is refused. */
+        for (unsigned i = 0; i <= MPT_ADDRESSES_MAX; i++) {
+                g_string_append_printf(s, "Address=10.0.%u.1/24\n", i);
+                line++;
+        }
+        for (unsigned i = 0; i <= MPT_ROUTES_MAX; i++)
+                g_string_append_printf(s, "Route=10.%u.%u.0/24\n", 100 + i / 256, i % 256);
+        g_string_append(s, "[Path]\nInterface=a\nRemote=192.0.2.1\n");
+        text = g_string_free(s, false);
+        {
+                g_autofree char *e1 = g_strdup_printf(TEST_FILE ":%u: too many Address= entries (at most %u)",
+                                                       line, MPT_ADDRESSES_MAX);
+                g_autofree char *e2 = g_strdup_printf(TEST_FILE ":%u: too many Route= entries (at most %u)",
+                                                       line + MPT_ROUTES_MAX + 1, MPT_ROUTES_MAX);
+                const char *const e[] = { e1, e2, NULL };
+                assert_errors(text, e);
+        }
+}
+
+/* ---- verification ---- */
+
+typedef struct {
+        const char *name;
+        const char *text;
+        const char *errors[8];
+} VerifyVector;
+
+#define P_OK "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
+
+static const VerifyVector verify_vectors[] = {
+        { "unknown-key-hint",
+          "[Tunnel]\n" P_OK "Wieght=2\n",
+          { TEST_FILE ":5: unknown key 'Wieght' in [Path]; did you mean 'Weight'?" } },
+        { "unknown-key-case",
+          "[Tunnel]\nmtu=1400\n" P_OK,
+          { TEST_FILE ":2: unknown key 'mtu' in [Tunnel]; did you mean 'MTU'?" } },
+        { "unknown-key-no-hint",
+          "[Tunnel]\nFrobnicate=yes\n" P_OK,
+          { TEST_FILE ":2: unknown key 'Frobnicate' in [Tunnel]" } },
+        { "path-key-in-tunnel",
+          "[Tunnel]\nWeight=3\n" P_OK,
+          { TEST_FILE ":2: unknown key 'Weight' in [Tunnel]" } },
+        { "unknown-section-hint",
+          "[Tunnel]\n" P_OK "[Paht]\nInterface=eth1\n",
+          { TEST_FILE ":5: unknown section [Paht]; did you mean [Path]?" } },
+        { "unknown-section-case",
+          "[tunnel]\nName=x\n[Tunnel]\n" P_OK,
+          { TEST_FILE ":1: unknown section [tunnel]; did you mean [Tunnel]?" } },
+        { "unknown-section-no-hint",
+          "[Tunnel]\n[Network]\nAddress=10.0.0.1/24\n" P_OK,
+          { TEST_FILE ":2: unknown section [Network]; expected [Tunnel] or [Path]" } },
+        { "second-tunnel",
+          "[Tunnel]\nName=one\n" P_OK "[Tunnel]\nName=two\nBogus=1\n",
+          { TEST_FILE ":6: second [Tunnel] section (the first is at line 1); a profile describes one tunnel" } },
+        { "no-path",
+          "[Tunnel]\nName=t\n",
+          { TEST_FILE ": no [Path] section: a tunnel needs at least one path" } },
+        { "no-tunnel",
+          P_OK,
+          { TEST_FILE ": no [Tunnel] section" } },
+        { "empty-file",
+          "",
+          { TEST_FILE ": no [Tunnel] and no [Path] section: not an mpt profile",
+            TEST_FILE ": no [Path] section: a tunnel needs at least one path" } },
+        { "comments-only",
+          "# nothing\n\n",
+          { TEST_FILE ": no [Tunnel] and no [Path] section: not an mpt profile",
+            TEST_FILE ": no [Path] section: a tunnel needs at least one path" } },
+        { "missing-remote",
+          "[Tunnel]\n\n[Path]\nInterface=eth0\n",
+          { TEST_FILE ":3: path 'eth0' has no Remote= address" } },
+        { "missing-interface-and-local",
+          "[Tunnel]\n[Path]\nRemote=192.0.2.1\n",
+          { TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },
+        { "missing-everything",
+          "[Tunnel]\n[Path]\n",
+          { TEST_FILE ":2: path 'path0' has no Remote= address",
+            TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },
+        { "family-mismatch",
+          "[Tunnel]\n[Path]\nInterface=eth0\nLocalAddress=192.0.2.10\nRemote=2001:db8::1\n",
+          { TEST_FILE ":4: path 'eth0': LocalAddress= is IPv4 but Remote= is IPv6" } },
+        { "family-mismatch-v6",
+          "[Tunnel]\n[Path]\nName=p\nRemote=192.0.2.1\nLocalAddress=2001:db8::5\n",
+          { TEST_FILE ":5: path 'p': LocalAddress= is IPv6 but Remote= is IPv4" } },
+        { "duplicate-name",
+          "[Tunnel]\n[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
+          "[Path]\nInterface=eth1\nName=a\nRemote=192.0.2.2\n",
+          { TEST_FILE ":8: duplicate path name 'a' (first at line 2); set a unique Name=" } },
+        { "duplicate-name-from-interface",
+          "[Tunnel]\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
+          "[Path]\nInterface=eth0\nRemote=192.0.2.2\n",
+          { TEST_FILE ":5: duplicate path name 'eth0' (first at line 2); set a unique Name=" } },
+        { "duplicate-path",
+          "[Tunnel]\n[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
+          "[Path]\nName=b\nInterface=eth0\nRemote=192.0.2.1\n",
+          { TEST_FILE ":6: path 'b' duplicates path 'a' (same interface, local and remote address and port)" } },
+        { "dead-time-equal",
+          "[Tunnel]\n" P_OK "KeepaliveInterval=2s\nDeadTime=2s\n",
+          { TEST_FILE ":6: path 'eth0': DeadTime= must be longer than KeepaliveInterval=" } },
+        { "dead-time-shorter-than-default-interval",
+          "[Tunnel]\n" P_OK "DeadTime=500ms\n",
+          { TEST_FILE ":5: path 'eth0': DeadTime= must be longer than KeepaliveInterval=" } },
+        { "dead-time-without-keepalives",
+          "[Tunnel]\n" P_OK "DeadTime=5s\nKeepaliveInterval=0\n",
+          { TEST_FILE ":5: path 'eth0': DeadTime= needs keepalives, but KeepaliveInterval=0" } },
+        { "mtu-ipv6",
+          "[Tunnel]\nAddress=10.0.0.1/24\nMTU=1000\nAddress=fd00::1/64\n" P_OK,
+          { TEST_FILE ":3: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address" } },
+        { "two-ipv4-peers",
+          "[Tunnel]\nPeer=10.0.0.3\nPeer=fd00::3\nPeer=10.0.0.4\n" P_OK,
+          { TEST_FILE ":4: more than one IPv4 Peer= address" } },
+        { "two-ipv6-peers",
+          "[Tunnel]\nPeer=fd00::3\nPeer=fd00::4\n" P_OK,
+          { TEST_FILE ":3: more than one IPv6 Peer= address" } },
+        { "peer-prefix",
+          "[Tunnel]\nPeer=10.0.0.0/24\n" P_OK,
+          { TEST_FILE ":2: Peer= takes an address without a prefix length" } },
+        /* Parse and verify problems together, reported in line order. */
+        { "all-errors-in-order",
+          "[Tunnel]\n"                 /* 1 */
+          "MTU=1000\n"                 /* 2: below 1280 (verify) */
+          "Address=fd00::1/64\n"       /* 3 */
+          "Workers=0\n"                /* 4: bad value (parse) */
+          "[Path]\n"                   /* 5: no Remote (verify) */
+          "Interface=eth0\n"           /* 6 */
+          "Weight=-3\n"                /* 7: bad value (parse) */
+          "[Bogus]\n"                  /* 8: unknown section (parse) */
+          "[Path]\n"                   /* 9 */
+          "Name=eth0\n"                /* 10: duplicate name (verify) */
+          "LocalAddress=192.0.2.9\n"   /* 11 */
+          "Remote=192.0.2.1\n"         /* 12 */
+          "Colour=blue\n",             /* 13: unknown key (parse) */
+          { TEST_FILE ":2: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address",
+            TEST_FILE ":4: invalid Workers= '0': expected \"auto\" or 1..64",
+            TEST_FILE ":5: path 'eth0' has no Remote= address",
+            TEST_FILE ":7: invalid Weight= '-3': expected 0..10000",
+            TEST_FILE ":8: unknown section [Bogus]; expected [Tunnel] or [Path]",
+            TEST_FILE ":10: duplicate path name 'eth0' (first at line 5); set a unique Name=",
+            TEST_FILE ":13: unknown key 'Colour' in [Path]" } },
+};
+
+static void test_verify(const void *data) {
+        const VerifyVector *v = data;
+
+        assert_errors(v->text, v->errors);
+}
+
+static void test_verify_ok_cases(void) {
+        g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL, d = NULL;
+
+        /* One peer per family is fine; MTU below 1280 is fine without an IPv6 address. */
+        a = load_ok("[Tunnel]\nPeer=10.0.0.3\nPeer=fd00::3\nMTU=1000\nAddress=10.0.0.2/24\n" P_OK);
+        g_assert_cmpuint(a->tunnel.peers.n, ==, 2);
+        /* DeadTime=0 with keepalives off, and 0 with keepalives on, are both allowed. */
+        b = load_ok("[Tunnel]\n" P_OK "KeepaliveInterval=0\nDeadTime=0\n");
+        c = load_ok("[Tunnel]\n" P_OK "DeadTime=0\n");
+        g_assert_cmpuint(c->paths[0].dead_time, ==, 0);
+        /* Two paths may share a remote address when their interfaces differ. */
+        d = load_ok("[Tunnel]\n"
+                    "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
+                    "[Path]\nInterface=eth1\nRemote=192.0.2.1\n");
+        g_assert_cmpuint(d->n_paths, ==, 2);
+}
+
+static void test_too_many_paths(void) {
+        GString *s = g_string_new("[Tunnel]\n");
+        g_autofree char *text = NULL, *expect = NULL;
+        unsigned line = 1, line_65 = 0;
+
+        for (unsigned i = 0; i < MPT_PATHS_MAX + 2; i++) {
+                g_string_append_printf(s, "[Path]\nLocalAddress=192.0.2.%u\nRemote=198.51.100.1\n", i + 1);
+                if (i == MPT_PATHS_MAX)
+                        line_65 = line + 1;
+                line += 3;
+        }
+        text = g_string_free(s, false);
+        expect = g_strdup_printf(TEST_FILE ":%u: too many paths (at most %u)", line_65, MPT_PATHS_MAX);
+        {
+                const char *const e[] = { expect, NULL };
+                assert_errors(text, e);
+        }
+}
+
+static void test_diagnostics_reused(void) {
+        static const char bad[] = "[Tunnel]\nWorkers=0\n" P_OK;
+        static const char good[] = "[Tunnel]\n" P_OK;
+        MptDiagnostics d = {};
+        MptProfile *p = NULL;
+
+        /* A collector that is already full (say, after checking many files) must not make a broken
+         * profile look good: problems beyond the bound still count. */
+        for (unsigned i = 0; i < 1000; i++)
+                diag_add(&d, "earlier.conf", i + 1, "earlier problem");
+        g_assert_cmpint(profile_load_buffer(TEST_FILE, bad, strlen(bad), &p, &d), ==, -EINVAL);
+        g_assert_null(p);
+        g_assert_cmpuint(d.n, ==, 1000);
+        g_assert_cmpuint(d.n_dropped, ==, 1);
+        /* Earlier messages are neither lost nor reordered. */
+        for (unsigned i = 0; i < 1000; i++)
+                g_assert_cmpuint(d.items[i].line, ==, i + 1);
+
+        /* A good profile still loads with the same collector. */
+        g_assert_cmpint(profile_load_buffer(TEST_FILE, good, strlen(good), &p, &d), ==, 0);
+        g_assert_nonnull(p);
+        profile_free(p);
+        diag_done(&d);
+}
+
+/* ---- profile_to_text() ---- */
+
+static const char rich[] =
+        "[Tunnel]\n"
+        "Name=office\n"
+        "Address=10.0.0.2/24\n"
+        "Address=fd00::2/64\n"
+        "Peer=10.0.0.3\n"
+        "Peer=fd00::3\n"
+        "Route=192.168.10.0/24\n"
+        "Route=2001:db8:10::/48\n"
+        "MTU=1400\n"
+        "LocalPort=65060\n"
+        "RemotePort=4754\n"
+        "ReorderWindow=0\n"
+        "ReorderMaxDelay=0.05s\n"
+        "Scheduler=flow\n"
+        "Workers=auto\n"
+        "\n"
+        "[Path]\n"
+        "Name=dsl\n"
+        "Interface=eth0\n"
+        "LocalAddress=192.0.2.10\n"
+        "Remote=198.51.100.1\n"
+        "Weight=3\n"
+        "ReceiveWeight=2\n"
+        "KeepaliveInterval=500ms\n"
+        "DeadTime=43200.000001s\n"
+        "\n"
+        "[Path]\n"
+        "Interface=wwan0\n"
+        "Remote=2001:db8::1\n"
+        "RemotePort=4755\n"
+        "Weight=0\n"
+        "KeepaliveInterval=0\n"
+        "Backup=yes\n"
+        "\n"
+        "[Path]\n"
+        "LocalAddress=203.0.113.5\n"
+        "Remote=198.51.100.9\n"
+        "Backup=no\n";
+
+static void test_to_text_roundtrip(void) {
+        g_autoptr(MptProfile) p = load_ok(rich), p2 = NULL, p3 = NULL;
+        g_autofree char *t = to_text(p), *t2 = NULL;
+
+        /* What profile_to_text() writes loads back to an equal profile... */
+        p2 = load_ok(t);
+        assert_profiles_equal(p, p2);
+        /* ...and is a fixed point. */
+        t2 = to_text(p2);
+        g_assert_cmpstr(t2, ==, t);
+
+        /* Loaded under another file name it stays the same tunnel (Name= is always written). */
+        p3 = load_ok_as("/elsewhere/other.conf", t);
+        assert_profiles_equal(p, p3);
+}
+
+static void test_to_text_exact(void) {
+        g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/mpt0.conf",
+                                             "[Tunnel]\nAddress=10.0.0.2/30\nReorderMaxDelay=250ms\n\n"
+                                             "[Path]\nRemote=192.0.2.1\nInterface=eth0\nWeight=2\nWeight=\n"
+                                             "KeepaliveInterval=2s\n");
+        g_autofree char *t = to_text(p);
+
+        /* Keys in table order; only what was set, plus the (derived) names; lists one per line. */
+        g_assert_cmpstr(t, ==,
+                        "[Tunnel]\n"
+                        "Name=mpt0\n"
+                        "Address=10.0.0.2/30\n"
+                        "ReorderMaxDelay=250ms\n"
+                        "\n"
+                        "[Path]\n"
+                        "Name=eth0\n"
+                        "Interface=eth0\n"
+                        "Remote=192.0.2.1\n"
+                        "KeepaliveInterval=2s\n");
+}
+
+/* ---- golden files: tests/data/profiles/{good,bad}-*.conf with *.expected ---- */
+
+#define PROFILE_DIR MPT_TEST_DATA "/profiles"
+
+static char *read_expected(const char *conf) {
+        g_autofree char *base = g_strndup(conf, strlen(conf) - STRLEN(".conf"));
+        g_autofree char *path = g_strdup_printf("%s/%s.expected", PROFILE_DIR, base);
+        g_autoptr(GError) error = NULL;
+        char *content = NULL;
+
+        g_file_get_contents(path, &content, NULL, &error);
+        g_assert_no_error(error);
+        return content;
+}
+
+static void test_golden(const void *data) {
+        const char *name = data;
+        g_autofree char *path = g_strdup_printf("%s/%s", PROFILE_DIR, name);
+        g_autofree char *expect = read_expected(name);
+        MptDiagnostics d = {};
+        MptProfile *p = NULL;
+        int r;
+
+        r = profile_load_file(path, &p, &d);
+        if (g_str_has_prefix(name, "good-")) {
+                g_autofree char *t = NULL;
+                g_autoptr(MptProfile) p2 = NULL;
+
+                g_assert_cmpint(r, ==, 0);
+                g_assert_cmpuint(d.n, ==, 0);
+                t = to_text(p);
+                g_assert_cmpstr(t, ==, expect);
+                /* The canonical text loads to the same profile. */
+                p2 = load_ok_as(path, t);
+                assert_profiles_equal(p, p2);
+                profile_free(p);
+        } else {
+                g_autoptr(GString) got = g_string_new(NULL);
+                g_autofree char *prefix = g_strdup_printf("%s/", PROFILE_DIR);
+
+                g_assert_cmpint(r, ==, -EINVAL);
+                g_assert_null(p);
+                /* Messages name the file as given; the expected lines use the bare name. */
+                for (size_t i = 0; i < d.n; i++) {
+                        char *s = NULL;
+                        g_assert_cmpint(diag_format(&d.items[i], &s), ==, 0);
+                        g_assert_true(g_str_has_prefix(s, prefix));
+                        g_string_append_printf(got, "%s\n", s + strlen(prefix));
+                        free(s);
+                }
+                g_assert_cmpstr(got->str, ==, expect);
+        }
+        diag_done(&d);
+}
+
+static void test_golden_missing_file(void) {
+        MptDiagnostics d = {};
+        MptProfile *p = NULL;
+
+        g_assert_cmpint(profile_load_file(PROFILE_DIR "/does-not-exist.conf", &p, &d), ==, -ENOENT);
+        g_assert_null(p);
+        g_assert_cmpuint(d.n, ==, 0);
+}
+
+static int compare_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void add_golden_tests(void) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) names = g_ptr_array_new();
+        GDir *dir = g_dir_open(PROFILE_DIR, 0, &error);
+        const char *n;
+        size_t good = 0, bad = 0;
+
+        g_assert_no_error(error);
+        while ((n = g_dir_read_name(dir)))
+                if (g_str_has_suffix(n, ".conf"))
+                        g_ptr_array_add(names, g_strdup(n)); /* kept for the test's lifetime */
+        g_dir_close(dir);
+        g_ptr_array_sort(names, compare_names);
+        for (size_t i = 0; i < names->len; i++) {
+                const char *name = names->pdata[i];
+                g_autofree char *tp = g_strdup_printf("/mpt/profile/golden/%s", name);
+
+                if (g_str_has_prefix(name, "good-"))
+                        good++;
+                else if (g_str_has_prefix(name, "bad-"))
+                        bad++;
+                else
+                        g_error("%s/%s: golden profiles are named good-*.conf or bad-*.conf",
+                                PROFILE_DIR, name);
+                g_test_add_data_func(tp, name, test_golden);
+        }
+        /* The directory must not be empty by accident. */
+        if (good < 3 || bad < 3)
+                g_error("expected at least 3 good and 3 bad profiles in %s", PROFILE_DIR);
+        g_test_add_func("/mpt/profile/golden/missing-file", test_golden_missing_file);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+
+        g_test_add_func("/mpt/profile/keys/table", test_key_table);
+        g_test_add_func("/mpt/profile/keys/covered", test_key_table_covered);
+        g_test_add_func("/mpt/profile/keys/suggest", test_key_suggest);
+        g_test_add_func("/mpt/profile/enums", test_enums);
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                const MptConfKey *k = &mpt_conf_keys[i];
+                const char *sec = mpt_section_to_string(k->section);
+                g_autofree char *good = g_strdup_printf("/mpt/profile/key/%s.%s/good", sec, k->name);
+                g_autofree char *bad = g_strdup_printf("/mpt/profile/key/%s.%s/bad", sec, k->name);
+                g_autofree char *reset = g_strdup_printf("/mpt/profile/key/%s.%s/reset", sec, k->name);
+
+                g_test_add_data_func(good, k, test_key_good);
+                g_test_add_data_func(bad, k, test_key_bad);
+                g_test_add_data_func(reset, k, test_key_reset);
+        }
+        g_test_add_func("/mpt/profile/defaults", test_defaults);
+        g_test_add_func("/mpt/profile/path-helpers", test_path_helpers);
+        g_test_add_func("/mpt/profile/default-tunnel-name", test_default_tunnel_name);
+        g_test_add_func("/mpt/profile/default-path-names", test_default_path_names);
+        g_test_add_func("/mpt/profile/dead-time-default", test_dead_time_default);
+        g_test_add_func("/mpt/profile/decimal-not-octal", test_decimal_not_octal);
+        g_test_add_func("/mpt/profile/empty-value-resets", test_empty_value_resets);
+        g_test_add_func("/mpt/profile/address-list", test_address_list);
+        g_test_add_func("/mpt/profile/list-limits", test_list_limits);
+        for (size_t i = 0; i < G_N_ELEMENTS(verify_vectors); i++) {
+                g_autofree char *tp = g_strdup_printf("/mpt/profile/verify/%s", verify_vectors[i].name);
+                g_test_add_data_func(tp, &verify_vectors[i], test_verify);
+        }
+        g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
+        g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
+        g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
+        g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
+        g_test_add_func("/mpt/profile/to-text/exact", test_to_text_exact);
+        add_golden_tests();
+
+        return g_test_run();
+}
