@@ -11,6 +11,60 @@ static uint32_t gcd32(uint32_t a, uint32_t b) {
         return a;
 }
 
+/* Shrinks the weights so that they sum to MPT_VECTOR_MAX, by largest remainder: every share is
+ * within one slot of exact, except that a candidate whose exact share is below one slot still
+ * gets one (taken from the others). */
+static void scale_weights(uint32_t *w, size_t n, uint64_t total) {
+        bool forced[256] = {};
+        uint64_t budget = MPT_VECTOR_MAX, rest = total;
+        uint32_t g = 0;
+        bool again = true;
+
+        /* Candidates too small for a slot of their own get exactly one. */
+        while (again) {
+                again = false;
+                for (size_t i = 0; i < n; i++)
+                        if (!forced[i] && (uint64_t) w[i] * budget < rest) {
+                                forced[i] = true;
+                                budget--;
+                                rest -= w[i];
+                                again = true;
+                        }
+        }
+
+        {
+                uint64_t rem[256] = {}, given = 0;
+                uint32_t exact[256];
+
+                for (size_t i = 0; i < n; i++) {
+                        if (forced[i]) {
+                                exact[i] = 1;
+                                continue;
+                        }
+                        exact[i] = (uint32_t) ((uint64_t) w[i] * budget / rest);
+                        rem[i] = (uint64_t) w[i] * budget % rest;
+                        given += exact[i];
+                }
+                /* Hand out what flooring left over, largest remainder first (ties: lowest index). */
+                while (given < budget) {
+                        size_t best = SIZE_MAX;
+                        for (size_t i = 0; i < n; i++)
+                                if (!forced[i] && (best == SIZE_MAX || rem[i] > rem[best]))
+                                        best = i;
+                        assert(best != SIZE_MAX);
+                        exact[best]++;
+                        rem[best] = 0;
+                        given++;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        w[i] = exact[i];
+                        g = gcd32(w[i], g);
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                w[i] /= g;
+}
+
 size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out) {
         uint32_t w[256], count[256] = {};
         uint64_t total = 0;
@@ -30,19 +84,8 @@ size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out) {
                 total += w[i];
         }
 
-        if (total > MPT_VECTOR_MAX) {
-                /* Scale down, keeping every candidate at least once. */
-                uint64_t scaled = 0;
-                g = 0;
-                for (size_t i = 0; i < n; i++) {
-                        w[i] = (uint32_t) MAX((uint64_t) w[i] * (MPT_VECTOR_MAX - n) / total, (uint64_t) 1);
-                        scaled += w[i];
-                        g = gcd32(w[i], g);
-                }
-                assert(scaled <= MPT_VECTOR_MAX);
-                for (size_t i = 0; i < n; i++)
-                        w[i] /= g;
-        }
+        if (total > MPT_VECTOR_MAX)
+                scale_weights(w, n, total);
 
         for (;;) {
                 size_t best = SIZE_MAX;

@@ -3,8 +3,10 @@
 
 #include "macro.h"
 
-/* Longest sending vector we build. Longer exact vectors are approximated by scaling the
- * weights, which keeps every share within 1/MPT_VECTOR_MAX of its exact value. */
+/* Longest sending vector we build. Longer exact vectors are approximated by scaling the weights
+ * (largest remainder), which keeps every share within 1/MPT_VECTOR_MAX of its exact value,
+ * except that a candidate whose exact share is below 1/MPT_VECTOR_MAX still gets one slot, taken
+ * from the others. */
 #define MPT_VECTOR_MAX 4096u
 
 /* Builds the sending vector of the original MPT (spec section 4.2) over n candidates with the

@@ -27,7 +27,7 @@ static bool has_control_chars(const char *s) {
 void conf_parse_buffer(const char *filename, const char *buf, size_t len, const ConfCallbacks *cb,
                        void *userdata, MptDiagnostics *d) {
         _cleanup_free_ char *section = NULL;
-        bool section_wanted = false;
+        bool section_wanted = false, section_broken = false;
         unsigned line = 0;
         size_t pos = 0;
 
@@ -67,6 +67,8 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
                                 diag_add(d, filename, line, "invalid section header '%s'", l);
                                 section = mfree(section);
                                 section_wanted = false;
+                                /* Its assignments belong to it: one error is enough. */
+                                section_broken = true;
                                 continue;
                         }
                         l[k - 1] = 0;
@@ -76,6 +78,7 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
                                 d->oom = true;
                                 return;
                         }
+                        section_broken = false;
                         section_wanted = cb->section ? cb->section(userdata, section, line, d) : true;
                         continue;
                 }
@@ -86,6 +89,8 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
                         continue;
                 }
                 if (!section) {
+                        if (section_broken)
+                                continue;
                         diag_add(d, filename, line, "assignment outside of a section");
                         continue;
                 }

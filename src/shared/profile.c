@@ -141,6 +141,37 @@ MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
         return &paths[p->n_paths++];
 }
 
+static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *value, char **reterr) {
+        MptPrefix *items, pfx;
+        MptAddress a;
+        int r;
+
+#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
+        r = prefix_from_string(value, &pfx);
+        if (r == -ERANGE)
+                FAIL("invalid %s= '%s': prefix length out of range", k->name, value);
+        if (r < 0)
+                FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+        a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
+        if (address_is_multicast(&a))
+                FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
+        if (l->n >= MPT_ADDRESSES_MAX && k->offset != offsetof(MptTunnelConfig, routes))
+                FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
+        if (l->n >= MPT_ROUTES_MAX)
+                FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].family == pfx.family && l->items[i].prefixlen == pfx.prefixlen &&
+                    memcmp(&l->items[i].addr, &pfx.addr, family_address_size(pfx.family)) == 0)
+                        FAIL("duplicate %s= '%s'", k->name, value);
+        items = realloc(l->items, (l->n + 1) * sizeof(MptPrefix));
+        if (!items)
+                return -ENOMEM;
+        l->items = items;
+        l->items[l->n++] = pfx;
+        return 0;
+#undef FAIL
+}
+
 static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
         void *f = field_ptr(k, config);
         int r;
@@ -173,30 +204,16 @@ static int parse_value(const MptConfKey *k, const char *value, void *config, cha
                 return 0;
         }
         case MPT_CONF_PREFIX_LIST: {
-                MptPrefixList *l = f;
-                MptPrefix *items, pfx;
-                MptAddress a;
-                r = prefix_from_string(value, &pfx);
-                if (r == -ERANGE)
-                        FAIL("invalid %s= '%s': prefix length out of range", k->name, value);
-                if (r < 0)
-                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
-                a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
-                if (address_is_multicast(&a))
-                        FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
-                if (l->n >= MPT_ADDRESSES_MAX && k->offset != offsetof(MptTunnelConfig, routes))
-                        FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
-                if (l->n >= MPT_ROUTES_MAX)
-                        FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
-                for (size_t i = 0; i < l->n; i++)
-                        if (l->items[i].family == pfx.family && l->items[i].prefixlen == pfx.prefixlen &&
-                            memcmp(&l->items[i].addr, &pfx.addr, family_address_size(pfx.family)) == 0)
-                                FAIL("duplicate %s= '%s'", k->name, value);
-                items = realloc(l->items, (l->n + 1) * sizeof(MptPrefix));
-                if (!items)
+                /* One or more entries separated by whitespace; repeating the key appends. */
+                _cleanup_free_ char *copy = strdup(value);
+                char *save = NULL;
+                if (!copy)
                         return -ENOMEM;
-                l->items = items;
-                l->items[l->n++] = pfx;
+                for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                        r = prefix_list_add(k, f, w, reterr);
+                        if (r < 0)
+                                return r;
+                }
                 return 0;
         }
         case MPT_CONF_PORT: {
@@ -368,7 +385,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 MptPathConfig *path = &p->paths[i];
 
                 if (!path->name) {
-                        if (path->interface)
+                        /* Interface names may hold characters that object names may not. */
+                        if (path->interface && object_name_valid(path->interface))
                                 path->name = strdup(path->interface);
                         else
                                 (void) asprintf(&path->name, "path%zu", i);
@@ -515,9 +533,12 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
                 return -ENOMEM;
         if (!s.seen_tunnel && p->n_paths > 0)
                 diag_add(d, p->filename, 0, "no [Tunnel] section");
-        if (!s.seen_tunnel && p->n_paths == 0 && diag_count(d) == errors)
-                diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
-        (void) profile_verify(p, d);
+        if (!s.seen_tunnel && p->n_paths == 0) {
+                /* Nothing to verify: say it once. */
+                if (diag_count(d) == errors)
+                        diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
+        } else
+                (void) profile_verify(p, d);
         diag_sort_by_line(d, first);
         if (d->oom)
                 return -ENOMEM;
@@ -538,6 +559,15 @@ int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d)
         return profile_load_buffer(filename, buf, size, ret, d);
 }
 
+/* A list entry as written: a bare address when the prefix covers all of it. */
+static const char *format_list_entry(const MptPrefix *pf, char buf[static MPT_ADDRESS_STRLEN]) {
+        if (pf->prefixlen == family_address_size(pf->family) * 8) {
+                MptAddress a = { .family = pf->family, .addr = pf->addr };
+                return address_to_string(&a, buf);
+        }
+        return prefix_to_string(pf, buf);
+}
+
 int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
         const void *f = field_cptr(k, config);
         char buf[MPT_ADDRESS_STRLEN + 32];
@@ -553,21 +583,13 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
                 break;
         case MPT_CONF_PREFIX_LIST: {
                 const MptPrefixList *l = f;
-                size_t size = 1, pos = 0;
-                s = malloc(l->n * MPT_ADDRESS_STRLEN + 1);
+                size_t pos = 0;
+                s = malloc(l->n * (MPT_ADDRESS_STRLEN + 1) + 1);
                 if (!s)
                         return -ENOMEM;
                 s[0] = 0;
-                for (size_t i = 0; i < l->n; i++) {
-                        const MptPrefix *pf = &l->items[i];
-                        if (pf->prefixlen == family_address_size(pf->family) * 8) {
-                                MptAddress a = { .family = pf->family, .addr = pf->addr };
-                                address_to_string(&a, buf);
-                        } else
-                                prefix_to_string(pf, buf);
-                        pos += (size_t) sprintf(s + pos, "%s%s", i > 0 ? " " : "", buf);
-                }
-                (void) size;
+                for (size_t i = 0; i < l->n; i++)
+                        pos += (size_t) sprintf(s + pos, "%s%s", i > 0 ? " " : "", format_list_entry(&l->items[i], buf));
                 break;
         }
         case MPT_CONF_PORT:
@@ -618,17 +640,11 @@ static int write_section(FILE *f, MptSection section, const void *config, const 
                 if (isempty(v))
                         continue;
                 if (k->type == MPT_CONF_PREFIX_LIST) {
+                        /* One entry per line reads better than one long line. */
                         const MptPrefixList *l = field_cptr(k, config);
                         char buf[MPT_ADDRESS_STRLEN];
-                        for (size_t j = 0; j < l->n; j++) {
-                                const MptPrefix *pf = &l->items[j];
-                                if (pf->prefixlen == family_address_size(pf->family) * 8) {
-                                        MptAddress a = { .family = pf->family, .addr = pf->addr };
-                                        address_to_string(&a, buf);
-                                } else
-                                        prefix_to_string(pf, buf);
-                                fprintf(f, "%s=%s\n", k->name, buf);
-                        }
+                        for (size_t j = 0; j < l->n; j++)
+                                fprintf(f, "%s=%s\n", k->name, format_list_entry(&l->items[j], buf));
                 } else
                         fprintf(f, "%s=%s\n", k->name, v);
         }

@@ -290,11 +290,19 @@ static void test_random_weights(void) {
                         for (size_t i = 0; i < n; i++)
                                 g_assert_cmpuint(counts[i], ==, w[i] / g);
                         assert_smooth(out, len, n);
-                } else
-                        /* Scaling w_i to floor(w_i (MAX - n) / T), at least 1, moves a share by
-                         * less than (n + 1) / (MAX - 2n): each weight loses or gains less than one
-                         * slot and the length shrinks by less than n. */
-                        check_scaled(w, n, (double) (n + 1) / (MPT_VECTOR_MAX - 2 * n));
+                } else {
+                        /* Largest remainder: within one slot of exact, except that candidates
+                         * below one slot get one, which can move every other share by up to
+                         * one slot per such candidate. */
+                        unsigned forced = 0;
+                        uint64_t sum = 0;
+                        for (size_t i = 0; i < n; i++)
+                                sum += w[i];
+                        for (size_t i = 0; i < n; i++)
+                                if ((uint64_t) w[i] * MPT_VECTOR_MAX < sum)
+                                        forced++;
+                        check_scaled(w, n, (double) (forced + 1) / MPT_VECTOR_MAX);
+                }
         }
         g_rand_free(rand);
 }
