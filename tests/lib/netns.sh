@@ -1,0 +1,297 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# Network-namespace lab shared by the integration tests, the lab (main job) and the benchmarks.
+#
+#   . tests/lib/netns.sh
+#   lab_init                      # unique prefix, temp dir, cleanup trap; exits 77 without root/tun
+#   lab_topology 4 100mbit 4      # namespaces A and B joined by 4 veth paths (IPv4), 100 Mbit/s each
+#   lab_profiles 4 4 4            # writes $LAB_DIR/a.conf and b.conf (tunnel v4, paths v4)
+#   lab_start a; lab_start b      # starts mptd at each end, waits until it answers
+#   lab_ctl a show                # mptctl against end a
+#   lab_exec a ping -c1 10.77.0.2
+#
+# Everything a lab creates is removed on exit, even on failure: the namespaces (which takes the
+# veth pairs, TUN devices, qdiscs and nftables tables with them), the processes it started (by
+# PID) and its temporary directory. Nothing outside the namespaces is touched.
+
+set -o pipefail
+
+: "${MPTD:=}"
+: "${MPTCTL:=}"
+LAB_PIDS=()
+LAB_NS=()
+LAB_DIR=
+LAB_PREFIX=
+LAB_PATHS=0
+
+lab_log() {
+        printf '%s\n' "$*" >&2
+}
+
+lab_die() {
+        lab_log "FAIL: $*"
+        exit 1
+}
+
+lab_skip() {
+        lab_log "SKIP: $*"
+        exit 77
+}
+
+lab_find_binaries() {
+        local root
+        root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+        if [ -z "$MPTD" ]; then
+                for d in "${MESON_BUILD_ROOT:-}" "$root/build" "$root/build-dev"; do
+                        [ -n "$d" ] && [ -x "$d/src/mptd/mptd" ] && { MPTD=$d/src/mptd/mptd; break; }
+                done
+        fi
+        if [ -z "$MPTCTL" ]; then
+                MPTCTL=$(dirname "$(dirname "$MPTD")")/mptctl/mptctl
+        fi
+        [ -x "$MPTD" ] || lab_die "mptd binary not found (set MPTD=)"
+        [ -x "$MPTCTL" ] || lab_die "mptctl binary not found (set MPTCTL=)"
+}
+
+lab_cleanup() {
+        local rc=$?
+        local pid ns
+        for pid in "${LAB_PIDS[@]}"; do
+                kill -TERM "$pid" 2>/dev/null || true
+        done
+        for pid in "${LAB_PIDS[@]}"; do
+                # give mptd a moment for its clean shutdown, then insist
+                for _ in 1 2 3 4 5 6 7 8 9 10; do
+                        kill -0 "$pid" 2>/dev/null || break
+                        sleep 0.1
+                done
+                kill -KILL "$pid" 2>/dev/null || true
+                wait "$pid" 2>/dev/null || true
+        done
+        for ns in "${LAB_NS[@]}"; do
+                ip netns del "$ns" 2>/dev/null || true
+        done
+        if [ -n "$LAB_DIR" ] && [ -d "$LAB_DIR" ]; then
+                if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -z "${LAB_KEEP_QUIET:-}" ]; then
+                        for f in "$LAB_DIR"/*.log; do
+                                [ -f "$f" ] || continue
+                                lab_log "---- $(basename "$f") (last 30 lines) ----"
+                                tail -n 30 "$f" >&2
+                        done
+                fi
+                rm -rf "$LAB_DIR"
+        fi
+        return "$rc"
+}
+
+# lab_init: checks prerequisites, picks a unique prefix, installs the cleanup trap.
+lab_init() {
+        [ "$(id -u)" = 0 ] || lab_skip "needs root"
+        [ -c /dev/net/tun ] || lab_skip "needs /dev/net/tun"
+        command -v ip >/dev/null || lab_skip "needs iproute2"
+        lab_find_binaries
+        LAB_PREFIX="mpt-$$-$RANDOM"
+        LAB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mpt-lab.XXXXXX")
+        trap lab_cleanup EXIT
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
+}
+
+lab_ns() {
+        printf '%s-%s' "$LAB_PREFIX" "$1"
+}
+
+lab_add_ns() {
+        local ns
+        ns=$(lab_ns "$1")
+        ip netns add "$ns" || lab_die "cannot create namespace $ns"
+        LAB_NS+=("$ns")
+        ip -n "$ns" link set lo up
+}
+
+lab_exec() {
+        local side=$1
+        shift
+        ip netns exec "$(lab_ns "$side")" "$@"
+}
+
+# Path addresses: path i uses 10.77.<100+i>.1/.2 (IPv4) and fd77:<i>::1/::2 (IPv6).
+lab_path_addr() { # side(a|b) index family(4|6)
+        local host=1
+        [ "$1" = b ] && host=2
+        if [ "$3" = 6 ]; then
+                printf 'fd77:%x::%s' "$2" "$host"
+        else
+                printf '10.77.%s.%s' "$((100 + $2))" "$host"
+        fi
+}
+
+# Tunnel addresses: 10.77.0.1/.2 and fd77:ffff::1/::2.
+lab_tunnel_addr() { # side family
+        local host=1
+        [ "$1" = b ] && host=2
+        if [ "$2" = 6 ]; then printf 'fd77:ffff::%s' "$host"; else printf '10.77.0.%s' "$host"; fi
+}
+
+# lab_path_family INDEX FAMILYSPEC: FAMILYSPEC is 4, 6 or "mixed" (even paths IPv4, odd IPv6).
+lab_path_family() {
+        case "$2" in
+        mixed) if [ $(($1 % 2)) = 0 ]; then echo 4; else echo 6; fi ;;
+        *) echo "$2" ;;
+        esac
+}
+
+# lab_topology N RATE FAMILYSPEC: namespaces a and b, N veth pairs pa<i> (in a) <-> pb<i> (in b).
+# RATE is a tc rate ("100mbit") applied with tbf on both ends' egress, or "none".
+lab_topology() {
+        local n=$1 rate=$2 fam=$3 i f
+        LAB_PATHS=$n
+        lab_add_ns a
+        lab_add_ns b
+        for ((i = 0; i < n; i++)); do
+                ip link add "pa$i" netns "$(lab_ns a)" type veth peer name "pb$i" netns "$(lab_ns b)" ||
+                        lab_die "cannot create veth pair $i"
+                f=$(lab_path_family "$i" "$fam")
+                if [ "$f" = 6 ]; then
+                        lab_exec a ip addr add "$(lab_path_addr a "$i" 6)/64" dev "pa$i" nodad
+                        lab_exec b ip addr add "$(lab_path_addr b "$i" 6)/64" dev "pb$i" nodad
+                else
+                        lab_exec a ip addr add "$(lab_path_addr a "$i" 4)/24" dev "pa$i"
+                        lab_exec b ip addr add "$(lab_path_addr b "$i" 4)/24" dev "pb$i"
+                fi
+                lab_exec a ip link set "pa$i" up
+                lab_exec b ip link set "pb$i" up
+                if [ "$rate" != none ]; then
+                        lab_shape a "pa$i" "$rate"
+                        lab_shape b "pb$i" "$rate"
+                fi
+        done
+}
+
+# lab_shape SIDE DEV RATE: token bucket on the device's egress. The burst allows a few ms of
+# line rate (kernel timers), the queue holds 20 ms.
+lab_shape() {
+        lab_exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst 64kb latency 20ms ||
+                lab_die "cannot shape $2"
+}
+
+# lab_profiles N TUNNEL_FAMILY(4|6|46) PATH_FAMILYSPEC [EXTRA_TUNNEL_KEYS] [EXTRA_PATH_KEYS]
+# Writes $LAB_DIR/a.conf and b.conf. The tunnel is named "lab" at both ends; each end has its
+# own runtime directory, so the names do not clash.
+lab_profiles() {
+        local n=$1 tfam=$2 pfam=$3 extra_t=${4:-} extra_p=${5:-} side other i f
+        for side in a b; do
+                other=b
+                [ "$side" = b ] && other=a
+                {
+                        echo "# generated by tests/lib/netns.sh for this lab run"
+                        echo "[Tunnel]"
+                        echo "Name=lab"
+                        case "$tfam" in
+                        4) echo "Address=$(lab_tunnel_addr "$side" 4)/24"
+                           echo "Peer=$(lab_tunnel_addr "$other" 4)" ;;
+                        6) echo "Address=$(lab_tunnel_addr "$side" 6)/64"
+                           echo "Peer=$(lab_tunnel_addr "$other" 6)" ;;
+                        46) echo "Address=$(lab_tunnel_addr "$side" 4)/24"
+                            echo "Address=$(lab_tunnel_addr "$side" 6)/64"
+                            echo "Peer=$(lab_tunnel_addr "$other" 4)"
+                            echo "Peer=$(lab_tunnel_addr "$other" 6)" ;;
+                        esac
+                        [ -n "$extra_t" ] && printf '%b\n' "$extra_t"
+                        for ((i = 0; i < n; i++)); do
+                                f=$(lab_path_family "$i" "$pfam")
+                                echo
+                                echo "[Path]"
+                                echo "Name=p$i"
+                                echo "Interface=p$side$i"
+                                echo "Remote=$(lab_path_addr "$other" "$i" "$f")"
+                                [ -n "$extra_p" ] && printf '%b\n' "$extra_p"
+                        done
+                } > "$LAB_DIR/$side.conf"
+        done
+}
+
+lab_ctl() {
+        local side=$1
+        shift
+        MPT_RUNTIME_DIR="$LAB_DIR/run-$side" "$MPTCTL" "$@"
+}
+
+# lab_start SIDE [PROFILE] [MPTD ARGS...]: starts mptd in the side's namespace, waits until its
+# control socket answers (at most 10 s). The PID is recorded for cleanup.
+lab_start() {
+        local side=$1 profile=${2:-$LAB_DIR/$1.conf}
+        shift 2 2>/dev/null || shift
+        mkdir -p "$LAB_DIR/run-$side"
+        MPT_RUNTIME_DIR="$LAB_DIR/run-$side" ip netns exec "$(lab_ns "$side")" \
+                "$MPTD" --log-target=console "$@" "$profile" >>"$LAB_DIR/mptd-$side.log" 2>&1 &
+        local pid=$!
+        LAB_PIDS+=("$pid")
+        eval "LAB_PID_$side=$pid"
+        for _ in $(seq 100); do
+                if lab_ctl "$side" show >/dev/null 2>&1; then
+                        return 0
+                fi
+                kill -0 "$pid" 2>/dev/null || lab_die "mptd ($side) exited: $(tail -n 5 "$LAB_DIR/mptd-$side.log")"
+                sleep 0.1
+        done
+        lab_die "mptd ($side) did not answer within 10 s"
+}
+
+# lab_stop SIDE: SIGTERM and wait (clean shutdown).
+lab_stop() {
+        local pid
+        eval "pid=\${LAB_PID_$1:-}"
+        [ -n "$pid" ] || return 0
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        eval "LAB_PID_$1="
+}
+
+# lab_json SIDE PYTHON-EXPR: evaluates EXPR with `t` bound to the tunnel object of
+# `mptctl --json show lab` and prints the result.
+lab_json() {
+        lab_ctl "$1" --json show lab | python3 -c '
+import json, sys
+t = json.load(sys.stdin)[0]
+p = {x["name"]: x for x in t["paths"]}
+print(eval(sys.argv[1]))' "$2"
+}
+
+# lab_wait_state SIDE PATH STATE TIMEOUT_SECONDS: polls until the path is in STATE.
+lab_wait_state() {
+        local side=$1 path=$2 state=$3 timeout=$4 s
+        local end=$((SECONDS + timeout))
+        while [ "$SECONDS" -le "$end" ]; do
+                s=$(lab_json "$side" "p['$path']['state']" 2>/dev/null) || s=
+                [ "$s" = "$state" ] && return 0
+                sleep 0.05
+        done
+        return 1
+}
+
+# lab_baseline_tcp SECONDS [PATH_INDEX]: single-path TCP goodput in Mbit/s without the tunnel.
+lab_baseline_tcp() {
+        local secs=$1 i=${2:-0} addr
+        addr=$(lab_path_addr b "$i" "$(lab_path_family "$i" "${LAB_PATH_FAMILY:-4}")")
+        lab_iperf_tcp "$addr" "$secs"
+}
+
+# lab_iperf_tcp ADDRESS SECONDS [EXTRA IPERF3 ARGS]: TCP goodput a -> b in Mbit/s (receiver side).
+lab_iperf_tcp() {
+        local addr=$1 secs=$2
+        shift 2
+        local port=$((20000 + RANDOM % 20000))
+        lab_exec b iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+        local spid=$!
+        LAB_PIDS+=("$spid")
+        sleep 0.3
+        lab_exec a iperf3 -c "$addr" -p "$port" -t "$secs" -J "$@" > "$LAB_DIR/iperf.json" 2>"$LAB_DIR/iperf.err" ||
+                { wait "$spid" 2>/dev/null; lab_die "iperf3 to $addr failed: $(cat "$LAB_DIR/iperf.err")"; }
+        wait "$spid" 2>/dev/null || true
+        python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 1e6))' "$LAB_DIR/iperf.json"
+}
