@@ -122,7 +122,7 @@ int verb_monitor(int argc, char **argv) {
                                 if (streq(strempty(ctl_record_get(rec, "state")), "up"))
                                         up++;
                                 format_usec(ctl_record_get(rec, "rtt_us"), rtt, sizeof rtt);
-                                loss = ctl_record_get(rec, "keepalive_loss");
+                                loss = ctl_record_get(rec, "loss_rx");
                                 if (arg_json)
                                         printf("%s{\"name\": \"%s\", \"state\": \"%s\", \"tx_mbit\": %.3f, "
                                                "\"rx_mbit\": %.3f}",

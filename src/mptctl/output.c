@@ -234,14 +234,22 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 fprintf(f, "  reorder: off\n");
                         print_drops(f, r);
                 } else if (streq(r->type, "path")) {
-                        const char *loss = get(r, "keepalive_loss");
+                        const char *loss_rx = get(r, "loss_rx"), *loss_tx = get(r, "loss_tx");
                         format_usec(get(r, "state_age_us"), a, sizeof a);
-                        fprintf(f, "\n  path: %s  %s for %s\n", get(r, "name"), get(r, "state"), a);
+                        fprintf(f, "\n  path: %s  %s for %s", get(r, "name"), get(r, "state"), a);
+                        if (!isempty(get(r, "reason")))
+                                fprintf(f, " (%s)", get(r, "reason"));
+                        fputc('\n', f);
                         if (!isempty(get(r, "interface")))
-                                fprintf(f, "    interface: %s\n", get(r, "interface"));
-                        fprintf(f, "    local: %s  remote: %s\n", get(r, "local"), get(r, "remote"));
-                        fprintf(f, "    weight: %s (%s)%s", get(r, "weight"), get(r, "weight_source"),
-                                streq(get(r, "backup"), "yes") ? ", backup" : "");
+                                fprintf(f, "    interface: %s (%s)\n", get(r, "interface"), get(r, "class"));
+                        fprintf(f, "    local: %s  remote: %s%s\n", isempty(get(r, "local")) ? "-" : get(r, "local"),
+                                get(r, "remote"), streq(get(r, "pin_remote"), "yes") ? " (pinned)" : "");
+                        if (get_u64(r, "remote_changes") > 0)
+                                fprintf(f, "    remote followed the other end %s time%s\n", get(r, "remote_changes"),
+                                        streq(get(r, "remote_changes"), "1") ? "" : "s");
+                        fprintf(f, "    weight: %s (%s)%s%s", get(r, "weight"), get(r, "weight_source"),
+                                streq(get(r, "backup"), "yes") ? ", backup" : "",
+                                streq(get(r, "demoted"), "yes") ? " (demoted: too much loss)" : "");
                         if (!streq(get(r, "receive_weight"), "0"))
                                 fprintf(f, ", receive weight %s", get(r, "receive_weight"));
                         fputc('\n', f);
@@ -258,8 +266,10 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 format_usec(get(r, "rtt_var_us"), b, sizeof b);
                                 if (!isempty(get(r, "rtt_us")))
                                         fprintf(f, ", rtt %s ± %s", a, b);
-                                if (!isempty(loss))
-                                        fprintf(f, ", loss %.1f%%", strtod(loss, NULL) * 100);
+                                if (!isempty(loss_rx) || !isempty(loss_tx))
+                                        fprintf(f, ", loss in %s out %s",
+                                                isempty(loss_rx) ? "-" : (snprintf(b, sizeof b, "%.1f%%", strtod(loss_rx, NULL) * 100), b),
+                                                isempty(loss_tx) ? "-" : (snprintf(c, sizeof c, "%.1f%%", strtod(loss_tx, NULL) * 100), c));
                                 fputc('\n', f);
                         }
                         format_bytes(get_u64(r, "tx_bytes"), a, sizeof a);

@@ -6,6 +6,7 @@
 
 #include "ctl-protocol.h"
 #include "ctl.h"
+#include "devclass.h"
 #include "log.h"
 
 #define CTL_CONNECTIONS_MAX 64
@@ -137,15 +138,21 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "name", "%s", p->name);
                 ctl_writer_field(w, "state", "%s", path_state_to_string(p->state));
                 ctl_writer_field(w, "state_age_us", "%" PRIu64, now - p->state_since);
+                ctl_writer_field(w, "reason", "%s", p->state == PATH_STATE_UP ? "" : strempty(p->state_reason));
                 ctl_writer_field(w, "interface", "%s", strempty(p->config->interface));
                 ctl_writer_field(w, "ifindex", "%i", p->ifindex);
-                ctl_writer_field(w, "local", "%s", sockaddr_to_string(&local, buf));
+                ctl_writer_field(w, "class", "%s", mpt_devclass_to_string(p->devclass));
+                ctl_writer_field(w, "local", "%s", p->fds ? sockaddr_to_string(&local, buf) : "");
                 ctl_writer_field(w, "remote", "%s", sockaddr_to_string(&p->remote, buf));
+                ctl_writer_field(w, "remote_changes", "%" PRIu64, p->remote_changes);
+                ctl_writer_field(w, "pin_remote", "%s", p->config->pin_remote ? "yes" : "no");
                 ctl_writer_field(w, "weight", "%" PRIu32, path_effective_weight(p));
                 ctl_writer_field(w, "weight_source", "%s", weight_source(p));
                 ctl_writer_field(w, "receive_weight", "%" PRIu32, p->config->receive_weight);
                 ctl_writer_field(w, "peer_receive_weight", "%u", p->peer_receive_weight);
                 ctl_writer_field(w, "backup", "%s", path_is_backup(p) ? "yes" : "no");
+                ctl_writer_field(w, "demoted", "%s", p->demoted ? "yes" : "no");
+                ctl_writer_field(w, "loss_threshold_permille", "%" PRIu32, p->config->loss_threshold);
                 ctl_writer_field(w, "keepalive_interval_us", "%" PRIu64, p->config->keepalive_interval);
                 ctl_writer_field(w, "dead_time_us", "%" PRIu64, p->config->dead_time);
                 if (p->last_keepalive_rx > 0)
@@ -160,9 +167,13 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                         ctl_writer_field(w, "rtt_var_us", "%s", "");
                 }
                 if (p->rx_loss_total >= 1.0)
-                        ctl_writer_field(w, "keepalive_loss", "%.3f", p->rx_loss_lost / p->rx_loss_total);
+                        ctl_writer_field(w, "loss_rx", "%.3f", p->rx_loss_lost / p->rx_loss_total);
                 else
-                        ctl_writer_field(w, "keepalive_loss", "%s", "");
+                        ctl_writer_field(w, "loss_rx", "%s", "");
+                if (p->tx_loss_total >= 1.0)
+                        ctl_writer_field(w, "loss_tx", "%.3f", p->tx_loss_lost / p->tx_loss_total);
+                else
+                        ctl_writer_field(w, "loss_tx", "%s", "");
                 ctl_writer_field(w, "peer_flags", "%u", p->peer_flags);
                 tunnel_sum_counters(t, (int) i, &pc);
                 write_counters(w, &pc, true);

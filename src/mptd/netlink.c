@@ -5,6 +5,8 @@
 #include <linux/if_link.h>
 #include <linux/if_tun.h>
 #include <linux/rtnetlink.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "netlink.h"
@@ -393,4 +395,126 @@ int rtnl_route_add(Rtnl *rtnl, int ifindex, const MptPrefix *dst) {
 
 int rtnl_route_del(Rtnl *rtnl, int ifindex, const MptPrefix *dst) {
         return route_change(rtnl, ifindex, dst, false);
+}
+
+int rtnl_route_check(Rtnl *rtnl, const MptAddress *dst, int ifindex) {
+        char buf[RTNL_REQUEST_SIZE];
+        struct nlmsghdr *nlh;
+        struct rtmsg *rtm;
+        int r;
+
+        nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = RTM_GETROUTE;
+        nlh->nlmsg_flags = NLM_F_REQUEST;
+        rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+        rtm->rtm_family = (uint8_t) dst->family;
+        rtm->rtm_dst_len = (uint8_t) (family_address_size(dst->family) * 8);
+        rtm->rtm_flags = RTM_F_FIB_MATCH;
+        mnl_attr_put(nlh, RTA_DST, family_address_size(dst->family), &dst->addr);
+        if (ifindex > 0)
+                mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t) ifindex);
+        r = rtnl_call(rtnl, nlh, NULL, NULL);
+        return r;
+}
+
+struct RtnlMonitor {
+        struct mnl_socket *nl;
+        sd_event_source *source;
+        RtnlMonitorHandlers handlers;
+        void *userdata;
+        char *buf;
+};
+
+static int monitor_cb(const struct nlmsghdr *nlh, void *data) {
+        RtnlMonitor *m = data;
+
+        switch (nlh->nlmsg_type) {
+        case RTM_NEWLINK:
+        case RTM_DELLINK: {
+                RtnlLink l;
+                if (rtnl_parse_link(nlh, &l) >= 0 && m->handlers.link)
+                        m->handlers.link(m->userdata, nlh->nlmsg_type == RTM_DELLINK, &l);
+                break;
+        }
+        case RTM_NEWADDR:
+        case RTM_DELADDR: {
+                RtnlAddress a;
+                if (rtnl_parse_addr(nlh, &a) >= 0 && m->handlers.address)
+                        m->handlers.address(m->userdata, nlh->nlmsg_type == RTM_DELADDR, &a);
+                break;
+        }
+        case RTM_NEWROUTE:
+        case RTM_DELROUTE:
+                if (m->handlers.route)
+                        m->handlers.route(m->userdata);
+                break;
+        default:
+                break;
+        }
+        return MNL_CB_OK;
+}
+
+static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        RtnlMonitor *m = userdata;
+
+        for (unsigned i = 0; i < 64; i++) {
+                ssize_t n = recv(fd, m->buf, RTNL_BUFFER_SIZE, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == ENOBUFS) {
+                                /* The kernel dropped events: resynchronise from scratch. */
+                                if (m->handlers.overrun)
+                                        m->handlers.overrun(m->userdata);
+                                continue;
+                        }
+                        break; /* EAGAIN, EINTR */
+                }
+                /* Notifications carry sequence 0 and port 0: accept them all. */
+                (void) mnl_cb_run(m->buf, (size_t) n, 0, 0, monitor_cb, m);
+        }
+        return 0;
+}
+
+int rtnl_monitor_new(sd_event *event, const RtnlMonitorHandlers *handlers, void *userdata, RtnlMonitor **ret) {
+        _cleanup_(rtnl_monitor_freep) RtnlMonitor *m = NULL;
+        static const unsigned groups[] = {
+                RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
+        };
+        int size = 4 * 1024 * 1024, r;
+
+        m = calloc(1, sizeof(RtnlMonitor));
+        if (!m)
+                return -ENOMEM;
+        m->handlers = *handlers;
+        m->userdata = userdata;
+        m->buf = malloc(RTNL_BUFFER_SIZE);
+        if (!m->buf)
+                return -ENOMEM;
+        m->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (!m->nl)
+                return -errno;
+        if (mnl_socket_bind(m->nl, 0, MNL_SOCKET_AUTOPID) < 0)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
+                unsigned g = groups[i];
+                if (mnl_socket_setsockopt(m->nl, NETLINK_ADD_MEMBERSHIP, &g, sizeof g) < 0)
+                        return -errno;
+        }
+        /* A burst (an interface with many addresses going away) should not overrun us. */
+        if (setsockopt(mnl_socket_get_fd(m->nl), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(mnl_socket_get_fd(m->nl), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        r = sd_event_add_io(event, &m->source, mnl_socket_get_fd(m->nl), EPOLLIN, on_monitor, m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+RtnlMonitor *rtnl_monitor_free(RtnlMonitor *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_disable_unref(m->source);
+        if (m->nl)
+                mnl_socket_close(m->nl);
+        free(m->buf);
+        return mfree(m);
 }

@@ -6,6 +6,7 @@
 
 #include <linux/netlink.h>
 #include <net/if.h>
+#include <systemd/sd-event.h>
 
 #include "in-addr-util.h"
 
@@ -61,3 +62,23 @@ int rtnl_route_del(Rtnl *rtnl, int ifindex, const MptPrefix *dst);
 /* Parsers for RTM_NEWLINK/RTM_DELLINK and RTM_NEWADDR/RTM_DELADDR messages. */
 int rtnl_parse_link(const struct nlmsghdr *nlh, RtnlLink *ret);
 int rtnl_parse_addr(const struct nlmsghdr *nlh, RtnlAddress *ret);
+
+/* 0 when the routing table has an entry for dst through ifindex (any interface when 0), as
+ * `ip route get fibmatch DST oif DEV` would find it; -ENETUNREACH or -EHOSTUNREACH when not. (A
+ * plain lookup with an output interface "assumes on-link" for IPv4 and always succeeds.) */
+int rtnl_route_check(Rtnl *rtnl, const MptAddress *dst, int ifindex);
+
+/* Link, address and route events on the sd-event loop. */
+typedef struct RtnlMonitor RtnlMonitor;
+
+typedef struct RtnlMonitorHandlers {
+        void (*link)(void *userdata, bool removed, const RtnlLink *link);
+        void (*address)(void *userdata, bool removed, const RtnlAddress *address);
+        void (*route)(void *userdata);
+        /* Events were lost (the socket overran): everything must be looked at again. */
+        void (*overrun)(void *userdata);
+} RtnlMonitorHandlers;
+
+int rtnl_monitor_new(sd_event *event, const RtnlMonitorHandlers *handlers, void *userdata, RtnlMonitor **ret);
+RtnlMonitor *rtnl_monitor_free(RtnlMonitor *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RtnlMonitor *, rtnl_monitor_free);

@@ -3,70 +3,45 @@
 #include <fcntl.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
-#include <math.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
+#include "devclass.h"
 #include "log.h"
 #include "tunnel.h"
 #include "worker.h"
 
 #define SOCKET_BUFFER_SIZE (4 * 1024 * 1024)
+#define BIND_RETRY_USEC (1 * USEC_PER_SEC)
+#define PROBE_ANSWER_INTERVAL_USEC (50 * USEC_PER_MSEC)
 
-static int pick_local_address(Path *p) {
-        _cleanup_free_ RtnlAddress *addrs = NULL;
-        const RtnlAddress *best = NULL;
-        int family = p->config->remote.family;
-        size_t n = 0;
-        int r;
+static void send_keepalive(Path *p);
+static void send_path_status(Path *about);
 
-        r = rtnl_addr_list(p->tunnel->rtnl, p->ifindex, family, &addrs, &n);
-        if (r < 0)
-                return log_path_error_errno(p, r, "Failed to list addresses of '%s': %m", p->config->interface);
-        for (size_t i = 0; i < n; i++) {
-                const RtnlAddress *a = &addrs[i];
-                if (a->flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED))
-                        continue;
-                /* Prefer global addresses, then anything usable (link-local with a scope). */
-                if (!best || (best->scope != RT_SCOPE_UNIVERSE && a->scope == RT_SCOPE_UNIVERSE) ||
-                    ((best->flags & IFA_F_DEPRECATED) && !(a->flags & IFA_F_DEPRECATED) &&
-                     a->scope == best->scope))
-                        best = a;
+/* The first problem path_refresh() finds is the one compute_state() reports (it checks in the
+ * same order): later ones do not overwrite it. set_reason(p, NULL) clears it. */
+static void set_reason(Path *p, const char *fmt, ...) _printf_(2, 3);
+static void set_reason(Path *p, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        if (fmt && p->state_reason)
+                return;
+        if (fmt) {
+                va_start(ap, fmt);
+                if (vasprintf(&s, fmt, ap) < 0)
+                        s = NULL;
+                va_end(ap);
         }
-        if (!best)
-                return log_path_error_errno(p, SYNTHETIC_ERRNO(EADDRNOTAVAIL),
-                                            "Interface '%s' has no %s address; set LocalAddress= or configure one.",
-                                            p->config->interface, family == AF_INET ? "IPv4" : "IPv6");
-        p->local = best->address;
-        return 0;
-}
-
-static int find_interface_of_address(Path *p) {
-        _cleanup_free_ RtnlAddress *addrs = NULL;
-        size_t n = 0;
-        int r;
-
-        r = rtnl_addr_list(p->tunnel->rtnl, 0, p->local.family, &addrs, &n);
-        if (r < 0)
-                return log_path_error_errno(p, r, "Failed to list addresses: %m");
-        for (size_t i = 0; i < n; i++)
-                if (address_equal(&addrs[i].address, &p->local)) {
-                        p->ifindex = addrs[i].ifindex;
-                        return 0;
-                }
-        {
-                char buf[MPT_ADDRESS_STRLEN];
-                return log_path_error_errno(p, SYNTHETIC_ERRNO(EADDRNOTAVAIL),
-                                            "LocalAddress=%s is not an address of this host.",
-                                            address_to_string(&p->local, buf));
-        }
+        free(p->state_reason);
+        p->state_reason = s;
 }
 
 int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret) {
         Path *p;
-        RtnlLink link;
-        int r;
 
         p = calloc(1, sizeof(Path));
         if (!p)
@@ -77,40 +52,25 @@ int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret)
         p->name = config->name;
         p->remote_port = path_config_remote_port(t->profile, config);
         p->remote_len = sockaddr_from_address(&config->remote, p->remote_port, 0, &p->remote);
-        *ret = p; /* owned by the tunnel from here on, also on failure */
-
-        if (config->interface) {
-                r = rtnl_link_get_by_name(t->rtnl, config->interface, &link);
-                if (r == -ENODEV)
-                        return log_path_error_errno(p, r, "Interface '%s' does not exist.", config->interface);
-                if (r < 0)
-                        return log_path_error_errno(p, r, "Failed to look up interface '%s': %m", config->interface);
-                p->ifindex = link.ifindex;
-                p->link_mtu = link.mtu;
-                if (streq(config->interface, t->name))
-                        return log_path_error_errno(p, SYNTHETIC_ERRNO(ELOOP),
-                                                    "Interface '%s' is the tunnel itself.", config->interface);
-        }
-
-        if (address_is_set(&config->local))
-                p->local = config->local;
-        else {
-                r = pick_local_address(p);
-                if (r < 0)
-                        return r;
-        }
-        if (!config->interface) {
-                r = find_interface_of_address(p);
-                if (r < 0)
-                        return r;
-                if (rtnl_link_get_by_index(t->rtnl, p->ifindex, &link) >= 0)
-                        p->link_mtu = link.mtu;
-        }
-        if (p->remote.sa.sa_family == AF_INET6 && address_is_link_local(&config->remote))
-                p->remote.in6.sin6_scope_id = (uint32_t) p->ifindex;
-
         p->state = PATH_STATE_UP;
+        p->route_ok = true;
+        p->devclass = MPT_DEVCLASS_UNKNOWN;
+        do
+                if (getrandom(&p->token, sizeof p->token, 0) != sizeof p->token)
+                        p->token = (uint32_t) now_usec() ^ (index * 2654435761u);
+        while (p->token == 0);
+        *ret = p;
         return 0;
+}
+
+static void unbind(Path *p) {
+        if (!p->fds)
+                return;
+        /* Workers may still read the old sockets until they pick up the next snapshot. */
+        tunnel_retire_fds(p->tunnel, p->fds, p->tunnel->n_workers);
+        p->fds = mfree(p->fds);
+        p->shares_fds = false;
+        p->local = (MptAddress) {};
 }
 
 Path *path_free(Path *p) {
@@ -118,13 +78,25 @@ Path *path_free(Path *p) {
                 return NULL;
         sd_event_source_disable_unref(p->keepalive_timer);
         sd_event_source_disable_unref(p->dead_timer);
+        sd_event_source_disable_unref(p->retry_timer);
         if (p->fds) {
                 for (unsigned i = 0; i < p->tunnel->n_workers; i++)
                         safe_close(p->fds[i]);
                 free(p->fds);
         }
+        free(p->state_reason);
         return mfree(p);
 }
+
+bool path_can_send(const Path *p) {
+        return p->fds && p->link_up;
+}
+
+static bool locally_usable(const Path *p) {
+        return path_can_send(p) && p->route_ok;
+}
+
+/* ---- binding ---- */
 
 static int set_buffer(int fd, int force_opt, int opt, int size) {
         if (setsockopt(fd, SOL_SOCKET, force_opt, &size, sizeof size) >= 0)
@@ -132,17 +104,17 @@ static int set_buffer(int fd, int force_opt, int opt, int size) {
         return setsockopt(fd, SOL_SOCKET, opt, &size, sizeof size) < 0 ? -errno : 0;
 }
 
-static int open_socket(Path *p, bool reuseport) {
+static int open_socket(Path *p, const MptAddress *local, bool reuseport) {
         _cleanup_close_ int fd = -EBADF;
         const MptPathConfig *c = p->config;
         MptSockaddr sa;
         socklen_t len;
         int one = 1;
 
-        fd = socket(p->local.family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP);
+        fd = socket(local->family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP);
         if (fd < 0)
                 return -errno;
-        if (p->local.family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        if (local->family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
                 return -errno;
         if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
                 return -errno;
@@ -152,92 +124,332 @@ static int open_socket(Path *p, bool reuseport) {
                 (void) set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, SOCKET_BUFFER_SIZE);
                 (void) set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, SOCKET_BUFFER_SIZE);
         }
-        len = sockaddr_from_address(&p->local, p->tunnel->profile->tunnel.local_port, p->ifindex, &sa);
+        len = sockaddr_from_address(local, p->tunnel->profile->tunnel.local_port, p->ifindex, &sa);
         if (bind(fd, &sa.sa, len) < 0)
                 return -errno;
         return TAKE_FD(fd);
 }
 
-int path_open_sockets(Path *p) {
+static const char *bind_hint(int r) {
+        switch (r) {
+        case -EADDRINUSE:
+                return " (another mptd or another program uses this port)";
+        case -EADDRNOTAVAIL:
+                return " (the address is not configured on this host)";
+        case -EPERM:
+                return " (binding to an interface needs CAP_NET_RAW)";
+        default:
+                return "";
+        }
+}
+
+static int bind_path(Path *p, const MptAddress *local, bool startup) {
         Tunnel *t = p->tunnel;
         char buf[MPT_ADDRESS_STRLEN];
         MptSockaddr sa;
-        int r;
+        int *fds, r;
 
-        sockaddr_from_address(&p->local, t->profile->tunnel.local_port, p->ifindex, &sa);
+        sockaddr_from_address(local, t->profile->tunnel.local_port, p->ifindex, &sa);
 
-        /* Paths that share a local socket address share the socket group that the first of them
-         * opened (the receive side tells them apart by source address). */
-        for (unsigned i = 0; i < p->index; i++) {
+        /* Paths that share a local socket address share the socket group of the first of them
+         * (the receive side tells them apart by source address). */
+        for (size_t i = 0; i < t->n_paths; i++) {
                 Path *o = t->paths[i];
-                if (o->fds && o->ifindex == p->ifindex && address_equal(&o->local, &p->local)) {
-                        p->fds = calloc(t->n_workers, sizeof(int));
-                        if (!p->fds)
-                                return log_oom();
-                        for (unsigned w = 0; w < t->n_workers; w++) {
-                                p->fds[w] = fcntl(o->fds[w], F_DUPFD_CLOEXEC, 3);
-                                if (p->fds[w] < 0)
-                                        return log_path_error_errno(p, errno, "Failed to duplicate socket: %m");
+                if (o == p || !o->fds || o->shares_fds || o->ifindex != p->ifindex || !address_equal(&o->local, local))
+                        continue;
+                fds = calloc(t->n_workers, sizeof(int));
+                if (!fds)
+                        return log_oom();
+                for (unsigned w = 0; w < t->n_workers; w++) {
+                        fds[w] = fcntl(o->fds[w], F_DUPFD_CLOEXEC, 3);
+                        if (fds[w] < 0) {
+                                r = -errno;
+                                for (unsigned k = 0; k < w; k++)
+                                        safe_close(fds[k]);
+                                free(fds);
+                                return log_path_error_errno(p, r, "Failed to duplicate socket: %m");
                         }
-                        return 0;
                 }
+                p->fds = fds;
+                p->shares_fds = true;
+                p->local = *local;
+                return 0;
         }
 
         /* SO_REUSEPORT lets our workers share the address, but would also let another process of
-         * the same user share it silently. Bind once without it to find out whether the port is
-         * free. */
-        r = open_socket(p, false);
+         * the same user share it silently. Bind once without it to find out whether it is free. */
+        r = open_socket(p, local, false);
         if (r < 0) {
-                const char *hint = "";
-                if (r == -EADDRINUSE)
-                        hint = " (another mptd or another program uses this port)";
-                else if (r == -EADDRNOTAVAIL)
-                        hint = " (the address is not configured on this host)";
-                else if (r == -EPERM)
-                        hint = " (binding to an interface needs CAP_NET_RAW)";
-                return log_path_error_errno(p, r, "Cannot bind %s%s%s: %m%s", sockaddr_to_string(&sa, buf),
-                                            p->config->interface ? " on " : "", strempty(p->config->interface), hint);
+                set_reason(p, "cannot bind %s: %s%s", sockaddr_to_string(&sa, buf), strerror(-r), bind_hint(r));
+                if (startup)
+                        return log_path_error_errno(p, r, "Cannot bind %s%s%s: %m%s", sockaddr_to_string(&sa, buf),
+                                                    p->config->interface ? " on " : "",
+                                                    strempty(p->config->interface), bind_hint(r));
+                return r;
         }
         safe_close(r);
 
-        p->fds = calloc(t->n_workers, sizeof(int));
-        if (!p->fds)
+        fds = calloc(t->n_workers, sizeof(int));
+        if (!fds)
                 return log_oom();
-        for (unsigned w = 0; w < t->n_workers; w++)
-                p->fds[w] = -EBADF;
         for (unsigned w = 0; w < t->n_workers; w++) {
-                r = open_socket(p, true);
-                if (r < 0)
-                        return log_path_error_errno(p, r, "Cannot bind %s: %m", sockaddr_to_string(&sa, buf));
-                p->fds[w] = r;
+                r = open_socket(p, local, true);
+                if (r < 0) {
+                        for (unsigned k = 0; k < w; k++)
+                                safe_close(fds[k]);
+                        free(fds);
+                        set_reason(p, "cannot bind %s: %s", sockaddr_to_string(&sa, buf), strerror(-r));
+                        return startup ? log_path_error_errno(p, r, "Cannot bind %s: %m", sockaddr_to_string(&sa, buf))
+                                       : r;
+                }
+                fds[w] = r;
         }
+        p->fds = fds;
+        p->local = *local;
         log_path_info(p, "Bound %s%s%s, sending to %s.", sockaddr_to_string(&sa, buf),
                       p->config->interface ? " on " : "", strempty(p->config->interface),
                       sockaddr_to_string(&p->remote, (char[MPT_ADDRESS_STRLEN]) {}));
         return 0;
 }
 
+static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Path *p = userdata;
+
+        (void) path_refresh(p, false);
+        return 0;
+}
+
+static void arm_retry(Path *p) {
+        if (!p->retry_timer) {
+                if (sd_event_add_time_relative(p->tunnel->event, &p->retry_timer, CLOCK_MONOTONIC, BIND_RETRY_USEC,
+                                               10 * USEC_PER_MSEC, on_retry_timer, p) < 0)
+                        return;
+        } else
+                (void) sd_event_source_set_time_relative(p->retry_timer, BIND_RETRY_USEC);
+        (void) sd_event_source_set_enabled(p->retry_timer, SD_EVENT_ONESHOT);
+}
+
+/* ---- following the kernel ---- */
+
+/* The address to bind: LocalAddress= when it is configured here, else the interface's best address
+ * of the family of Remote= (global before link-local, not tentative, not deprecated if avoidable).
+ * Returns 0 and sets *ret, -EADDRNOTAVAIL when there is none (reason set), or another error. */
+static int wanted_local_address(Path *p, MptAddress *ret) {
+        _cleanup_free_ RtnlAddress *addrs = NULL;
+        const MptPathConfig *c = p->config;
+        const RtnlAddress *best = NULL;
+        int family = c->remote.family;
+        size_t n = 0;
+        char buf[MPT_ADDRESS_STRLEN];
+        int r;
+
+        r = rtnl_addr_list(p->tunnel->rtnl, c->interface ? p->ifindex : 0, family, &addrs, &n);
+        if (r < 0)
+                return log_path_warning_errno(p, r, "Failed to list addresses: %m");
+
+        for (size_t i = 0; i < n; i++) {
+                const RtnlAddress *a = &addrs[i];
+                if (a->flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED))
+                        continue;
+                if (address_is_set(&c->local)) {
+                        if (address_equal(&a->address, &c->local)) {
+                                best = a;
+                                break;
+                        }
+                        continue;
+                }
+                if (!best || (best->scope != RT_SCOPE_UNIVERSE && a->scope == RT_SCOPE_UNIVERSE) ||
+                    ((best->flags & IFA_F_DEPRECATED) && !(a->flags & IFA_F_DEPRECATED) && a->scope == best->scope))
+                        best = a;
+        }
+        if (!best) {
+                if (address_is_set(&c->local))
+                        set_reason(p, "LocalAddress=%s is not configured%s%s", address_to_string(&c->local, buf),
+                                   c->interface ? " on " : "", strempty(c->interface));
+                else
+                        set_reason(p, "interface '%s' has no usable %s address", c->interface,
+                                   family == AF_INET ? "IPv4" : "IPv6");
+                return -EADDRNOTAVAIL;
+        }
+        if (!c->interface)
+                p->ifindex = best->ifindex; /* the link that carries LocalAddress= */
+        *ret = best->address;
+        return 0;
+}
+
+/* Interface: which one (Interface=, or the one holding LocalAddress=), and is it up? */
+static int refresh_link(Path *p) {
+        const MptPathConfig *c = p->config;
+        RtnlLink link;
+        int r;
+
+        if (!c->interface)
+                /* Learned with the address; see wanted_local_address(). */
+                return p->ifindex > 0 ? rtnl_link_get_by_index(p->tunnel->rtnl, p->ifindex, &link) : -ENODEV;
+
+        r = rtnl_link_get_by_name(p->tunnel->rtnl, c->interface, &link);
+        if (r == -ENODEV) {
+                if (p->ifindex > 0)
+                        log_path_notice(p, "Interface '%s' is gone.", c->interface);
+                unbind(p);
+                p->ifindex = 0;
+                p->link_up = false;
+                set_reason(p, "interface '%s' does not exist", c->interface);
+                return r;
+        }
+        if (r < 0)
+                return log_path_warning_errno(p, r, "Failed to look up interface '%s': %m", c->interface);
+        if (streq(c->interface, p->tunnel->name)) {
+                set_reason(p, "interface '%s' is the tunnel itself", c->interface);
+                return -ELOOP;
+        }
+        if (link.ifindex != p->ifindex) {
+                /* New, or deleted and created again: old sockets are bound to the old device. */
+                unbind(p);
+                if (p->tunnel->running)
+                        log_path_info(p, "Interface '%s' appeared (ifindex %i).", c->interface, link.ifindex);
+                p->ifindex = link.ifindex;
+                p->devclass = devclass_of(c->interface);
+        }
+        p->link_mtu = link.mtu;
+        p->link_up = (link.flags & IFF_UP) && (link.flags & IFF_RUNNING);
+        if (!p->link_up)
+                set_reason(p, "interface '%s' is %s", c->interface, (link.flags & IFF_UP) ? "without carrier" : "down");
+        return 0;
+}
+
+static void refresh_link_by_index(Path *p) {
+        RtnlLink link;
+
+        if (p->ifindex <= 0 || rtnl_link_get_by_index(p->tunnel->rtnl, p->ifindex, &link) < 0) {
+                p->link_up = false;
+                return;
+        }
+        p->link_mtu = link.mtu;
+        p->link_up = (link.flags & IFF_UP) && (link.flags & IFF_RUNNING);
+        if (!p->link_up)
+                set_reason(p, "interface '%s' is %s", link.ifname, (link.flags & IFF_UP) ? "without carrier" : "down");
+        if (p->devclass == MPT_DEVCLASS_UNKNOWN)
+                p->devclass = devclass_of(link.ifname);
+}
+
+static void arm_dead_timer(Path *p, usec_t from) {
+        if (!p->dead_timer)
+                return;
+        (void) sd_event_source_set_time(p->dead_timer, from + p->config->dead_time);
+        (void) sd_event_source_set_enabled(p->dead_timer, SD_EVENT_ONESHOT);
+}
+
+int path_refresh(Path *p, bool startup) {
+        const MptPathConfig *c = p->config;
+        bool was_usable = locally_usable(p), was_backup = path_is_backup(p);
+        uint32_t mtu_before = p->link_mtu;
+        MptAddress want;
+        int r;
+
+        set_reason(p, NULL);
+
+        r = refresh_link(p);
+        if (r == -ELOOP)
+                return startup ? log_path_error_errno(p, r, "Interface '%s' is the tunnel itself.", c->interface) : 0;
+        if (r < 0 && c->interface)
+                goto done;
+
+        r = wanted_local_address(p, &want);
+        if (r < 0) {
+                unbind(p);
+                if (!c->interface)
+                        refresh_link_by_index(p);
+                goto done;
+        }
+        if (!c->interface)
+                refresh_link_by_index(p);
+
+        if (!p->fds || !address_equal(&p->local, &want)) {
+                char a[MPT_ADDRESS_STRLEN], b[MPT_ADDRESS_STRLEN];
+                if (p->fds)
+                        log_path_notice(p, "Local address changed from %s to %s; rebinding.",
+                                        address_to_string(&p->local, a), address_to_string(&want, b));
+                unbind(p);
+                r = bind_path(p, &want, startup);
+                if (r < 0) {
+                        /* At start a conflict is a configuration error; later it may clear. */
+                        if (startup)
+                                return r;
+                        log_path_warning(p, "%s; retrying.", strna(p->state_reason));
+                        arm_retry(p);
+                        goto done;
+                }
+        }
+
+        if (p->link_up) {
+                r = rtnl_route_check(p->tunnel->rtnl, &c->remote, c->interface ? p->ifindex : 0);
+                p->route_ok = r >= 0;
+                if (!p->route_ok) {
+                        char buf[MPT_ADDRESS_STRLEN];
+                        set_reason(p, "no route to %s%s%s", address_to_string(&c->remote, buf),
+                                   c->interface ? " through " : "", strempty(c->interface));
+                }
+        }
+
+done:
+        if (startup)
+                return 0;
+
+        if (was_usable && !locally_usable(p)) {
+                /* It leaves the schedule now (path_update_state); the other end hears it over the
+                 * paths that still work. Back again, it must first hear from the other end. */
+                if (p->dead_timer)
+                        (void) sd_event_source_set_enabled(p->dead_timer, SD_EVENT_OFF);
+                p->dead = false;
+                p->probing = c->keepalive_interval > 0 && c->dead_time > 0;
+                p->peer_flags = 0;
+        } else if (!was_usable && locally_usable(p) && p->probing) {
+                arm_dead_timer(p, now_usec());
+                send_keepalive(p); /* with PROBE: the other end answers at once */
+        }
+        path_update_state(p, p->state_reason);
+        if (path_is_backup(p) != was_backup)
+                (void) tunnel_publish(p->tunnel);
+        if (p->link_mtu != mtu_before)
+                tunnel_update_mtu(p->tunnel);
+        return 0;
+}
+
+/* ---- state ---- */
+
 static void notify_status(Tunnel *t) {
         (void) sd_notifyf(false, "STATUS=%s: %u of %zu paths up", t->name, t->paths_up, t->n_paths);
 }
 
+static PathState compute_state(const Path *p) {
+        if (p->admin_down)
+                return PATH_STATE_ADMIN_DOWN;
+        if (p->config->interface && p->ifindex <= 0)
+                return PATH_STATE_NO_INTERFACE;
+        if (p->ifindex > 0 && !p->link_up)
+                return PATH_STATE_LINK_DOWN;
+        if (!p->fds)
+                return PATH_STATE_NO_ADDRESS;
+        if (!p->route_ok)
+                return PATH_STATE_NO_ROUTE;
+        if (p->dead)
+                return PATH_STATE_DEAD;
+        if (p->probing)
+                return PATH_STATE_PROBING;
+        if (p->peer_flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD))
+                return PATH_STATE_PEER_DOWN;
+        return PATH_STATE_UP;
+}
+
 void path_update_state(Path *p, const char *reason) {
         Tunnel *t = p->tunnel;
-        PathState s;
+        PathState s = compute_state(p), before = p->state;
 
-        if (p->admin_down)
-                s = PATH_STATE_ADMIN_DOWN;
-        else if (p->dead)
-                s = PATH_STATE_DEAD;
-        else if (p->peer_flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD))
-                s = PATH_STATE_PEER_DOWN;
-        else
-                s = PATH_STATE_UP;
-
-        if (s == p->state)
+        if (s == before)
                 return;
         if (s == PATH_STATE_UP)
-                log_path_info(p, "Up (was %s)%s%s.", path_state_to_string(p->state), reason ? ": " : "", strempty(reason));
+                log_path_info(p, "Up (was %s)%s%s.", path_state_to_string(before), reason ? ": " : "", strempty(reason));
         else
                 log_path_notice(p, "%s%s%s.", path_state_to_string(s), reason ? ": " : "", strempty(reason));
         p->state = s;
@@ -251,6 +463,27 @@ void path_update_state(Path *p, const char *reason) {
         }
         (void) tunnel_publish(t);
         notify_status(t);
+
+        /* A path that cannot carry its own keepalives any more is reported over the others. */
+        if (before == PATH_STATE_UP && s >= PATH_STATE_ADMIN_DOWN && s != PATH_STATE_PROBING)
+                send_path_status(p);
+        /* Tell the other end at once that we hear it again (it may be waiting in probing). */
+        if (s == PATH_STATE_UP && p->config->keepalive_interval > 0)
+                send_keepalive(p);
+}
+
+/* ---- keepalives ---- */
+
+static void send_frame(Path *p, const uint8_t *buf, size_t len) {
+        if (!path_can_send(p))
+                return;
+        if (sendto(p->fds[0], buf, len, MSG_DONTWAIT, &p->remote.sa, p->remote_len) < 0) {
+                COUNTER_ADD(p->counters.drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
+                                                                                  : MPT_DROP_SEND_ERROR],
+                            1);
+                return;
+        }
+        COUNTER_ADD(p->counters.keepalives_tx, 1);
 }
 
 static void send_keepalive(Path *p) {
@@ -264,29 +497,53 @@ static void send_keepalive(Path *p) {
                 .extended = true,
                 .receive_weight = (uint16_t) p->config->receive_weight,
                 .session = t->session,
-                .seq = ++p->ka_seq,
                 .echo_seq = p->peer_seq,
                 .rx_count = p->ka_rx_count,
+                .path_token = p->token,
         };
         size_t len;
 
-        if (p->ka_seq == 0)
+        if (!path_can_send(p))
+                return;
+        ka.seq = ++p->ka_seq;
+        if (ka.seq == 0)
                 ka.seq = p->ka_seq = 1;
         if (p->admin_down)
                 ka.flags |= MPT_KA_FLAG_DOWN;
-        if (p->dead)
+        if (p->dead || p->probing)
                 ka.flags |= MPT_KA_FLAG_RX_DEAD;
+        if (p->probing || p->dead)
+                ka.flags |= MPT_KA_FLAG_PROBE;
         if (p->peer_seq != 0)
                 ka.echo_delay_us = (uint32_t) MIN(now - p->peer_seq_time, (usec_t) UINT32_MAX);
         len = mpt_keepalive_encode(buf, sizeof buf, &ka);
         p->ka_sent[ka.seq % ELEMENTSOF(p->ka_sent)] = now;
-        if (sendto(p->fds[0], buf, len, MSG_DONTWAIT, &p->remote.sa, p->remote_len) < 0) {
-                COUNTER_ADD(p->counters.drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
-                                                                                  : MPT_DROP_SEND_ERROR],
-                            1);
+        send_frame(p, buf, len);
+}
+
+static void send_path_status(Path *about) {
+        Tunnel *t = about->tunnel;
+        uint8_t buf[MPT_PATH_STATUS_SIZE];
+        MptPathStatus ps = {
+                .ip_version = t->ip_version,
+                .src_tun = t->ka_src,
+                .dst_tun = t->ka_dst,
+                .session = t->session,
+                .path_token = about->token,
+                .flags = MPT_KA_FLAG_DOWN,
+        };
+        size_t len;
+
+        /* Only peers that speak our extension know what to do with it; the original would log it. */
+        if (t->peer_session == 0)
                 return;
+        len = mpt_path_status_encode(buf, sizeof buf, &ps);
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *o = t->paths[i];
+                if (o == about || !locally_usable(o) || o->peer_session == 0)
+                        continue;
+                send_frame(o, buf, len);
         }
-        COUNTER_ADD(p->counters.keepalives_tx, 1);
 }
 
 static int on_keepalive_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -301,15 +558,15 @@ static int on_dead_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Path *p = userdata;
         char buf[32];
 
-        if (p->dead)
+        if (p->dead || !locally_usable(p))
                 return 0;
         p->dead = true;
+        p->probing = false;
         path_update_state(p, p->last_keepalive_rx == 0 ? "no keepalive received since start"
                                                        : "no keepalive for longer than the dead time");
         log_path_debug(p, "Dead time %s expired.", format_duration(p->config->dead_time, buf, sizeof buf));
-        /* Tell the peer at once rather than at the next tick. */
-        if (p->config->keepalive_interval > 0)
-                send_keepalive(p);
+        /* Tell the other end at once rather than at the next tick. */
+        send_keepalive(p);
         return 0;
 }
 
@@ -318,6 +575,7 @@ int path_start(Path *p) {
         usec_t now = now_usec();
         int r;
 
+        p->state = compute_state(p);
         p->state_since = now;
         if (p->config->keepalive_interval == 0)
                 return 0;
@@ -329,30 +587,37 @@ int path_start(Path *p) {
         (void) sd_event_source_set_enabled(p->keepalive_timer, SD_EVENT_ON);
 
         if (p->config->dead_time > 0) {
-                /* Start-up grace: the path starts up and gets one dead time to hear from the peer. */
+                /* Start-up grace: a path that is usable at start is up, and gets one dead time to
+                 * hear from the other end. One that is not waits for the kernel (and then probes). */
                 r = sd_event_add_time(t->event, &p->dead_timer, CLOCK_MONOTONIC, now + p->config->dead_time,
                                       USEC_PER_MSEC, on_dead_timer, p);
                 if (r < 0)
                         return log_path_error_errno(p, r, "Failed to add dead timer: %m");
+                if (!locally_usable(p)) {
+                        (void) sd_event_source_set_enabled(p->dead_timer, SD_EVENT_OFF);
+                        p->probing = true;
+                }
         }
+        if (p->state != PATH_STATE_UP)
+                log_path_notice(p, "%s: %s; waiting.", path_state_to_string(p->state), strna(p->state_reason));
         return 0;
 }
 
-static bool keepalive_addresses_match(Tunnel *t, const MptKeepalive *ka) {
+static bool addresses_match(Tunnel *t, const MptAddress *src_tun, const MptAddress *dst_tun) {
         /* Only what we know can be compared: the peer's tunnel address (Peer=) against the frame's
          * source, and our own addresses against its destination. */
-        if (address_is_set(&ka->src_tun) && address_is_set(&t->ka_dst) && ka->src_tun.family == t->ka_dst.family &&
-            !address_equal(&ka->src_tun, &t->ka_dst))
+        if (address_is_set(src_tun) && address_is_set(&t->ka_dst) && src_tun->family == t->ka_dst.family &&
+            !address_equal(src_tun, &t->ka_dst))
                 return false;
-        if (address_is_set(&ka->dst_tun)) {
+        if (address_is_set(dst_tun)) {
                 const MptPrefixList *l = &t->profile->tunnel.addresses;
                 bool any = false, match = false;
                 for (size_t i = 0; i < l->n; i++) {
                         MptAddress a = { .family = l->items[i].family, .addr = l->items[i].addr };
-                        if (a.family != ka->dst_tun.family)
+                        if (a.family != dst_tun->family)
                                 continue;
                         any = true;
-                        if (address_equal(&a, &ka->dst_tun))
+                        if (address_equal(&a, dst_tun))
                                 match = true;
                 }
                 if (any && !match)
@@ -373,55 +638,119 @@ static void update_rtt(Path *p, const MptKeepalive *ka, usec_t now) {
         sample = now - sent - ka->echo_delay_us;
         /* RFC 6298 smoothing. */
         if (p->rtt == 0) {
-                p->rtt = sample;
+                p->rtt = MAX(sample, (usec_t) 1);
                 p->rtt_var = sample / 2;
         } else {
                 usec_t diff = p->rtt > sample ? p->rtt - sample : sample - p->rtt;
                 p->rtt_var = (3 * p->rtt_var + diff) / 4;
-                p->rtt = (7 * p->rtt + sample) / 8;
+                p->rtt = MAX((7 * p->rtt + sample) / 8, (usec_t) 1);
         }
 }
 
-void path_handle_keepalive(Path *p, const KeepaliveEvent *ev) {
+/* Loss of keepalives over roughly the last 20 (exponential decay), both directions. */
+static void update_loss(Path *p, const MptKeepalive *ka) {
+        if (p->peer_seq != 0) {
+                int32_t gap = mpt_seq_diff(ka->seq, p->peer_seq);
+                p->rx_loss_lost = p->rx_loss_lost * 0.95 + (gap - 1);
+                p->rx_loss_total = p->rx_loss_total * 0.95 + gap;
+        }
+        /* Ours, as the other end counts them: between two of its keepalives it saw echo_seq move
+         * by `sent` of ours and rx_count move by `got`. */
+        if (p->peer_echo_prev != 0 && ka->echo_seq != 0) {
+                int32_t sent = mpt_seq_diff(ka->echo_seq, p->peer_echo_prev);
+                int32_t got = mpt_seq_diff(ka->rx_count, p->peer_rx_count_prev);
+                if (sent > 0 && got >= 0 && got <= sent) {
+                        p->tx_loss_lost = p->tx_loss_lost * 0.95 + (sent - got);
+                        p->tx_loss_total = p->tx_loss_total * 0.95 + sent;
+                }
+        }
+        p->peer_echo_prev = ka->echo_seq;
+        p->peer_rx_count_prev = ka->rx_count;
+}
+
+static double loss_of(double lost, double total) {
+        return total >= 1.0 ? lost / total : 0.0;
+}
+
+static void update_demotion(Path *p) {
+        uint32_t th = p->config->loss_threshold;
+        double loss, limit;
+        bool was = p->demoted;
+
+        if (th == 0)
+                return;
+        /* Judge only on enough samples. */
+        if (p->rx_loss_total < 10.0 && p->tx_loss_total < 10.0)
+                return;
+        loss = MAX(loss_of(p->rx_loss_lost, p->rx_loss_total), loss_of(p->tx_loss_lost, p->tx_loss_total));
+        limit = th / 1000.0;
+        if (!p->demoted && loss > limit)
+                p->demoted = true;
+        else if (p->demoted && loss < limit / 2)
+                p->demoted = false;
+        if (p->demoted != was) {
+                if (p->demoted)
+                        log_path_notice(p, "Loss %.1f%% exceeds LossThreshold=%.1f%%: demoted to a backup path.",
+                                        loss * 100, th / 10.0);
+                else
+                        log_path_info(p, "Loss %.1f%% is below half of LossThreshold=: a normal path again.", loss * 100);
+                (void) tunnel_publish(p->tunnel);
+        }
+}
+
+static void handle_peer_session(Path *p, uint32_t session) {
+        Tunnel *t = p->tunnel;
+
+        if (session != p->peer_session) {
+                p->peer_seq = 0;
+                p->rx_loss_lost = p->rx_loss_total = 0;
+                p->tx_loss_lost = p->tx_loss_total = 0;
+                p->peer_echo_prev = p->peer_rx_count_prev = 0;
+                p->peer_session = session;
+        }
+        if (t->peer_session != 0 && session != t->peer_session) {
+                log_tunnel_notice(t, "The other end restarted (new session %08x); resetting the reorder buffer.",
+                                  session);
+                t->peer_restarts++;
+                tunnel_reset_reorder(t);
+        }
+        t->peer_session = session;
+}
+
+static const char *peer_reason(const Path *p) {
+        if (p->peer_flags & MPT_KA_FLAG_DOWN)
+                return "the other end does not use it";
+        if (p->peer_flags & MPT_KA_FLAG_RX_DEAD)
+                return "the other end hears nothing on it (yet)";
+        return NULL;
+}
+
+static void handle_keepalive(Path *p, const ControlEvent *ev) {
         Tunnel *t = p->tunnel;
         const MptKeepalive *ka = &ev->ka;
-        bool changed = false;
+        uint32_t seq_before = p->ka_seq;
+        bool changed = false, answer = false;
 
-        if (!keepalive_addresses_match(t, ka)) {
+        if (!addresses_match(t, &ka->src_tun, &ka->dst_tun)) {
                 COUNTER_ADD(p->counters.drops[MPT_DROP_TUNNEL_MISMATCH], 1);
                 return;
         }
 
         p->last_keepalive_rx = ev->when;
-        if (p->dead_timer)
-                (void) sd_event_source_set_time(p->dead_timer, ev->when + p->config->dead_time),
-                        (void) sd_event_source_set_enabled(p->dead_timer, SD_EVENT_ONESHOT);
+        if (locally_usable(p))
+                arm_dead_timer(p, ev->when);
 
         if (ka->extended) {
-                if (ka->session != p->peer_session) {
-                        p->peer_seq = 0;
-                        p->rx_loss_lost = p->rx_loss_total = 0;
-                        p->peer_session = ka->session;
-                }
-                if (t->peer_session != 0 && ka->session != t->peer_session) {
-                        log_tunnel_notice(t, "The other end restarted (new session %08x); resetting the reorder buffer.",
-                                          ka->session);
-                        t->peer_restarts++;
-                        tunnel_reset_reorder(t);
-                }
-                t->peer_session = ka->session;
-
-                if (p->peer_seq != 0) {
-                        int32_t gap = mpt_seq_diff(ka->seq, p->peer_seq);
-                        if (gap <= 0)
-                                return; /* old or repeated keepalive */
-                        p->rx_loss_lost = p->rx_loss_lost * 0.95 + (gap - 1);
-                        p->rx_loss_total = p->rx_loss_total * 0.95 + gap;
-                }
+                handle_peer_session(p, ka->session);
+                if (p->peer_seq != 0 && mpt_seq_diff(ka->seq, p->peer_seq) <= 0)
+                        return; /* old or repeated keepalive */
+                update_loss(p, ka);
                 p->peer_seq = ka->seq;
                 p->peer_seq_time = ev->when;
+                p->peer_token = ka->path_token;
                 p->ka_rx_count++;
                 update_rtt(p, ka, ev->when);
+                update_demotion(p);
 
                 if (p->peer_receive_weight != ka->receive_weight) {
                         uint32_t before = path_effective_weight(p);
@@ -429,10 +758,12 @@ void path_handle_keepalive(Path *p, const KeepaliveEvent *ev) {
                         if (path_effective_weight(p) != before)
                                 changed = true;
                 }
-                if (p->peer_flags != ka->flags) {
-                        p->peer_flags = ka->flags;
+                if (p->peer_flags != (ka->flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD))) {
+                        p->peer_flags = ka->flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD);
                         changed = true;
                 }
+                /* The other end is rejoining and asks for an answer now, not at our next tick. */
+                answer = (ka->flags & MPT_KA_FLAG_PROBE) && ev->when >= p->probe_answered + PROBE_ANSWER_INTERVAL_USEC;
         } else {
                 p->ka_rx_count++;
                 if (p->peer_flags) {
@@ -441,19 +772,84 @@ void path_handle_keepalive(Path *p, const KeepaliveEvent *ev) {
                 }
         }
 
-        if (p->dead) {
-                p->dead = false;
+        if ((p->dead || p->probing) && locally_usable(p)) {
+                p->dead = p->probing = false;
                 changed = true;
         }
         if (changed) {
-                PathState before = p->state;
-                path_update_state(p, p->state == PATH_STATE_DEAD ? "keepalives arrive again"
-                                     : (p->peer_flags & MPT_KA_FLAG_DOWN) ? "the other end took it down"
-                                     : (p->peer_flags & MPT_KA_FLAG_RX_DEAD) ? "the other end hears nothing on it"
-                                                                             : NULL);
+                PathState before = p->state, after = compute_state(p);
+                path_update_state(p, after == PATH_STATE_PEER_DOWN ? peer_reason(p)
+                                     : before == PATH_STATE_DEAD   ? "keepalives arrive again"
+                                     : before == PATH_STATE_PROBING ? "the other end answers"
+                                                                    : NULL);
                 if (p->state == before)
                         (void) tunnel_publish(t); /* the weight changed */
         }
+        /* Answer after our own state is up to date, unless path_update_state() just sent one. */
+        if (answer && p->ka_seq == seq_before) {
+                p->probe_answered = ev->when;
+                send_keepalive(p);
+        }
+}
+
+static void handle_path_status(Tunnel *t, const ControlEvent *ev) {
+        Path *p;
+
+        if (!addresses_match(t, &ev->ps.src_tun, &ev->ps.dst_tun) || ev->ps.session != t->peer_session)
+                return;
+        p = tunnel_path_by_peer_token(t, ev->ps.path_token);
+        if (!p)
+                return;
+        if (p->peer_flags == (ev->ps.flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD)))
+                return;
+        p->peer_flags = ev->ps.flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD);
+        path_update_state(p, "the other end lost its link, address or route");
+}
+
+static void handle_endpoint(Path *p, const ControlEvent *ev) {
+        char a[MPT_ADDRESS_STRLEN], b[MPT_ADDRESS_STRLEN];
+        MptAddress addr;
+        uint16_t port;
+
+        if (p->config->pin_remote || sockaddr_to_address(&ev->source, &addr, &port) < 0)
+                return;
+        if (addr.family != p->config->remote.family)
+                return;
+        {
+                MptAddress cur;
+                uint16_t cur_port;
+                if (sockaddr_to_address(&p->remote, &cur, &cur_port) >= 0 && address_equal(&cur, &addr) &&
+                    cur_port == port)
+                        return;
+        }
+        log_path_notice(p, "The other end moved from %s to %s; following it.", sockaddr_to_string(&p->remote, a),
+                        sockaddr_to_string(&ev->source, b));
+        p->remote_len = sockaddr_from_address(&addr, port, p->ifindex, &p->remote);
+        p->remote_changes++;
+        (void) tunnel_publish(p->tunnel);
+}
+
+void path_handle_event(Path *p, const ControlEvent *ev) {
+        switch (ev->kind) {
+        case CONTROL_EVENT_KEEPALIVE:
+                handle_keepalive(p, ev);
+                break;
+        case CONTROL_EVENT_PATH_STATUS:
+                handle_path_status(p->tunnel, ev);
+                break;
+        case CONTROL_EVENT_ENDPOINT:
+                handle_endpoint(p, ev);
+                break;
+        }
+}
+
+Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token) {
+        if (token == 0)
+                return NULL;
+        for (size_t i = 0; i < t->n_paths; i++)
+                if (t->paths[i]->peer_token == token)
+                        return t->paths[i];
+        return NULL;
 }
 
 int path_set_admin(Path *p, bool down) {

@@ -13,6 +13,11 @@ static const char *const path_state_table[_PATH_STATE_MAX] = {
         [PATH_STATE_DEAD] = "dead",
         [PATH_STATE_PEER_DOWN] = "peer-down",
         [PATH_STATE_ADMIN_DOWN] = "admin-down",
+        [PATH_STATE_NO_INTERFACE] = "no-interface",
+        [PATH_STATE_LINK_DOWN] = "link-down",
+        [PATH_STATE_NO_ADDRESS] = "no-address",
+        [PATH_STATE_NO_ROUTE] = "no-route",
+        [PATH_STATE_PROBING] = "probing",
 };
 DEFINE_STRING_TABLE(path_state, PathState, _PATH_STATE_MAX);
 
@@ -42,7 +47,9 @@ uint32_t path_effective_weight(const Path *p) {
 }
 
 bool path_is_backup(const Path *p) {
-        return p->config->backup || path_effective_weight(p) == 0;
+        if (p->weight_runtime_set)
+                return p->weight_runtime == 0 || p->demoted;
+        return path_config_is_backup(p->config, p->devclass) || path_effective_weight(p) == 0 || p->demoted;
 }
 
 static Snapshot *snapshot_free(Snapshot *s) {
@@ -120,14 +127,20 @@ int tunnel_publish(Tunnel *t) {
                         sp->fds[w] = w < t->n_workers && p->fds ? p->fds[w] : -1;
                 sp->remote = p->remote;
                 sp->remote_len = p->remote_len;
-                sp->remote_addr = p->config->remote;
+                (void) sockaddr_to_address(&p->remote, &sp->remote_addr, &sp->remote_port);
+                sp->pin_remote = p->config->pin_remote;
                 sp->endpoint = (unsigned) i;
                 for (size_t j = 0; j < i; j++)
-                        if (t->paths[j]->ifindex == p->ifindex && address_equal(&t->paths[j]->local, &p->local)) {
+                        if (p->fds && t->paths[j]->fds && t->paths[j]->ifindex == p->ifindex &&
+                            address_equal(&t->paths[j]->local, &p->local)) {
                                 sp->endpoint = s->paths[j].endpoint;
                                 break;
                         }
         }
+        for (size_t i = 0; i < t->n_paths; i++)
+                for (size_t j = 0; j < t->n_paths; j++)
+                        if (s->paths[j].endpoint == s->paths[i].endpoint)
+                                s->paths[i].endpoint_paths++;
 
         /* Normal paths that are up; if there are none, the backup paths that are up. */
         for (int pass = 0; pass < 2 && n == 0; pass++)
@@ -148,6 +161,14 @@ int tunnel_publish(Tunnel *t) {
                 s->vector[i] = ids[s->vector[i]];
 
         old = t->snapshot;
+        if (old) {
+                /* Sockets retired since the last snapshot are named by the old one at most. */
+                old->close_fds = t->pending_close;
+                old->n_close_fds = t->n_pending_close;
+        } else
+                free(t->pending_close);
+        t->pending_close = NULL;
+        t->n_pending_close = 0;
         s->generation = __atomic_load_n(&t->generation, __ATOMIC_RELAXED) + 1;
         __atomic_store_n(&t->snapshot, s, __ATOMIC_RELEASE);
         __atomic_store_n(&t->generation, s->generation, __ATOMIC_RELEASE);
@@ -163,6 +184,20 @@ int tunnel_publish(Tunnel *t) {
                 (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_ONESHOT);
         }
         return 0;
+}
+
+void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n) {
+        int *l = realloc(t->pending_close, (t->n_pending_close + n) * sizeof(int));
+
+        if (!l) {
+                /* Out of memory: better a brief error on a worker than a leak. */
+                for (unsigned i = 0; i < n; i++)
+                        safe_close(fds[i]);
+                return;
+        }
+        t->pending_close = l;
+        for (unsigned i = 0; i < n; i++)
+                t->pending_close[t->n_pending_close++] = fds[i];
 }
 
 static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
@@ -182,7 +217,7 @@ void tunnel_reset_reorder(Tunnel *t) {
         pthread_mutex_unlock(&t->reorder_lock);
 }
 
-void tunnel_queue_keepalive(Tunnel *t, const KeepaliveEvent *ev) {
+void tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
         uint64_t one = 1;
         bool wake;
 
@@ -195,7 +230,7 @@ void tunnel_queue_keepalive(Tunnel *t, const KeepaliveEvent *ev) {
                 return;
         }
         if (t->ka_n % 64 == 0) {
-                KeepaliveEvent *q = realloc(t->ka_queue, (t->ka_n + 64) * sizeof(KeepaliveEvent));
+                ControlEvent *q = realloc(t->ka_queue, (t->ka_n + 64) * sizeof(ControlEvent));
                 if (!q) {
                         t->ka_overflow++;
                         pthread_mutex_unlock(&t->ka_lock);
@@ -210,9 +245,9 @@ void tunnel_queue_keepalive(Tunnel *t, const KeepaliveEvent *ev) {
                 (void) !write(t->ka_eventfd, &one, sizeof one);
 }
 
-static int on_keepalive_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Tunnel *t = userdata;
-        KeepaliveEvent *q;
+        ControlEvent *q;
         uint64_t v;
         size_t n;
 
@@ -223,9 +258,21 @@ static int on_keepalive_event(sd_event_source *s, int fd, uint32_t revents, void
         t->ka_n = 0;
         pthread_mutex_unlock(&t->ka_lock);
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                Path *p = NULL;
+                /* Datagrams whose path the worker could not tell (paths sharing a socket, traffic
+                 * from a new address) name it by the other end's token. */
                 if (q[i].path < t->n_paths)
-                        path_handle_keepalive(t->paths[q[i].path], &q[i]);
+                        p = t->paths[q[i].path];
+                else if (q[i].kind == CONTROL_EVENT_KEEPALIVE)
+                        p = tunnel_path_by_peer_token(t, q[i].ka.path_token);
+                else if (q[i].kind == CONTROL_EVENT_ENDPOINT)
+                        p = tunnel_path_by_peer_token(t, q[i].token);
+                else if (q[i].kind == CONTROL_EVENT_PATH_STATUS && t->n_paths > 0)
+                        p = t->paths[0]; /* names its path itself */
+                if (p)
+                        path_handle_event(p, &q[i]);
+        }
         free(q);
         return 0;
 }
@@ -284,30 +331,124 @@ static int find_keepalive_addresses(Tunnel *t) {
         return 0;
 }
 
-static int compute_mtu(Tunnel *t) {
+static uint32_t auto_mtu(Tunnel *t) {
         uint32_t mtu = UINT32_MAX;
 
+        /* Paths without a link yet do not count; with none at all, assume 1500-byte links. */
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                uint32_t link = p->link_mtu;
+                uint32_t overhead = profile_path_overhead(t->profile, p->config);
+                if (p->ifindex <= 0 || link == 0)
+                        continue;
+                if (link > overhead)
+                        mtu = MIN(mtu, link - overhead);
+        }
+        if (mtu == UINT32_MAX) {
+                for (size_t i = 0; i < t->n_paths; i++)
+                        mtu = MIN(mtu, 1500 - profile_path_overhead(t->profile, t->paths[i]->config));
+        }
+        return MAX(mtu, 576u);
+}
+
+void tunnel_update_mtu(Tunnel *t) {
+        uint32_t mtu;
+        int r;
+
+        if (t->profile->tunnel.mtu > 0 || t->tun.ifindex <= 0)
+                return;
+        mtu = auto_mtu(t);
+        for (size_t i = 0; i < t->profile->tunnel.addresses.n; i++)
+                if (t->profile->tunnel.addresses.items[i].family == AF_INET6)
+                        mtu = MAX(mtu, 1280u);
+        if (mtu == t->mtu)
+                return;
+        r = rtnl_link_set_mtu(t->rtnl, t->tun.ifindex, mtu);
+        if (r < 0) {
+                log_tunnel_warning_errno(t, r, "Failed to change MTU to %u, ignoring: %m", mtu);
+                return;
+        }
+        log_tunnel_info(t, "The paths' links changed: MTU %u -> %u.", t->mtu, mtu);
+        t->mtu = mtu;
+}
+
+static int compute_mtu(Tunnel *t) {
         if (t->profile->tunnel.mtu > 0) {
                 t->mtu = t->profile->tunnel.mtu;
                 return 0;
         }
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
-                uint32_t link = p->link_mtu ?: 1500;
-                uint32_t overhead = profile_path_overhead(t->profile, p->config);
-                if (link > overhead)
-                        mtu = MIN(mtu, link - overhead);
-        }
-        if (mtu == UINT32_MAX || mtu < 576)
-                mtu = 576;
+        t->mtu = auto_mtu(t);
         for (size_t i = 0; i < t->profile->tunnel.addresses.n; i++)
-                if (t->profile->tunnel.addresses.items[i].family == AF_INET6 && mtu < 1280)
+                if (t->profile->tunnel.addresses.items[i].family == AF_INET6 && t->mtu < 1280)
                         return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(EINVAL),
                                                       "The paths leave room for an MTU of only %u bytes, below "
-                                                      "the 1280 that the tunnel's IPv6 address needs.", mtu);
-        t->mtu = mtu;
+                                                      "the 1280 that the tunnel's IPv6 address needs.", t->mtu);
         return 0;
 }
+
+/* ---- following the kernel ---- */
+
+static int on_refresh(sd_event_source *s, void *userdata) {
+        Tunnel *t = userdata;
+        bool all = t->refresh_all;
+
+        t->refresh_all = false;
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                if (!all && !p->dirty)
+                        continue;
+                p->dirty = false;
+                (void) path_refresh(p, false);
+        }
+        return 0;
+}
+
+void tunnel_schedule_refresh(Tunnel *t) {
+        t->refresh_all = true;
+        if (t->refresh_event)
+                (void) sd_event_source_set_enabled(t->refresh_event, SD_EVENT_ONESHOT);
+}
+
+static void mark_dirty(Tunnel *t, Path *p) {
+        p->dirty = true;
+        if (t->refresh_event)
+                (void) sd_event_source_set_enabled(t->refresh_event, SD_EVENT_ONESHOT);
+}
+
+static void on_link_event(void *userdata, bool removed, const RtnlLink *l) {
+        Tunnel *t = userdata;
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                /* By name (appears, disappears, is renamed) or by index (the one we use). */
+                if ((p->config->interface && streq(p->config->interface, l->ifname)) || p->ifindex == l->ifindex)
+                        mark_dirty(t, p);
+        }
+}
+
+static void on_address_event(void *userdata, bool removed, const RtnlAddress *a) {
+        Tunnel *t = userdata;
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+                if (a->address.family != p->config->remote.family)
+                        continue;
+                /* Paths without Interface= find their link through the address: any may matter. */
+                if (p->ifindex == a->ifindex || !p->config->interface)
+                        mark_dirty(t, p);
+        }
+}
+
+static void on_route_event(void *userdata) {
+        tunnel_schedule_refresh(userdata);
+}
+
+static const RtnlMonitorHandlers monitor_handlers = {
+        .link = on_link_event,
+        .address = on_address_event,
+        .route = on_route_event,
+        .overrun = on_route_event,
+};
 
 static int configure_device(Tunnel *t) {
         const MptTunnelConfig *c = &t->profile->tunnel;
@@ -408,6 +549,14 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = rtnl_open(&t->rtnl);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to open rtnetlink socket: %m");
+        /* Listen before looking, so that nothing that happens in between is missed. */
+        r = rtnl_monitor_new(event, &monitor_handlers, t, &t->monitor);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to subscribe to rtnetlink events: %m");
+        r = sd_event_add_defer(event, &t->refresh_event, on_refresh, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to add event source: %m");
+        (void) sd_event_source_set_enabled(t->refresh_event, SD_EVENT_OFF);
 
         t->n_workers = n_workers;
         t->n_paths = profile->n_paths;
@@ -416,6 +565,12 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 return log_oom();
         for (size_t i = 0; i < t->n_paths; i++) {
                 r = path_new(t, (unsigned) i, &profile->paths[i], &t->paths[i]);
+                if (r < 0)
+                        return r;
+        }
+        /* What exists now: a path whose interface or address is missing waits for it. */
+        for (size_t i = 0; i < t->n_paths; i++) {
+                r = path_refresh(t->paths[i], true);
                 if (r < 0)
                         return r;
         }
@@ -436,12 +591,6 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < t->n_paths; i++) {
-                r = path_open_sockets(t->paths[i]);
-                if (r < 0)
-                        return r;
-        }
-
         if (profile->tunnel.reorder_window > 0) {
                 t->reorder = reorder_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay);
                 if (!t->reorder)
@@ -461,7 +610,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->ka_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (t->ka_eventfd < 0)
                 return log_tunnel_error_errno(t, errno, "Failed to create eventfd: %m");
-        r = sd_event_add_io(event, &t->ka_source, t->ka_eventfd, EPOLLIN, on_keepalive_event, t);
+        r = sd_event_add_io(event, &t->ka_source, t->ka_eventfd, EPOLLIN, on_control_event, t);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to watch keepalive queue: %m");
         r = sd_event_add_time_relative(event, &t->reclaim_timer, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 0,
@@ -484,6 +633,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (r < 0)
                         return log_tunnel_error_errno(t, r, "Failed to start worker thread %u: %m", i);
         }
+        t->running = true;
 
         *ret = TAKE_PTR(t);
         return 0;
@@ -517,6 +667,11 @@ Tunnel *tunnel_free(Tunnel *t) {
 
         sd_event_source_disable_unref(t->ka_source);
         sd_event_source_disable_unref(t->reclaim_timer);
+        sd_event_source_disable_unref(t->refresh_event);
+        rtnl_monitor_free(t->monitor);
+        for (size_t i = 0; i < t->n_pending_close; i++)
+                safe_close(t->pending_close[i]);
+        free(t->pending_close);
         safe_close(t->ka_eventfd);
         free(t->ka_queue);
         reorder_free(t->reorder);

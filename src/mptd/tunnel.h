@@ -30,11 +30,17 @@ typedef struct Tunnel Tunnel;
 typedef struct Path Path;
 typedef struct Worker Worker;
 
+/* In order of precedence: the first condition that holds names the state. */
 typedef enum PathState {
-        PATH_STATE_UP,         /* carries traffic */
-        PATH_STATE_DEAD,       /* no keepalive within DeadTime= (PATH_DOWN, 0x80) */
-        PATH_STATE_PEER_DOWN,  /* the other end says it cannot use or hear this path */
-        PATH_STATE_ADMIN_DOWN, /* taken down with mptctl (PATH_DOWN_MANUAL, 0x83) */
+        PATH_STATE_UP,           /* carries traffic */
+        PATH_STATE_DEAD,         /* no keepalive within DeadTime= (PATH_DOWN, 0x80) */
+        PATH_STATE_PEER_DOWN,    /* the other end says it cannot use or hear this path */
+        PATH_STATE_ADMIN_DOWN,   /* taken down with mptctl (PATH_DOWN_MANUAL, 0x83) */
+        PATH_STATE_NO_INTERFACE, /* Interface= does not exist (yet) */
+        PATH_STATE_LINK_DOWN,    /* the interface is down or has no carrier (IF_DOWN, 0x81) */
+        PATH_STATE_NO_ADDRESS,   /* no usable local address, or it cannot be bound (ADDRESS_DOWN, 0x82) */
+        PATH_STATE_NO_ROUTE,     /* no route to Remote= through the interface */
+        PATH_STATE_PROBING,      /* usable again here; waiting for the other end to answer */
         _PATH_STATE_MAX,
         _PATH_STATE_INVALID = -EINVAL,
 } PathState;
@@ -54,7 +60,10 @@ typedef struct SnapshotPath {
         MptSockaddr remote;
         socklen_t remote_len;
         MptAddress remote_addr;
-        unsigned endpoint;     /* paths sharing a local socket address share this id */
+        uint16_t remote_port;
+        bool pin_remote;
+        unsigned endpoint;     /* paths sharing a local socket group share this id */
+        unsigned endpoint_paths; /* how many paths share it */
 } SnapshotPath;
 
 typedef struct Snapshot {
@@ -77,17 +86,30 @@ struct Path {
         const char *name;
 
         PathState state;
+        char *state_reason; /* why the path is not up, for logs and mptctl */
         bool admin_down;
-        bool dead;
+        bool dead;    /* the dead timer fired */
+        bool probing; /* came back locally; waits for a keepalive before it carries traffic */
         uint8_t peer_flags;
 
-        int ifindex;
+        /* What the kernel says (path_refresh() keeps it current). */
+        int ifindex;  /* 0: the interface does not exist */
+        bool link_up; /* IFF_UP and IFF_RUNNING */
         uint32_t link_mtu;
-        MptAddress local;
+        int devclass; /* MptDevClass of the interface */
+        bool route_ok;
+        MptAddress local; /* bound address; unset when not bound */
+        int *fds;         /* n_workers sockets (SO_REUSEPORT group); NULL when not bound */
+        bool shares_fds;  /* the group is another path's (same local socket address) */
+        sd_event_source *retry_timer; /* binding failed: try again */
+        bool dirty; /* a kernel event concerns it: refresh soon */
+
         uint16_t remote_port;
-        MptSockaddr remote;
+        MptSockaddr remote; /* where we send; follows the other end unless PinRemote= */
         socklen_t remote_len;
-        int *fds; /* n_workers sockets, SO_REUSEPORT group */
+        uint64_t remote_changes;
+        uint32_t token;      /* our token for this path, in our keepalives */
+        uint32_t peer_token; /* the other end's token for it */
 
         uint32_t weight_runtime; /* set with mptctl; valid when weight_runtime_set */
         bool weight_runtime_set;
@@ -104,17 +126,33 @@ struct Path {
         usec_t peer_seq_time;
         uint32_t peer_session;
         usec_t rtt, rtt_var;       /* smoothed, 0: unknown */
-        double rx_loss_lost, rx_loss_total; /* decaying counts of keepalives */
+        double rx_loss_lost, rx_loss_total; /* decaying counts of keepalives from the peer */
+        double tx_loss_lost, tx_loss_total; /* of ours, as the peer reports receiving them */
+        uint32_t peer_echo_prev, peer_rx_count_prev;
+        bool demoted;              /* loss above LossThreshold=: treated as a backup path */
+        usec_t probe_answered;     /* last time we answered a probe */
 
         PathCounters counters; /* main thread's own: keepalives, control drops */
 };
 
-typedef struct KeepaliveEvent {
-        unsigned path;
+/* What workers hand to the main thread: control frames and new remote endpoints. */
+typedef enum ControlEventKind {
+        CONTROL_EVENT_KEEPALIVE,
+        CONTROL_EVENT_PATH_STATUS,
+        CONTROL_EVENT_ENDPOINT, /* well-formed traffic of this path from a new address or port */
+} ControlEventKind;
+
+typedef struct ControlEvent {
+        ControlEventKind kind;
+        unsigned path; /* the path the datagram arrived for (for ENDPOINT with a token: a guess) */
         usec_t when;
         MptSockaddr source;
-        MptKeepalive ka;
-} KeepaliveEvent;
+        uint32_t token; /* ENDPOINT: the peer's path token, when the datagram was a keepalive */
+        union {
+                MptKeepalive ka;
+                MptPathStatus ps;
+        };
+} ControlEvent;
 
 struct Tunnel {
         sd_event *event;
@@ -146,7 +184,7 @@ struct Tunnel {
         usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
 
         pthread_mutex_t ka_lock;
-        KeepaliveEvent *ka_queue;
+        ControlEvent *ka_queue;
         size_t ka_n;
         uint64_t ka_overflow;
         int ka_eventfd;
@@ -158,7 +196,15 @@ struct Tunnel {
         uint32_t peer_session;
         uint64_t peer_restarts;
 
+        RtnlMonitor *monitor;
+        sd_event_source *refresh_event; /* coalesces kernel events into one refresh */
+        bool refresh_all;
+
+        int *pending_close; /* retired sockets, handed to the next retired snapshot */
+        size_t n_pending_close;
+
         usec_t started;
+        bool running; /* set up; events after this are news */
         unsigned paths_up;
 };
 
@@ -186,14 +232,24 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 /* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
 void tunnel_reset_reorder(Tunnel *t);
 
-/* Called by workers: hands a received keepalive to the main thread. */
-void tunnel_queue_keepalive(Tunnel *t, const KeepaliveEvent *ev);
+/* Called by workers: hands a control event to the main thread. */
+void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);
+/* Re-reads the kernel's state for every path soon (coalesced). */
+void tunnel_schedule_refresh(Tunnel *t);
+/* Recomputes the automatic MTU from the paths' links and applies it when it changed. */
+void tunnel_update_mtu(Tunnel *t);
+/* Retires sockets: they are closed once no worker can use them any more. */
+void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n);
 
 /* path.c */
 int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret);
 Path *path_free(Path *p);
-int path_open_sockets(Path *p);
+/* Brings the path in line with the kernel: interface, link, address, sockets, route. At start
+ * (startup == true) a bind conflict is an error; later it is retried. */
+int path_refresh(Path *p, bool startup);
 int path_start(Path *p);
-void path_handle_keepalive(Path *p, const KeepaliveEvent *ev);
+void path_handle_event(Path *p, const ControlEvent *ev);
+Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
+bool path_can_send(const Path *p);
 
 usec_t now_usec(void);

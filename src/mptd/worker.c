@@ -118,18 +118,52 @@ static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t *now
                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
 }
 
-/* Which path a datagram belongs to: the socket's own path when the source matches, otherwise
- * another path sharing the same local socket address whose remote matches. -1: unknown. */
-static int demux(const Snapshot *s, unsigned path, const MptAddress *src) {
+/* Which path a datagram belongs to. The socket's own path when the source is its remote; another
+ * path sharing the same socket group whose remote it is; or, when the source is new: the socket's
+ * path if it is the only one on the socket and may follow its peer (*ret_new_endpoint), else
+ * RX_UNKNOWN (dropped) or RX_BY_TOKEN (only a keepalive can say which path it is). */
+#define RX_UNKNOWN (-1)
+#define RX_BY_TOKEN (-2)
+
+static int demux(const Snapshot *s, unsigned path, const MptAddress *src, uint16_t port, bool *ret_new_endpoint) {
         const SnapshotPath *sp = &s->paths[path];
 
-        if (address_equal(&sp->remote_addr, src))
+        *ret_new_endpoint = false;
+        if (address_equal(&sp->remote_addr, src) && sp->remote_port == port)
                 return (int) path;
         for (unsigned i = 0; i < s->n_paths; i++)
                 if (i != path && s->paths[i].endpoint == sp->endpoint &&
-                    address_equal(&s->paths[i].remote_addr, src))
+                    address_equal(&s->paths[i].remote_addr, src) && s->paths[i].remote_port == port)
                         return (int) i;
-        return -1;
+        if (sp->endpoint_paths == 1) {
+                if (sp->pin_remote)
+                        return RX_UNKNOWN;
+                *ret_new_endpoint = true;
+                return (int) path;
+        }
+        /* Several paths share this socket: a new source can be any of them (unless all pin). */
+        for (unsigned i = 0; i < s->n_paths; i++)
+                if (s->paths[i].endpoint == sp->endpoint && !s->paths[i].pin_remote)
+                        return RX_BY_TOKEN;
+        return RX_UNKNOWN;
+}
+
+static void report_endpoint(Worker *w, unsigned path, const MptSockaddr *src, uint32_t token) {
+        ControlEvent ev = {
+                .kind = CONTROL_EVENT_ENDPOINT,
+                .path = path,
+                .source = *src,
+                .token = token,
+                .when = now_usec(),
+        };
+
+        /* Once per new source: the main thread switches over, and the next snapshot matches. */
+        if (path < MPT_PATHS_MAX) {
+                if (memcmp(&w->endpoint_reported[path], src, sizeof *src) == 0)
+                        return;
+                w->endpoint_reported[path] = *src;
+        }
+        tunnel_queue_event(w->tunnel, &ev);
 }
 
 static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
@@ -145,6 +179,8 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                         .msg_iovlen = 1,
                 };
                 MptAddress src_addr;
+                uint16_t src_port;
+                bool new_endpoint;
                 MptFrame f;
                 usec_t now = 0;
                 ssize_t k;
@@ -160,26 +196,54 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                         COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
                         continue;
                 }
-                if (sockaddr_to_address(&src, &src_addr, NULL) < 0 ||
-                    (p = demux(s, path, &src_addr)) < 0) {
+                if (sockaddr_to_address(&src, &src_addr, &src_port) < 0 ||
+                    (p = demux(s, path, &src_addr, src_port, &new_endpoint)) == RX_UNKNOWN) {
                         COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                         continue;
                 }
                 reason = mpt_frame_decode(w->rx_buffer, (size_t) k, &f);
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        COUNTER_ADD(w->path_counters[p >= 0 ? (unsigned) p : path].drops[reason], 1);
                         continue;
                 }
+
                 if (f.kind == MPT_FRAME_KEEPALIVE) {
-                        KeepaliveEvent ev = { .path = (unsigned) p, .source = src };
+                        ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = src };
+                        unsigned counted = p >= 0 ? (unsigned) p : path;
                         reason = mpt_keepalive_decode(&f, &ev.ka);
+                        if (reason >= 0) {
+                                COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
+                                continue;
+                        }
+                        if (p == RX_BY_TOKEN && !ev.ka.extended) {
+                                COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                                continue;
+                        }
+                        /* Learn first, so that the keepalive finds the new endpoint in place. */
+                        if (new_endpoint || p == RX_BY_TOKEN)
+                                report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, &src, ev.ka.path_token);
+                        ev.path = p >= 0 ? (unsigned) p : UINT_MAX;
+                        ev.when = now_usec();
+                        COUNTER_ADD(w->path_counters[counted].keepalives_rx, 1);
+                        tunnel_queue_event(w->tunnel, &ev);
+                        continue;
+                }
+                if (p == RX_BY_TOKEN) {
+                        /* Data from a new source on a shared socket: wait for its keepalive. */
+                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        continue;
+                }
+                if (new_endpoint)
+                        report_endpoint(w, (unsigned) p, &src, 0);
+                if (f.kind == MPT_FRAME_PATH_STATUS) {
+                        ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = src };
+                        reason = mpt_path_status_decode(&f, &ev.ps);
                         if (reason >= 0) {
                                 COUNTER_ADD(w->path_counters[p].drops[reason], 1);
                                 continue;
                         }
                         ev.when = now_usec();
-                        COUNTER_ADD(w->path_counters[p].keepalives_rx, 1);
-                        tunnel_queue_keepalive(w->tunnel, &ev);
+                        tunnel_queue_event(w->tunnel, &ev);
                         continue;
                 }
                 COUNTER_ADD(w->path_counters[p].rx_packets, 1);

@@ -24,6 +24,8 @@ struct Worker {
         uint8_t *rx_buffer;
         uint8_t *tx_buffer;
 
+        MptSockaddr endpoint_reported[MPT_PATHS_MAX]; /* last new source reported per path */
+
         PathCounters path_counters[MPT_PATHS_MAX];
         PathCounters tunnel_counters; /* drops not tied to a path */
 };

@@ -8,6 +8,8 @@
 
 #define MAX_WORDS 8
 
+static int percent_decode(const char *s, size_t len, char **ret);
+
 static int split_words(const char *buf, size_t len, char words[MAX_WORDS][64], size_t *ret_n) {
         size_t n = 0, i = 0;
 
@@ -153,10 +155,15 @@ static int parse_record(const char *line, size_t len, CtlRecord *rec) {
                         return -ENOMEM;
                 rec->fields = fields;
                 fields[rec->n_fields].key = strndup(line + start, eq - (line + start));
-                fields[rec->n_fields].value = strndup(eq + 1, line + i - eq - 1);
+                fields[rec->n_fields].value = NULL;
                 rec->n_fields++;
-                if (!fields[rec->n_fields - 1].key || !fields[rec->n_fields - 1].value)
+                if (!fields[rec->n_fields - 1].key)
                         return -ENOMEM;
+                {
+                        int r = percent_decode(eq + 1, (size_t) (line + i - eq - 1), &fields[rec->n_fields - 1].value);
+                        if (r < 0)
+                                return r;
+                }
         }
         return 0;
 }
@@ -255,10 +262,53 @@ void ctl_writer_field(CtlWriter *w, const char *key, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(buf, sizeof buf, fmt, ap);
         va_end(ap);
-        for (char *p = buf; *p; p++)
-                if (isspace((unsigned char) *p))
-                        *p = '_';
-        fprintf(w->f, "\t%s=%s", key, buf);
+        fprintf(w->f, "\t%s=", key);
+        /* Percent-encode what would break the framing, and '%' itself. */
+        for (const unsigned char *p = (const unsigned char *) buf; *p; p++)
+                if (*p <= ' ' || *p == '%' || *p == 0x7f)
+                        fprintf(w->f, "%%%02X", *p);
+                else
+                        fputc(*p, w->f);
+}
+
+static int unhex(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Decodes %XX; -EBADMSG on a malformed escape or an encoded NUL. */
+static int percent_decode(const char *s, size_t len, char **ret) {
+        char *out = malloc(len + 1), *o = out;
+
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] != '%') {
+                        *o++ = s[i];
+                        continue;
+                }
+                if (i + 2 >= len) {
+                        free(out);
+                        return -EBADMSG;
+                }
+                {
+                        int hi = unhex(s[i + 1]), lo = unhex(s[i + 2]);
+                        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                                free(out);
+                                return -EBADMSG;
+                        }
+                        *o++ = (char) (hi << 4 | lo);
+                        i += 2;
+                }
+        }
+        *o = 0;
+        *ret = out;
+        return 0;
 }
 
 int ctl_writer_finish(CtlWriter *w, char **ret, size_t *ret_len) {

@@ -11,9 +11,9 @@
  *             MPT/1 path NAME weight N
  *             MPT/1 path NAME up|down
  * Reply:    first line "MPT/1 ok" or "MPT/1 error ERRNO MESSAGE", then one record per line:
- *           "TYPE<TAB>key=value<TAB>key=value...". Keys and values contain no whitespace, '=' is
- *           not allowed in keys; a value may be empty. Record types of "show": "tunnel" (one),
- *           "path" (one per path).
+ *           "TYPE<TAB>key=value<TAB>key=value...". Keys contain no whitespace and no '='. Values
+ *           are percent-encoded: every byte <= 0x20, 0x7f and '%' itself as %XX (upper-case hex);
+ *           a value may be empty. Record types of "show": "tunnel" (one), "path" (one per path).
  */
 
 #include "macro.h"
@@ -67,7 +67,7 @@ int ctl_reply_parse(const char *buf, size_t len, CtlReply *ret);
 void ctl_reply_done(CtlReply *reply);
 const char *ctl_record_get(const CtlRecord *rec, const char *key);
 
-/* Building replies. Values must not contain whitespace; ctl_writer_field() replaces any with '_'. */
+/* Building replies. ctl_writer_field() percent-encodes the value. */
 typedef struct CtlWriter {
         FILE *f;
         char *buf;

@@ -185,9 +185,31 @@ const MptConfKey mpt_conf_keys[] = {
         {
                 .name = "Backup", .section = P(backup), .type = MPT_CONF_BOOL,
                 .def = 0, .syntax = "BOOLEAN",
+                .default_doc = "yes for a cellular (wwan) interface unless Weight= is set, otherwise no",
                 .doc = "A backup path carries traffic only while no normal path is up. Weight=0 also "
                        "makes a path a backup path. Backup paths share the traffic by their weights "
-                       "(equally, when all their weights are 0).",
+                       "(equally, when all their weights are 0). When neither Backup= nor Weight= is set, "
+                       "a path on a cellular modem (an interface that udev calls DEVTYPE=wwan, or that a "
+                       "modem driver provides) is a backup path, because such links are usually metered; "
+                       "mptctl show prints each path's device class.",
+        },
+        {
+                .name = "PinRemote", .section = P(pin_remote), .type = MPT_CONF_BOOL,
+                .def = 0, .syntax = "BOOLEAN",
+                .doc = "By default, when well-formed traffic of this path starts arriving from a new address "
+                       "or port (the other end roamed, or a NAT on the way changed its mapping), mptd "
+                       "follows it: it sends to where the traffic comes from, as WireGuard does. Without "
+                       "authentication anyone who can send such a datagram can redirect the path, so sites "
+                       "with static endpoints should set PinRemote=yes: datagrams from anywhere but "
+                       "Remote= and RemotePort= are then dropped (counted as unknown-source).",
+        },
+        {
+                .name = "LossThreshold", .section = P(loss_threshold), .type = MPT_CONF_PERCENT,
+                .min = 0, .max = 1000, .def = 0, .syntax = "PERCENT",
+                .default_doc = "0 (never demoted)",
+                .doc = "When the loss of keepalives on this path (measured in both directions over about the "
+                       "last 20 keepalives) exceeds this percentage, the path is demoted to a backup path "
+                       "until the loss falls below half of it. 0 turns this off.",
         },
 };
 

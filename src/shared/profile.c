@@ -4,6 +4,7 @@
 #include <libgen.h>
 
 #include "conf-parser.h"
+#include "devclass.h"
 #include "profile.h"
 
 static const char *const mpt_scheduler_table[_MPT_SCHEDULER_MAX] = {
@@ -92,6 +93,9 @@ static void set_default(const MptConfKey *k, void *config) {
                 break;
         case MPT_CONF_SCHEDULER:
                 *(MptScheduler *) f = (MptScheduler) k->def;
+                break;
+        case MPT_CONF_PERCENT:
+                *(uint32_t *) f = (uint32_t) k->def;
                 break;
         default:
                 assert(false);
@@ -257,6 +261,32 @@ static int parse_value(const MptConfKey *k, const char *value, void *config, cha
                         FAIL("invalid %s= '%s': expected yes or no", k->name, value);
                 *(bool *) f = r;
                 return 0;
+        case MPT_CONF_PERCENT: {
+                /* "20%", "2.5%" or a bare "20": per mille, one decimal. */
+                _cleanup_free_ char *num = strdup(value);
+                unsigned whole = 0, tenth = 0;
+                char *dot, *pct;
+                if (!num)
+                        return -ENOMEM;
+                pct = strchr(num, '%');
+                if (pct) {
+                        if (pct[1] != 0)
+                                FAIL("invalid %s= '%s': expected a percentage like \"20%%\"", k->name, value);
+                        *pct = 0;
+                }
+                dot = strchr(num, '.');
+                if (dot) {
+                        *dot = 0;
+                        if (strlen(dot + 1) != 1 || safe_atou(dot + 1, &tenth) < 0)
+                                FAIL("invalid %s= '%s': expected a percentage like \"20%%\" (one decimal at most)",
+                                     k->name, value);
+                }
+                if (safe_atou(num, &whole) < 0 || whole * 10 + tenth > k->max || whole * 10 + tenth < k->min)
+                        FAIL("invalid %s= '%s': expected a percentage %" PRIu64 "%%..%" PRIu64 "%%", k->name, value,
+                             k->min / 10, k->max / 10);
+                *(uint32_t *) f = whole * 10 + tenth;
+                return 0;
+        }
         case MPT_CONF_SCHEDULER: {
                 MptScheduler s = mpt_scheduler_from_string(value);
                 if (s < 0)
@@ -613,6 +643,15 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
         case MPT_CONF_SCHEDULER:
                 s = strdup(strempty(mpt_scheduler_to_string(*(const MptScheduler *) f)));
                 break;
+        case MPT_CONF_PERCENT: {
+                uint32_t v = *(const uint32_t *) f;
+                if (v % 10 == 0)
+                        snprintf(buf, sizeof buf, "%" PRIu32 "%%", v / 10);
+                else
+                        snprintf(buf, sizeof buf, "%" PRIu32 ".%" PRIu32 "%%", v / 10, v % 10);
+                s = strdup(buf);
+                break;
+        }
         default:
                 assert(false);
         }
@@ -684,8 +723,19 @@ uint16_t path_config_remote_port(const MptProfile *p, const MptPathConfig *path)
         return path->remote_port ?: p->tunnel.remote_port;
 }
 
-bool path_config_is_backup(const MptPathConfig *path) {
-        return path->backup || path->weight == 0;
+bool path_config_is_set(const MptPathConfig *path, const char *key) {
+        const MptConfKey *k = conf_key_lookup(MPT_SECTION_PATH, key);
+        assert(k);
+        return path->key_line[conf_key_index(k)] > 0;
+}
+
+bool path_config_is_backup(const MptPathConfig *path, int devclass) {
+        if (path_config_is_set(path, "Backup"))
+                return path->backup || path->weight == 0;
+        if (path_config_is_set(path, "Weight"))
+                return path->weight == 0;
+        /* Cellular links are usually metered: keep them for when nothing else works. */
+        return devclass == MPT_DEVCLASS_WWAN;
 }
 
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {

@@ -68,7 +68,9 @@ typedef struct MptPathConfig {
         uint32_t receive_weight;
         usec_t keepalive_interval; /* 0: no keepalives */
         usec_t dead_time;          /* 0: never declared dead */
-        bool backup;
+        bool backup;               /* see path_config_is_backup(): the default depends on the device */
+        bool pin_remote;           /* never follow the other end to a new address or port */
+        uint32_t loss_threshold;   /* per mille; 0: never demoted for loss */
 
         unsigned line; /* of the [Path] header */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX];
@@ -91,6 +93,7 @@ typedef enum MptConfType {
         MPT_CONF_DURATION,    /* usec_t within [min, max] */
         MPT_CONF_BOOL,        /* bool */
         MPT_CONF_SCHEDULER,   /* MptScheduler */
+        MPT_CONF_PERCENT,     /* uint32_t per mille, written "12.5%" */
         _MPT_CONF_TYPE_MAX,
 } MptConfType;
 
@@ -150,9 +153,12 @@ int profile_to_text(const MptProfile *p, char **ret);
 
 const MptPathConfig *profile_find_path(const MptProfile *p, const char *name);
 
-/* Per-path values after defaults: the port to send to, and whether the path is a backup. */
+/* Per-path values after defaults: the port to send to, and whether the path is a backup: Backup=
+ * or Weight=0 when set; otherwise a cellular (wwan) interface is a backup path. */
 uint16_t path_config_remote_port(const MptProfile *p, const MptPathConfig *path);
-bool path_config_is_backup(const MptPathConfig *path);
+bool path_config_is_backup(const MptPathConfig *path, int devclass /* MptDevClass */);
+/* Whether the profile sets the key (in the file, vpn.data, ...) rather than leaving the default. */
+bool path_config_is_set(const MptPathConfig *path, const char *key);
 
 /* Encapsulation overhead of a path in bytes (outer IP + UDP + GRE [+ sequence]). */
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path);

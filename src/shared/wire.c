@@ -142,9 +142,12 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
 
         if (f.payload[0] >= MPT_CONTROL_MIN) {
                 /* In-band control, told apart by its first byte as the original does (spec 2.4). */
-                if (f.payload[0] != MPT_CONTROL_KEEPALIVE)
+                if (f.payload[0] == MPT_CONTROL_KEEPALIVE)
+                        f.kind = MPT_FRAME_KEEPALIVE;
+                else if (f.payload[0] == MPT_CONTROL_PATH_STATUS)
+                        f.kind = MPT_FRAME_PATH_STATUS;
+                else
                         return MPT_DROP_UNKNOWN_CONTROL;
-                f.kind = MPT_FRAME_KEEPALIVE;
         } else {
                 int reason = mpt_inner_validate(f.payload, f.payload_len, f.protocol);
                 if (reason >= 0)
@@ -170,6 +173,9 @@ size_t mpt_gre_encode(uint8_t *end, uint16_t protocol, bool with_seq, uint32_t s
 
 static const uint8_t ext_magic[3] = { 'M', 'P', 'T' };
 
+static void control_header(uint8_t *p, uint8_t code, uint8_t ip_version, const MptAddress *src,
+                           const MptAddress *dst);
+
 size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         size_t len = ka->extended ? MPT_KEEPALIVE_EXT_SIZE : MPT_KEEPALIVE_SIZE;
 
@@ -178,11 +184,8 @@ size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         memset(buf, 0, len);
         /* GRE: no flags, protocol type from the tunnel's IP version (the original's rule). */
         wr16(buf + 2, ka->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
-        buf[4] = MPT_CONTROL_KEEPALIVE;
         /* value, auth type, auth length, round: all 0 */
-        buf[9] = ka->ip_version;
-        address_to_wire16(&ka->src_tun, buf + 12);
-        address_to_wire16(&ka->dst_tun, buf + 28);
+        control_header(buf + 4, MPT_CONTROL_KEEPALIVE, ka->ip_version, &ka->src_tun, &ka->dst_tun);
         if (!ka->extended)
                 return len;
 
@@ -195,6 +198,7 @@ size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         wr32(buf + 60, ka->echo_seq);
         wr32(buf + 64, ka->echo_delay_us);
         wr32(buf + 68, ka->rx_count);
+        wr32(buf + 72, ka->path_token);
         return len;
 }
 
@@ -227,9 +231,59 @@ int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
                 ka.echo_seq = rd32(p + 56);
                 ka.echo_delay_us = rd32(p + 60);
                 ka.rx_count = rd32(p + 64);
-                if (ka.session == 0 || ka.receive_weight > 10000)
+                ka.path_token = rd32(p + 68);
+                if (ka.session == 0 || ka.receive_weight > 10000 || ka.path_token == 0)
                         return MPT_DROP_BAD_KEEPALIVE;
         }
         *ret = ka;
+        return -1;
+}
+
+/* The control header shared by our frames: the original's 40 bytes, no authentication. */
+static void control_header(uint8_t *p, uint8_t code, uint8_t ip_version, const MptAddress *src,
+                           const MptAddress *dst) {
+        p[0] = code;
+        p[5] = ip_version;
+        address_to_wire16(src, p + 8);
+        address_to_wire16(dst, p + 24);
+}
+
+size_t mpt_path_status_encode(uint8_t *buf, size_t size, const MptPathStatus *ps) {
+        if (size < MPT_PATH_STATUS_SIZE)
+                return 0;
+        memset(buf, 0, MPT_PATH_STATUS_SIZE);
+        wr16(buf + 2, ps->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
+        control_header(buf + 4, MPT_CONTROL_PATH_STATUS, ps->ip_version, &ps->src_tun, &ps->dst_tun);
+        memcpy(buf + 44, ext_magic, 3);
+        buf[47] = MPT_KEEPALIVE_EXT_VERSION;
+        wr32(buf + 48, ps->session);
+        wr32(buf + 52, ps->path_token);
+        buf[56] = ps->flags;
+        return MPT_PATH_STATUS_SIZE;
+}
+
+int mpt_path_status_decode(const MptFrame *frame, MptPathStatus *ret) {
+        const uint8_t *p = frame->payload;
+        static const uint8_t zero[16];
+        MptPathStatus ps = {};
+
+        if (frame->kind != MPT_FRAME_PATH_STATUS || frame->has_seq)
+                return MPT_DROP_BAD_KEEPALIVE;
+        if (frame->payload_len < MPT_PATH_STATUS_SIZE - 4 || memcmp(p + 40, ext_magic, 3) != 0 ||
+            p[43] < MPT_KEEPALIVE_EXT_VERSION)
+                return MPT_DROP_BAD_KEEPALIVE;
+        ps.ip_version = p[5];
+        if (ps.ip_version != 4 && ps.ip_version != 6)
+                return MPT_DROP_BAD_KEEPALIVE;
+        if (memcmp(p + 8, zero, 16) != 0)
+                address_from_wire16(p + 8, &ps.src_tun);
+        if (memcmp(p + 24, zero, 16) != 0)
+                address_from_wire16(p + 24, &ps.dst_tun);
+        ps.session = rd32(p + 44);
+        ps.path_token = rd32(p + 48);
+        ps.flags = p[52];
+        if (ps.session == 0 || ps.path_token == 0)
+                return MPT_DROP_BAD_KEEPALIVE;
+        *ret = ps;
         return -1;
 }

@@ -21,7 +21,9 @@
 #define MPT_CONTROL_MIN 0xA0u     /* first payload byte at or above this: in-band control */
 #define MPT_CONTROL_KEEPALIVE 0xA1u
 #define MPT_KEEPALIVE_SIZE 44u    /* GRE 4 + control header 40, as the original sends */
-#define MPT_KEEPALIVE_EXT_SIZE 72u /* with our extension (section "keepalive extension" in mptd(8)) */
+#define MPT_KEEPALIVE_EXT_SIZE 76u /* with our extension (section "keepalive extension" in mptd(8)) */
+#define MPT_CONTROL_PATH_STATUS 0xAEu /* our extension: the state of another path; original peers drop it */
+#define MPT_PATH_STATUS_SIZE 60u  /* GRE 4 + control header 40 + extension 16 */
 #define MPT_KEEPALIVE_EXT_VERSION 1u
 
 /* Why a datagram or packet was dropped. The names are part of mptctl's output and the control
@@ -57,6 +59,7 @@ DECLARE_STRING_TABLE(mpt_drop_reason, MptDropReason);
 typedef enum MptFrameKind {
         MPT_FRAME_DATA,
         MPT_FRAME_KEEPALIVE,
+        MPT_FRAME_PATH_STATUS,
 } MptFrameKind;
 
 typedef struct MptFrame {
@@ -88,7 +91,9 @@ uint16_t mpt_checksum(const void *data, size_t len);
 
 enum {
         MPT_KA_FLAG_DOWN = 1 << 0,    /* the sender does not send data on this path (link or admin down) */
-        MPT_KA_FLAG_RX_DEAD = 1 << 1, /* the sender's dead timer fired: it hears nothing from us here */
+        MPT_KA_FLAG_RX_DEAD = 1 << 1, /* the sender hears nothing from us here (dead timer, rejoining) */
+        MPT_KA_FLAG_PROBE = 1 << 2,   /* please answer with a keepalive at once (rejoining path) */
+        _MPT_KA_FLAGS_KNOWN = (1 << 3) - 1,
 };
 
 typedef struct MptKeepalive {
@@ -103,7 +108,22 @@ typedef struct MptKeepalive {
         uint32_t echo_seq;   /* last seq received from the peer on this path; 0: none */
         uint32_t echo_delay_us; /* time between receiving echo_seq and sending this */
         uint32_t rx_count;   /* keepalives received from the peer on this path in its session */
+        uint32_t path_token; /* random per path and session: names the sender's path in path-status frames */
 } MptKeepalive;
+
+/* Our extension: tells the other end the state of one of the sender's paths, sent over the
+ * paths that still work when that one cannot carry its own keepalives (its link went down). */
+typedef struct MptPathStatus {
+        uint8_t ip_version;
+        MptAddress src_tun, dst_tun;
+        uint32_t session;
+        uint32_t path_token; /* the path it is about (the sender's token for it) */
+        uint8_t flags;       /* MPT_KA_FLAG_* */
+} MptPathStatus;
+
+/* Whole datagram, MPT_PATH_STATUS_SIZE bytes; 0 if size is too small. */
+size_t mpt_path_status_encode(uint8_t *buf, size_t size, const MptPathStatus *ps);
+int mpt_path_status_decode(const MptFrame *frame, MptPathStatus *ret);
 
 /* Whole datagram (GRE header included). Returns its length, or 0 if size is too small. With
  * extended == false, exactly the 44-byte frame of the original. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include "devclass.h"
 #include "profile.h"
 
 /* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
@@ -362,6 +363,20 @@ static const KeyVector key_vectors[] = {
           .bad = { "maybe", "2" },
           .message = { "invalid Backup= 'maybe': expected yes or no",
                        "invalid Backup= '2': expected yes or no" } },
+        { "Path.PinRemote",
+          .good = { "yes", "no", "on" },
+          .formatted = { NULL, NULL, "yes" },
+          .bad = { "pinned" },
+          .message = { "invalid PinRemote= 'pinned': expected yes or no" } },
+        { "Path.LossThreshold",
+          .good = { "20%", "2.5%", "0", "100%", "7" },
+          .formatted = { NULL, NULL, "0%", NULL, "7%" },
+          .bad = { "101%", "2.55%", "-1%", "20%%", "abc" },
+          .message = { "invalid LossThreshold= '101%': expected a percentage 0%..100%",
+                       "invalid LossThreshold= '2.55%': expected a percentage like \"20%\" (one decimal at most)",
+                       "invalid LossThreshold= '-1%': expected a percentage 0%..100%",
+                       "invalid LossThreshold= '20%%': expected a percentage like \"20%\"",
+                       "invalid LossThreshold= 'abc': expected a percentage 0%..100%" } },
 };
 
 static const KeyVector *find_vector(const MptConfKey *k) {
@@ -602,7 +617,7 @@ static void test_defaults(void) {
         g_assert_false(address_is_set(&path->local));
 
         g_assert_cmpuint(path_config_remote_port(p, path), ==, 4754);
-        g_assert_false(path_config_is_backup(path));
+        g_assert_false(path_config_is_backup(path, MPT_DEVCLASS_ETHERNET));
         /* IPv4 underlay with sequence numbers: 20 + 8 + 4 + 4 (spec 2.8). */
         g_assert_cmpuint(profile_path_overhead(p, path), ==, 36);
         g_assert_true(profile_find_path(p, "eth0") == path);
@@ -629,9 +644,27 @@ static void test_path_helpers(void) {
         /* IPv6 underlay without sequence numbers: 40 + 8 + 4. */
         g_assert_cmpuint(profile_path_overhead(p, &p->paths[0]), ==, 52);
         g_assert_cmpuint(profile_path_overhead(p, &p->paths[1]), ==, 32);
-        g_assert_false(path_config_is_backup(&p->paths[0]));
-        g_assert_true(path_config_is_backup(&p->paths[1])); /* Weight=0 */
-        g_assert_true(path_config_is_backup(&p->paths[2])); /* Backup=yes */
+        g_assert_false(path_config_is_backup(&p->paths[0], MPT_DEVCLASS_ETHERNET));
+        g_assert_true(path_config_is_backup(&p->paths[1], MPT_DEVCLASS_ETHERNET)); /* Weight=0 */
+        g_assert_true(path_config_is_backup(&p->paths[2], MPT_DEVCLASS_ETHERNET)); /* Backup=yes */
+}
+
+/* A cellular path is a backup path unless the profile says otherwise (Backup= or Weight=). */
+static void test_path_backup_by_class(void) {
+        g_autoptr(MptProfile) p = load_ok(
+                "[Tunnel]\n"
+                "[Path]\nInterface=a\nRemote=192.0.2.1\n"
+                "[Path]\nInterface=b\nRemote=192.0.2.2\nBackup=no\n"
+                "[Path]\nInterface=c\nRemote=192.0.2.3\nWeight=5\n"
+                "[Path]\nInterface=d\nRemote=192.0.2.4\nWeight=0\n");
+
+        g_assert_true(path_config_is_backup(&p->paths[0], MPT_DEVCLASS_WWAN));
+        g_assert_false(path_config_is_backup(&p->paths[0], MPT_DEVCLASS_WLAN));
+        g_assert_false(path_config_is_backup(&p->paths[0], MPT_DEVCLASS_ETHERNET));
+        g_assert_false(path_config_is_backup(&p->paths[0], MPT_DEVCLASS_UNKNOWN));
+        g_assert_false(path_config_is_backup(&p->paths[1], MPT_DEVCLASS_WWAN)); /* Backup=no */
+        g_assert_false(path_config_is_backup(&p->paths[2], MPT_DEVCLASS_WWAN)); /* Weight=5 */
+        g_assert_true(path_config_is_backup(&p->paths[3], MPT_DEVCLASS_ETHERNET)); /* Weight=0 */
         g_assert_true(profile_find_path(p, "c") == &p->paths[2]);
 }
 
@@ -1205,6 +1238,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/profile/keys/suggest", test_key_suggest);
         g_test_add_func("/mpt/profile/enums", test_enums);
         g_test_add_func("/mpt/profile/list-one-line", test_list_one_line);
+        g_test_add_func("/mpt/profile/backup-by-class", test_path_backup_by_class);
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
                 const char *sec = mpt_section_to_string(k->section);

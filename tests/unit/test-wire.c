@@ -326,6 +326,7 @@ static const MptKeepalive ext_sample = {
         .echo_seq = 0xfffffffe,
         .echo_delay_us = 123456,
         .rx_count = 0x01020304,
+        .path_token = 0xa1b2c3d4,
 };
 
 static void test_keepalive_extension(void) {
@@ -357,6 +358,7 @@ static void test_keepalive_extension(void) {
                         0xff, 0xff, 0xff, 0xfe,         /* echo_seq */
                         0x00, 0x01, 0xe2, 0x40,         /* echo_delay_us 123456 */
                         0x01, 0x02, 0x03, 0x04,         /* rx_count */
+                        0xa1, 0xb2, 0xc3, 0xd4,         /* path_token */
                 };
                 g_assert_cmpmem(buf + MPT_KEEPALIVE_SIZE, sizeof ext, ext, sizeof ext);
         }
@@ -375,6 +377,16 @@ static void test_keepalive_extension(void) {
         g_assert_cmphex(got.echo_seq, ==, ka.echo_seq);
         g_assert_cmpuint(got.echo_delay_us, ==, ka.echo_delay_us);
         g_assert_cmphex(got.rx_count, ==, ka.rx_count);
+        g_assert_cmphex(got.path_token, ==, ka.path_token);
+
+        /* A path token of 0 is not one. */
+        {
+                uint8_t copy[MPT_KEEPALIVE_EXT_SIZE];
+                memcpy(copy, buf, sizeof copy);
+                memset(copy + 72, 0, 4);
+                g_assert_cmpint(mpt_frame_decode(copy, sizeof copy, &f), ==, -1);
+                g_assert_cmpint(mpt_keepalive_decode(&f, &got), ==, MPT_DROP_BAD_KEEPALIVE);
+        }
 
         /* A later extension version with more fields is read as far as we understand it. */
         {
@@ -387,6 +399,53 @@ static void test_keepalive_extension(void) {
                 g_assert_true(got.extended);
                 g_assert_cmphex(got.session, ==, ka.session);
         }
+}
+
+/* Our path-status frame: pinned bytes, round trip, every truncation, bad fields. */
+static void test_path_status(void) {
+        MptPathStatus ps = {
+                .ip_version = 6,
+                .src_tun = addr("fd00::1"),
+                .dst_tun = addr("fd00::2"),
+                .session = 0x11223344,
+                .path_token = 0x55667788,
+                .flags = MPT_KA_FLAG_DOWN,
+        }, got;
+        uint8_t buf[MPT_PATH_STATUS_SIZE + 8];
+        MptFrame f;
+
+        g_assert_cmpuint(mpt_path_status_encode(buf, MPT_PATH_STATUS_SIZE - 1, &ps), ==, 0);
+        g_assert_cmpuint(mpt_path_status_encode(buf, sizeof buf, &ps), ==, MPT_PATH_STATUS_SIZE);
+        /* GRE without sequence, protocol from the tunnel's IP version, code 0xAE, the original's
+         * control header layout, then "MPT", version, session, token, flags. */
+        g_assert_cmphex(buf[0], ==, 0x00);
+        g_assert_cmphex(buf[2] << 8 | buf[3], ==, MPT_ETH_P_IPV6);
+        g_assert_cmphex(buf[4], ==, 0xAE);
+        g_assert_cmpuint(buf[9], ==, 6);
+        g_assert_cmpmem(buf + 44, 3, "MPT", 3);
+        g_assert_cmphex(buf[48] << 24 | buf[49] << 16 | buf[50] << 8 | buf[51], ==, 0x11223344);
+        g_assert_cmphex(buf[52] << 24 | buf[53] << 16 | buf[54] << 8 | buf[55], ==, 0x55667788);
+        g_assert_cmpuint(buf[56], ==, MPT_KA_FLAG_DOWN);
+
+        g_assert_cmpint(mpt_frame_decode(buf, MPT_PATH_STATUS_SIZE, &f), ==, -1);
+        g_assert_cmpint(f.kind, ==, MPT_FRAME_PATH_STATUS);
+        g_assert_cmpint(mpt_path_status_decode(&f, &got), ==, -1);
+        g_assert_cmpuint(got.ip_version, ==, 6);
+        g_assert_true(address_equal(&got.src_tun, &ps.src_tun));
+        g_assert_true(address_equal(&got.dst_tun, &ps.dst_tun));
+        g_assert_cmphex(got.session, ==, ps.session);
+        g_assert_cmphex(got.path_token, ==, ps.path_token);
+        g_assert_cmpuint(got.flags, ==, ps.flags);
+        /* It is not a keepalive. */
+        g_assert_cmpint(mpt_keepalive_decode(&f, &(MptKeepalive) {}), ==, MPT_DROP_BAD_KEEPALIVE);
+
+        for (size_t len = 5; len < MPT_PATH_STATUS_SIZE; len++) {
+                g_assert_cmpint(mpt_frame_decode(buf, len, &f), ==, -1);
+                g_assert_cmpint(mpt_path_status_decode(&f, &got), ==, MPT_DROP_BAD_KEEPALIVE);
+        }
+        buf[52] = buf[53] = buf[54] = buf[55] = 0; /* token 0 */
+        g_assert_cmpint(mpt_frame_decode(buf, MPT_PATH_STATUS_SIZE, &f), ==, -1);
+        g_assert_cmpint(mpt_path_status_decode(&f, &got), ==, MPT_DROP_BAD_KEEPALIVE);
 }
 
 static void test_keepalive_truncation(void) {
@@ -948,6 +1007,14 @@ static void test_garbage(void) {
                                 r = mpt_inner_validate(f.payload, f.payload_len, f.protocol);
                                 g_assert_cmpint(r, ==, -1);
                                 n_data++;
+                        } else if (f.kind == MPT_FRAME_PATH_STATUS) {
+                                MptPathStatus ps;
+                                g_assert_cmphex(f.payload[0], ==, MPT_CONTROL_PATH_STATUS);
+                                r = mpt_path_status_decode(&f, &ps);
+                                if (r == -1)
+                                        g_assert_true(ps.session != 0 && ps.path_token != 0);
+                                else
+                                        g_assert_cmpint(r, ==, MPT_DROP_BAD_KEEPALIVE);
                         } else {
                                 MptKeepalive ka;
                                 g_assert_cmpint(f.kind, ==, MPT_FRAME_KEEPALIVE);
@@ -992,6 +1059,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/wire/keepalive/unset-addresses", test_keepalive_unset_addresses);
         g_test_add_func("/mpt/wire/keepalive/extension", test_keepalive_extension);
         g_test_add_func("/mpt/wire/keepalive/truncation", test_keepalive_truncation);
+        g_test_add_func("/mpt/wire/path-status", test_path_status);
         for (size_t i = 0; i < G_N_ELEMENTS(drop_vectors); i++) {
                 g_autofree char *p = g_strdup_printf("/mpt/wire/drop/%s", drop_vectors[i].name);
                 g_test_add_data_func(p, &drop_vectors[i], test_drop);
