@@ -11,54 +11,83 @@ int verb_check(int argc, char **argv) {
                 fprintf(stderr, "mptctl: usage: mptctl check FILE...\n");
                 return -EINVAL;
         }
+        if (arg_json)
+                fputs("[", stdout);
         for (int i = 1; i < argc; i++) {
                 _cleanup_(profile_freep) MptProfile *p = NULL;
                 MptDiagnostics d = {};
                 int r;
 
                 r = profile_load_file(argv[i], &p, &d);
-                if (r == -EINVAL) {
+                if (r < 0)
+                        result = r;
+                if (arg_json) {
+                        printf("%s\n  {\"file\": ", i > 1 ? "," : "");
+                        json_string(stdout, argv[i]);
+                        printf(", \"ok\": %s", r >= 0 ? "true" : "false");
+                        if (r >= 0) {
+                                printf(", \"tunnel\": ");
+                                json_string(stdout, p->tunnel.name);
+                                printf(", \"paths\": %zu", p->n_paths);
+                        } else if (r != -EINVAL) {
+                                printf(", \"error\": ");
+                                json_string(stdout, strerror(-r));
+                        }
+                        printf(", \"problems\": [");
+                        for (size_t j = 0; j < d.n; j++) {
+                                printf("%s{\"line\": %u, \"message\": ", j ? ", " : "", d.items[j].line);
+                                json_string(stdout, d.items[j].message);
+                                fputs("}", stdout);
+                        }
+                        fputs("]}", stdout);
+                } else if (r == -EINVAL)
                         diag_print(&d, stderr, "");
-                        result = r;
-                } else if (r < 0) {
+                else if (r < 0)
                         fprintf(stderr, "%s: cannot read: %s\n", argv[i], strerror(-r));
-                        result = r;
-                } else if (!arg_json)
+                else
                         printf("%s: OK (tunnel '%s', %zu path%s)\n", argv[i], p->tunnel.name, p->n_paths,
                                p->n_paths == 1 ? "" : "s");
                 diag_done(&d);
         }
+        if (arg_json)
+                fputs("\n]\n", stdout);
         return result;
 }
 
 /* mptctl keys : the profile keys, from the key table. */
 int verb_keys(int argc, char **argv) {
+        _cleanup_(profile_freep) MptProfile *p = profile_new();
+        MptPathConfig *path = p ? profile_add_path(p, 1) : NULL;
+
         if (argc != 1) {
                 fprintf(stderr, "mptctl: usage: mptctl keys\n");
                 return -EINVAL;
         }
+        if (!path)
+                return -ENOMEM;
+        if (arg_json)
+                fputs("[", stdout);
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
-                char def[64];
+                _cleanup_free_ char *v = NULL;
+                const char *def;
 
-                if (k->default_doc)
-                        snprintf(def, sizeof def, "%s", k->default_doc);
-                else {
-                        _cleanup_(profile_freep) MptProfile *p = profile_new();
-                        _cleanup_free_ char *v = NULL;
-                        MptPathConfig *path = p ? profile_add_path(p, 1) : NULL;
-                        if (!path)
-                                return -ENOMEM;
-                        if (profile_format_value(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel,
-                                                 &v) < 0)
-                                return -ENOMEM;
-                        snprintf(def, sizeof def, "%s", v);
-                }
-                if (arg_json)
-                        printf("%s{\"section\": \"%s\", \"key\": \"%s\", \"syntax\": \"%s\"}%s\n", i == 0 ? "[" : " ",
-                               mpt_section_to_string(k->section), k->name, k->syntax, i + 1 == mpt_conf_keys_n ? "]" : ",");
-                else
+                if (profile_format_value(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, &v) < 0)
+                        return -ENOMEM;
+                def = k->default_doc ?: v;
+                if (arg_json) {
+                        printf("%s\n  {\"section\": \"%s\", \"key\": \"%s\", \"syntax\": ", i ? "," : "",
+                               mpt_section_to_string(k->section), k->name);
+                        json_string(stdout, k->syntax);
+                        fputs(", \"default\": ", stdout);
+                        json_string(stdout, def);
+                        fputs(", \"description\": ", stdout);
+                        json_string(stdout, k->doc);
+                        fputs("}", stdout);
+                } else
                         printf("[%s] %s=%s  (default: %s)\n", mpt_section_to_string(k->section), k->name, k->syntax, def);
         }
+        if (arg_json)
+                fputs("\n]\n", stdout);
         return 0;
 }

@@ -47,7 +47,7 @@ void format_usec(const char *v, char *buf, size_t size) {
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *f, const char *s) {
+void json_string(FILE *f, const char *s) {
         fputc('"', f);
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
                 if (*p == '"' || *p == '\\')
@@ -220,7 +220,7 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                         if (!isempty(get(r, "addresses")))
                                 fprintf(f, "  addresses: %s\n", get(r, "addresses"));
                         fprintf(f, "  paths: %s of %s up, scheduler %s, %s worker%s\n", get(r, "paths_up"),
-                                get(r, "paths"), get(r, "scheduler"), get(r, "workers"),
+                                get(r, "paths_total"), get(r, "scheduler"), get(r, "workers"),
                                 streq(get(r, "workers"), "1") ? "" : "s");
                         fprintf(f, "  ports: local %s, remote %s\n", get(r, "local_port"), get(r, "remote_port"));
                         if (!streq(get(r, "reorder_window"), "0")) {

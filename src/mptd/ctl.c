@@ -93,10 +93,11 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "remote_port", "%u", c->remote_port);
         ctl_writer_field(w, "reorder_window", "%" PRIu32, c->reorder_window);
         ctl_writer_field(w, "reorder_max_delay_us", "%" PRIu64, c->reorder_max_delay);
-        ctl_writer_field(w, "paths", "%zu", t->n_paths);
+        ctl_writer_field(w, "paths_total", "%zu", t->n_paths);
         ctl_writer_field(w, "paths_up", "%u", t->paths_up);
-        ctl_writer_field(w, "session", "%08x", t->session);
-        ctl_writer_field(w, "peer_session", "%08x", t->peer_session);
+        ctl_writer_field(w, "session", "0x%08x", t->session);
+        ctl_writer_field(w, "peer_session", "0x%08x", t->peer_session);
+        ctl_writer_field(w, "control_queue_overflows", "%" PRIu64, __atomic_load_n(&t->ka_overflow, __ATOMIC_RELAXED));
         ctl_writer_field(w, "peer_restarts", "%" PRIu64, t->peer_restarts);
         ctl_writer_field(w, "uptime_us", "%" PRIu64, now - t->started);
         {

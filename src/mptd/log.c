@@ -87,8 +87,8 @@ int log_internal(int level, int error, const char *tunnel, const char *path, con
 #undef FIELD
                 (void) sd_journal_sendv(iov, n);
         } else {
-                /* Console: "<level>" prefix so that systemd (without the journal fields) still sees
-                 * priorities when stderr goes somewhere else. */
+                /* Console: plain lines. Under systemd, stderr goes to the journal and the journal
+                 * target is chosen (JOURNAL_STREAM), which keeps priorities and fields. */
                 fprintf(stderr, "%s%s%s%s%s%s\n", strempty(tunnel), tunnel ? ": " : "", path ? "path '" : "",
                         strempty(path), path ? "': " : "", msg);
         }

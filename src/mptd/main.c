@@ -96,8 +96,11 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* A path (with a '/', or ending in ".conf"), else a tunnel name looked up in the profile directory. */
 static int profile_filename(const char *arg, char **ret) {
-        if (strchr(arg, '/') || strchr(arg, '.'))
+        size_t l = strlen(arg);
+
+        if (strchr(arg, '/') || (l > 5 && streq(arg + l - 5, ".conf")))
                 return (*ret = strdup(arg)) ? 0 : -ENOMEM;
         if (!object_name_valid(arg))
                 return -EINVAL;
@@ -131,6 +134,14 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+/* There is no reload (yet): SIGHUP must not kill the tunnel without its cleanup. */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Tunnel *t = userdata;
+
+        log_tunnel_notice(t, "Received SIGHUP; mptd does not reload its profile, ignoring (restart it instead).");
+        return 0;
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(profile_freep) MptProfile *profile = NULL;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
@@ -155,8 +166,8 @@ static int run(int argc, char *argv[]) {
         r = profile_load_file(filename, &profile, &diag);
         if (r == -EINVAL) {
                 diag_print(&diag, stderr, "");
-                fprintf(stderr, "mptd: %s has %zu error%s; not starting the tunnel\n", filename, diag.n,
-                        diag.n == 1 ? "" : "s");
+                fprintf(stderr, "mptd: %s has %zu error%s; not starting the tunnel\n", filename, diag_count(&diag),
+                        diag_count(&diag) == 1 ? "" : "s");
                 diag_done(&diag);
                 return 1;
         }
@@ -185,6 +196,7 @@ static int run(int argc, char *argv[]) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGPIPE);
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
@@ -201,6 +213,8 @@ static int run(int argc, char *argv[]) {
         r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, tunnel);
         if (r >= 0)
                 r = sd_event_add_signal(event, NULL, SIGINT, on_signal, tunnel);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, tunnel);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handling: %m"), 1;
 

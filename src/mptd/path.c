@@ -706,6 +706,7 @@ static void handle_peer_session(Path *p, uint32_t session) {
                 p->rx_loss_lost = p->rx_loss_total = 0;
                 p->tx_loss_lost = p->tx_loss_total = 0;
                 p->peer_echo_prev = p->peer_rx_count_prev = 0;
+                p->ka_rx_count = 0; /* counts the keepalives of the peer's current session */
                 p->peer_session = session;
         }
         if (t->peer_session != 0 && session != t->peer_session) {

@@ -247,10 +247,12 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
 
         if ((uint32_t) d >= r->window) {
                 if ((uint32_t) d >= r->mask + 1) {
-                        /* Far ahead: nothing held can matter any more. */
+                        /* Far ahead: beyond anything a real gap can explain (the sender restarted
+                         * with a new sequence space, or jumped). Deliver what is held and start
+                         * over there; counting the whole distance as lost would be meaningless. */
                         flush_all(r, deliver, userdata);
-                        r->stats.lost += (uint32_t) mpt_seq_diff(seq, r->expected) - (r->window - 1);
                         forget_history(r);
+                        r->stats.resyncs++;
                         r->expected = seq - (r->window - 1);
                 } else
                         while ((uint32_t) mpt_seq_diff(seq, r->expected) >= r->window) {

@@ -118,7 +118,7 @@ int tunnel_publish(Tunnel *t) {
         s->n_paths = (unsigned) t->n_paths;
         s->scheduler = t->profile->tunnel.scheduler;
         /* The flow scheduler keeps each flow on one path: nothing to reorder at the other end. */
-        s->sequence = t->profile->tunnel.reorder_window > 0 && s->scheduler == MPT_SCHEDULER_WEIGHTED;
+        s->sequence = profile_uses_sequence(t->profile);
 
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];

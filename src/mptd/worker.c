@@ -115,7 +115,7 @@ static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t *now
         if (reason >= 0)
                 COUNTER_ADD(w->path_counters[path].drops[reason], 1);
         else if (reason < -1)
-                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_MEMORY], 1);
 }
 
 /* Which path a datagram belongs to. The socket's own path when the source is its remote; another

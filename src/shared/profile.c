@@ -738,7 +738,11 @@ bool path_config_is_backup(const MptPathConfig *path, int devclass) {
         return devclass == MPT_DEVCLASS_WWAN;
 }
 
+bool profile_uses_sequence(const MptProfile *p) {
+        return p->tunnel.reorder_window > 0 && p->tunnel.scheduler == MPT_SCHEDULER_WEIGHTED;
+}
+
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {
         unsigned ip = path->remote.family == AF_INET6 ? 40 : 20;
-        return ip + 8 + 4 + (p->tunnel.reorder_window > 0 ? 4 : 0);
+        return ip + 8 + 4 + (profile_uses_sequence(p) ? 4 : 0);
 }

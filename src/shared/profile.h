@@ -160,5 +160,8 @@ bool path_config_is_backup(const MptPathConfig *path, int devclass /* MptDevClas
 /* Whether the profile sets the key (in the file, vpn.data, ...) rather than leaving the default. */
 bool path_config_is_set(const MptPathConfig *path, const char *key);
 
+/* Whether data carries GRE sequence numbers: ReorderWindow= not 0 and Scheduler=weighted (the
+ * flow scheduler keeps each flow on one path, so there is nothing to reorder). */
+bool profile_uses_sequence(const MptProfile *p);
 /* Encapsulation overhead of a path in bytes (outer IP + UDP + GRE [+ sequence]). */
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path);

@@ -46,6 +46,7 @@ typedef enum MptDropReason {
         MPT_DROP_DUPLICATE,       /* sequence number already delivered */
         MPT_DROP_STALE,           /* sequence number too old to tell */
         MPT_DROP_TUN_WRITE,       /* the TUN device refused the packet */
+        MPT_DROP_NO_MEMORY,       /* no memory to hold the packet for reordering */
         MPT_DROP_NO_PATH,         /* TX: no path up */
         MPT_DROP_TUN_MALFORMED,   /* TX: packet from the TUN device is not IPv4 or IPv6 */
         MPT_DROP_SEND_ERROR,      /* TX: the path socket refused the datagram */

@@ -130,6 +130,7 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_DUPLICATE] = "duplicate",
         [MPT_DROP_STALE] = "stale",
         [MPT_DROP_TUN_WRITE] = "tun-write",
+        [MPT_DROP_NO_MEMORY] = "no-memory",
         [MPT_DROP_NO_PATH] = "no-path",
         [MPT_DROP_TUN_MALFORMED] = "tun-malformed",
         [MPT_DROP_SEND_ERROR] = "send-error",
