@@ -22,9 +22,16 @@
 #define _fallthrough_ __attribute__((__fallthrough__))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+/* GLib defines the same three; keep whichever came first. */
+#ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef MAX
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
+#ifndef CLAMP
 #define CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
+#endif
 #define DIV_ROUND_UP(x, y) (((x) + (y) - 1) / (y))
 #define ALIGN_TO(x, a) (((x) + (a) - 1) & ~((a) - 1))
 
