@@ -251,6 +251,15 @@ static const char *pretty_duration(usec_t u, char *buf, size_t size) {
         return buf;
 }
 
+/* Tenths of a percent as a reader would write them: "0%", "2.5%", "100%". */
+static const char *pretty_percent(uint64_t permille, char *buf, size_t size) {
+        if (permille % 10 == 0)
+                snprintf(buf, size, "%" PRIu64 "%%", permille / 10);
+        else
+                snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "%%", permille / 10, permille % 10);
+        return buf;
+}
+
 static int write_default(FILE *f, const MptConfKey *k) {
         _cleanup_(profile_freep) MptProfile *p = NULL;
         _cleanup_free_ char *v = NULL;
@@ -296,6 +305,11 @@ static void write_range(FILE *f, const MptConfKey *k) {
         case MPT_CONF_DURATION:
                 fprintf(f, "Accepted values: %s to %s", pretty_duration(k->min, lo, sizeof lo),
                         pretty_duration(k->max, hi, sizeof hi));
+                break;
+        case MPT_CONF_PERCENT:
+                /* Stored in tenths of a percent. */
+                fprintf(f, "Accepted values: %s to %s", pretty_percent(k->min, lo, sizeof lo),
+                        pretty_percent(k->max, hi, sizeof hi));
                 break;
         default:
                 return;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* Checks that the man pages document what the code has, so that a new key, drop reason, path
- * state, command or option cannot be added without its documentation:
+ * state, device class, show field, command or option cannot be added without its documentation:
  *
- *   test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL
+ *   test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL MPTD_CTL_C
  *
  * An entry is ".TP" followed by a tag line whose first bold word ("\fBword\fR...", ".B word",
  * ".BR word ...") is what it documents.
@@ -13,11 +13,19 @@
  *   does not exist.
  * - All three pages: every key written in bold ("\fBKey=") is a key of the table, so a page
  *   cannot keep documenting a removed key.
- * - mptd(8): every drop reason of mpt_drop_reason_to_string() has an entry in DROP COUNTERS, and
- *   every path state of path_state_to_string() one in PATHS AND KEEPALIVES; no entry there names
- *   something else. Every long option of "mptd --help" is in OPTIONS.
+ * - mptd(8): every drop reason of mpt_drop_reason_to_string() has an entry in DROP COUNTERS,
+ *   every path state of path_state_to_string() one in PATHS AND KEEPALIVES, and every device
+ *   class of mpt_devclass_to_string() one in DEVICE CLASSES; no entry there names something
+ *   else. Every long option of "mptd --help" is in OPTIONS. The frame layouts in PATHS AND
+ *   KEEPALIVES (the ".EX" tables of "OFFSET LENGTH what" rows) are contiguous, and the keepalive
+ *   and path-status tables end at MPT_KEEPALIVE_EXT_SIZE and MPT_PATH_STATUS_SIZE, which the text
+ *   states as "N bytes of UDP payload".
  * - mptctl(8): every command of the dispatch table in src/mptctl/main.c has an entry in
- *   COMMANDS, and every long option of "mptctl --help" appears in the page.
+ *   COMMANDS, and every long option of "mptctl --help" appears in the page. Every field that
+ *   ctl_write_show() in src/mptd/ctl.c writes (the literal keys of its ctl_writer_field() calls;
+ *   "group.member" keys as the group's entry plus the member in bold) has an entry in OUTPUT,
+ *   subsection Dump, and every entry there names a field that is written; every path state and
+ *   device class is named there in bold.
  *
  * Prints every problem and exits 1 if there was any. */
 
@@ -25,6 +33,7 @@
 #include <stdarg.h>
 
 #include "conf-parser.h"
+#include "devclass.h"
 #include "profile.h"
 #include "tunnel.h"
 #include "wire.h"
@@ -254,8 +263,12 @@ static void check_conf_page(const Page *p) {
 }
 
 /* Settings of other programs that the pages set in bold (systemd's notification protocol and
- * unit files); everything else that looks like "Key=" must be a key of the table. */
-static const char *const foreign_settings[] = { "READY", "STATUS", "STOPPING", "Type" };
+ * unit files, the kernel's uevent files); everything else that looks like "Key=" must be a key
+ * of the table. */
+static const char *const foreign_settings[] = {
+        "READY", "STATUS", "STOPPING", "Type", /* sd_notify(3), systemd.service(5) */
+        "DEVTYPE", "DRIVER",                   /* sysfs uevent properties (device classes) */
+};
 
 /* Checks the bold word at w (just after "\fB" or a bold macro) when it looks like "Word=". */
 static void check_bold_word(const Page *p, size_t line, const char *w) {
@@ -412,14 +425,261 @@ static size_t mptctl_commands(const char *main_c, char ***ret) {
         return n;
 }
 
+/* Lines [*ret_begin, *ret_end) of the subsection ".SS <name>" within [b, e). */
+static bool page_subsection(const Page *p, size_t b, size_t e, const char *name, size_t *ret_begin, size_t *ret_end) {
+        for (size_t i = b; i < e; i++) {
+                const char *h = startswith(p->lines[i], ".SS ");
+                size_t n = strlen(name);
+                if (!h)
+                        continue;
+                if (*h == '"')
+                        h++;
+                if (!strneq(h, name, n) || !(h[n] == 0 || h[n] == '"'))
+                        continue;
+                *ret_begin = i + 1;
+                for (i++; i < e && !startswith(p->lines[i], ".SS ") && !startswith(p->lines[i], ".SH "); i++)
+                        ;
+                *ret_end = i;
+                return true;
+        }
+        problem("%s: no subsection %s", p->filename, name);
+        return false;
+}
+
+typedef struct Words {
+        char **w;
+        size_t n;
+} Words;
+
+static void words_add(Words *l, const char *s, size_t len) {
+        char *c = malloc(len + 1), *q = c;
+
+        if (!c)
+                abort();
+        /* Plain text of a roff word: "\-" is "-", "\&" is nothing. */
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '-' || s[i + 1] == '&')) {
+                        if (s[++i] == '-')
+                                *q++ = '-';
+                        continue;
+                }
+                *q++ = s[i];
+        }
+        *q = 0;
+        l->w = realloc(l->w, (l->n + 1) * sizeof(char *));
+        if (!l->w)
+                abort();
+        l->w[l->n++] = c;
+}
+
+static bool words_has(const Words *l, const char *s) {
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->w[i], s))
+                        return true;
+        return false;
+}
+
+static void words_done(Words *l) {
+        for (size_t i = 0; i < l->n; i++)
+                free(l->w[i]);
+        free(l->w);
+        *l = (Words) {};
+}
+
+/* The bold words of one line: the arguments of ".B", the odd arguments of ".BR"/".BI" (counting
+ * from 1; quotes group), and every "\fBword\fR"/"\fBword\fI"/"\fBword\fP" in the line. */
+static void bold_words(const char *l, Words *ret) {
+        const char *a = NULL;
+        bool all = false;
+
+        if ((a = startswith(l, ".B ")))
+                all = true;
+        else if (!(a = startswith(l, ".BR ")) && !(a = startswith(l, ".BI ")))
+                a = NULL;
+        for (unsigned k = 0; a && *a; k++) {
+                const char *start;
+                size_t len;
+
+                while (*a == ' ')
+                        a++;
+                if (!*a)
+                        break;
+                if (*a == '"') {
+                        start = ++a;
+                        len = strcspn(a, "\"");
+                        a += len + (a[len] == '"');
+                } else {
+                        start = a;
+                        len = strcspn(a, " ");
+                        a += len;
+                }
+                if ((all || k % 2 == 0) && len > 0)
+                        words_add(ret, start, len);
+        }
+        for (const char *s = strstr(l, "\\fB"); s; s = strstr(s + 3, "\\fB")) {
+                const char *w = s + 3, *f = strstr(w, "\\f");
+                size_t len = strcspn(w, " ");
+                if (f && (size_t) (f - w) < len)
+                        len = (size_t) (f - w);
+                if (len > 0)
+                        words_add(ret, w, len);
+        }
+}
+
+/* Field keys that ctl_write_show() writes: the string literal after every "ctl_writer_field(w, ". */
+static size_t show_fields(const char *ctl_c, Words *ret, bool *ret_drops) {
+        static const char call[] = "ctl_writer_field(w, \"";
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+        int r;
+
+        r = read_full_file(ctl_c, 1024 * 1024, &buf, &size);
+        if (r < 0) {
+                problem("cannot read %s: %s", ctl_c, strerror(-r));
+                return 0;
+        }
+        for (const char *s = strstr(buf, call); s; s = strstr(s + 1, call)) {
+                const char *k = s + STRLEN(call);
+                size_t len = strcspn(k, "\"");
+                _cleanup_free_ char *key = strndup(k, len);
+                if (!key)
+                        abort();
+                if (len > 0 && !words_has(ret, key))
+                        words_add(ret, k, len);
+        }
+        /* The drop counters go through a variable key built from "drop.%s". */
+        *ret_drops = strstr(buf, "\"drop.%s\"");
+        if (ret->n == 0)
+                problem("%s: no ctl_writer_field(w, \"...\") calls found", ctl_c);
+        return ret->n;
+}
+
+static void check_show_fields(const Page *p, const char *ctl_c, const char *const *states, size_t n_states,
+                              const char *const *classes, size_t n_classes) {
+        Words fields = {}, tags = {}, bold = {};
+        bool drops = false;
+        size_t b, e, sb, se;
+
+        if (show_fields(ctl_c, &fields, &drops) == 0)
+                return;
+        if (!page_section(p, "OUTPUT", &b, &e) || !page_subsection(p, b, e, "Dump", &sb, &se)) {
+                words_done(&fields);
+                return;
+        }
+        for (size_t i = sb; i < se; i++) {
+                bold_words(p->lines[i], &bold);
+                if (i + 1 < se && streq(p->lines[i], ".TP"))
+                        bold_words(p->lines[i + 1], &tags);
+        }
+
+        /* Code -> page. */
+        for (size_t i = 0; i < fields.n; i++) {
+                const char *f = fields.w[i], *dot = strchr(f, '.');
+                if (dot) {
+                        _cleanup_free_ char *group = strndup(f, (size_t) (dot - f) + 1);
+                        if (!group)
+                                abort();
+                        if (!words_has(&tags, group))
+                                problem("%s: show field group '%s' (field '%s') has no entry in OUTPUT/Dump",
+                                        p->filename, group, f);
+                        else if (!words_has(&bold, dot + 1))
+                                problem("%s: show field '%s' is not named in OUTPUT/Dump ('%s' in bold)",
+                                        p->filename, f, dot + 1);
+                } else if (!words_has(&tags, f))
+                        problem("%s: show field '%s' (written by %s) has no entry in OUTPUT/Dump", p->filename, f,
+                                ctl_c);
+        }
+        /* Page -> code: nothing documented that is not written any more. */
+        for (size_t i = 0; i < tags.n; i++) {
+                const char *t = tags.w[i];
+                bool known = words_has(&fields, t);
+                if (!known && t[0] && t[strlen(t) - 1] == '.') {
+                        if (streq(t, "drop."))
+                                known = drops;
+                        for (size_t k = 0; !known && k < fields.n; k++)
+                                known = startswith(fields.w[k], t);
+                }
+                if (!known)
+                        problem("%s: OUTPUT/Dump documents '%s', but %s writes no such field", p->filename, t, ctl_c);
+        }
+        for (size_t i = 0; i < n_states; i++)
+                if (!words_has(&bold, states[i]))
+                        problem("%s: path state '%s' is not named in OUTPUT/Dump", p->filename, states[i]);
+        for (size_t i = 0; i < n_classes; i++)
+                if (!words_has(&bold, classes[i]))
+                        problem("%s: device class '%s' is not named in OUTPUT/Dump", p->filename, classes[i]);
+        words_done(&fields);
+        words_done(&tags);
+        words_done(&bold);
+}
+
+/* The frame tables of a section: in every ".EX" block, the rows "OFFSET LENGTH ..." must follow
+ * each other without gaps; returns the end (offset + length of the last row) of each block that
+ * has rows. */
+static size_t frame_tables(const Page *p, size_t b, size_t e, unsigned ends[], size_t max) {
+        size_t n = 0;
+
+        for (size_t i = b; i < e; i++) {
+                unsigned next = 0, rows = 0;
+
+                if (!streq(p->lines[i], ".EX"))
+                        continue;
+                for (i++; i < e && !streq(p->lines[i], ".EE"); i++) {
+                        unsigned off, len;
+                        char c;
+                        if (sscanf(p->lines[i], " %u %u %c", &off, &len, &c) != 3)
+                                continue;
+                        if (off != next)
+                                problem("%s:%zu: frame table row at offset %u, expected %u", p->filename, i + 1, off,
+                                        next);
+                        next = off + len;
+                        rows++;
+                }
+                if (rows > 0 && n < max)
+                        ends[n++] = next;
+        }
+        return n;
+}
+
+static void check_frames(const Page *p) {
+        static const struct {
+                const char *what;
+                unsigned size;
+        } frames[] = {
+                { "keepalive", MPT_KEEPALIVE_EXT_SIZE },
+                { "path-status frame", MPT_PATH_STATUS_SIZE },
+        };
+        unsigned ends[16];
+        size_t b, e, n;
+
+        if (!page_section(p, "PATHS AND KEEPALIVES", &b, &e))
+                return;
+        n = frame_tables(p, b, e, ends, ELEMENTSOF(ends));
+        for (size_t f = 0; f < ELEMENTSOF(frames); f++) {
+                char text[64];
+                bool table = false;
+
+                for (size_t i = 0; i < n; i++)
+                        if (ends[i] == frames[f].size)
+                                table = true;
+                if (!table)
+                        problem("%s: no frame table in PATHS AND KEEPALIVES ends at %u bytes (the %s)", p->filename,
+                                frames[f].size, frames[f].what);
+                snprintf(text, sizeof text, "%u bytes of UDP payload", frames[f].size);
+                if (!page_has(p, b, e, text))
+                        problem("%s: PATHS AND KEEPALIVES does not say \"%s\" (the %s)", p->filename, text,
+                                frames[f].what);
+        }
+}
+
 int main(int argc, char *argv[]) {
         Page conf = {}, mptd = {}, mptctl = {};
-        const char *reasons[_MPT_DROP_MAX], *states[_PATH_STATE_MAX];
+        const char *reasons[_MPT_DROP_MAX], *states[_PATH_STATE_MAX], *classes[_MPT_DEVCLASS_MAX];
         char **commands = NULL;
         size_t n_commands;
 
-        if (argc != 7) {
-                fprintf(stderr, "Usage: test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL\n");
+        if (argc != 8) {
+                fprintf(stderr, "Usage: test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL MPTD_CTL_C\n");
                 return 2;
         }
         if (page_load(argv[1], &conf) < 0 || page_load(argv[2], &mptd) < 0 || page_load(argv[3], &mptctl) < 0)
@@ -439,11 +699,19 @@ int main(int argc, char *argv[]) {
         for (PathState s = 0; s < _PATH_STATE_MAX; s++)
                 states[s] = path_state_to_string(s);
         check_entries(&mptd, "PATHS AND KEEPALIVES", "path state", states, _PATH_STATE_MAX);
+        for (MptDevClass c = 0; c < _MPT_DEVCLASS_MAX; c++) {
+                classes[c] = mpt_devclass_to_string(c);
+                if (!classes[c])
+                        problem("device class %d has no name", c);
+        }
+        check_entries(&mptd, "DEVICE CLASSES", "device class", classes, _MPT_DEVCLASS_MAX);
+        check_frames(&mptd);
         check_options(&mptd, argv[5], "OPTIONS");
 
         n_commands = mptctl_commands(argv[4], &commands);
         check_entries(&mptctl, "COMMANDS", "mptctl command", (const char *const *) commands, n_commands);
         check_options(&mptctl, argv[6], NULL);
+        check_show_fields(&mptctl, argv[7], states, _PATH_STATE_MAX, classes, _MPT_DEVCLASS_MAX);
         for (size_t i = 0; i < n_commands; i++)
                 free(commands[i]);
         free(commands);
@@ -457,6 +725,7 @@ int main(int argc, char *argv[]) {
                         n_problems == 1 ? "" : "s");
                 return 1;
         }
-        printf("man pages document every key, drop reason, path state, command and option\n");
+        printf("man pages document every key, drop reason, path state, device class, show field, command and "
+               "option\n");
         return 0;
 }
