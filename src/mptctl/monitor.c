@@ -105,12 +105,12 @@ int verb_monitor(int argc, char **argv) {
                         if (arg_json)
                                 printf("{\"time\": \"%s\", \"interval\": %.3f, \"paths\": [", clock, dt);
                         else
-                                printf("%s  %s\n  %-15s %-10s %11s %11s %9s %7s\n", clock, tunnel, "path", "state",
-                                       "tx Mbit/s", "rx Mbit/s", "rtt", "loss");
+                                printf("%s  %s\n  %-15s %-12s %11s %11s %9s %13s\n", clock, tunnel, "path", "state",
+                                       "tx Mbit/s", "rx Mbit/s", "rtt", "loss in/out");
                         for (size_t i = 0, k = 0; i < reply.n_records; i++) {
                                 const CtlRecord *rec = &reply.records[i];
                                 const char *loss;
-                                char rtt[32];
+                                char rtt[32], a[16], b[16];
                                 double tx, rx;
                                 if (!streq(rec->type, "path"))
                                         continue;
@@ -128,10 +128,12 @@ int verb_monitor(int argc, char **argv) {
                                                "\"rx_mbit\": %.3f}",
                                                k ? ", " : "", cur[k].name, strempty(ctl_record_get(rec, "state")), tx, rx);
                                 else {
-                                        char lossbuf[16] = "-";
-                                        if (!isempty(loss))
-                                                snprintf(lossbuf, sizeof lossbuf, "%.1f%%", strtod(loss, NULL) * 100);
-                                        printf("  %-15s %-10s %11.1f %11.1f %9s %7s\n", cur[k].name,
+                                        const char *loss_tx = ctl_record_get(rec, "loss_tx");
+                                        char lossbuf[32];
+                                        snprintf(lossbuf, sizeof lossbuf, "%s/%s",
+                                                 isempty(loss) ? "-" : (snprintf(a, sizeof a, "%.1f%%", strtod(loss, NULL) * 100), a),
+                                                 isempty(loss_tx) ? "-" : (snprintf(b, sizeof b, "%.1f%%", strtod(loss_tx, NULL) * 100), b));
+                                        printf("  %-15s %-12s %11.1f %11.1f %9s %13s\n", cur[k].name,
                                                strempty(ctl_record_get(rec, "state")), tx, rx, rtt, lossbuf);
                                 }
                                 k++;
@@ -139,7 +141,7 @@ int verb_monitor(int argc, char **argv) {
                         if (arg_json)
                                 printf("], \"tx_mbit\": %.3f, \"rx_mbit\": %.3f}\n", sum_tx, sum_rx);
                         else
-                                printf("  %-15s %-10s %11.1f %11.1f\n\n", "total",
+                                printf("  %-15s %-12s %11.1f %11.1f\n\n", "total",
                                        (char[16]) {}, sum_tx, sum_rx);
                         (void) up;
                         fflush(stdout);

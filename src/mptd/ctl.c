@@ -139,7 +139,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "name", "%s", p->name);
                 ctl_writer_field(w, "state", "%s", path_state_to_string(p->state));
                 ctl_writer_field(w, "state_age_us", "%" PRIu64, now - p->state_since);
-                ctl_writer_field(w, "reason", "%s", p->state == PATH_STATE_UP ? "" : strempty(p->state_reason));
+                ctl_writer_field(w, "reason", "%s", strempty(path_reason(p)));
                 ctl_writer_field(w, "interface", "%s", strempty(p->config->interface));
                 ctl_writer_field(w, "ifindex", "%i", p->ifindex);
                 ctl_writer_field(w, "class", "%s", mpt_devclass_to_string(p->devclass));

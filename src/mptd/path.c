@@ -294,6 +294,7 @@ static int refresh_link(Path *p) {
                 unbind(p);
                 p->ifindex = 0;
                 p->link_up = false;
+                p->link_mtu = 0;
                 set_reason(p, "interface '%s' does not exist", c->interface);
                 return r;
         }
@@ -383,11 +384,14 @@ int path_refresh(Path *p, bool startup) {
         }
 
         if (p->link_up) {
-                r = rtnl_route_check(p->tunnel->rtnl, &c->remote, c->interface ? p->ifindex : 0);
+                /* Where we send now: the remote may have followed the other end. */
+                MptAddress remote;
+                (void) sockaddr_to_address(&p->remote, &remote, NULL);
+                r = rtnl_route_check(p->tunnel->rtnl, &remote, c->interface ? p->ifindex : 0);
                 p->route_ok = r >= 0;
                 if (!p->route_ok) {
                         char buf[MPT_ADDRESS_STRLEN];
-                        set_reason(p, "no route to %s%s%s", address_to_string(&c->remote, buf),
+                        set_reason(p, "no route to %s%s%s", address_to_string(&remote, buf),
                                    c->interface ? " through " : "", strempty(c->interface));
                 }
         }
@@ -418,6 +422,14 @@ done:
 
 /* ---- state ---- */
 
+static const char *peer_reason(const Path *p) {
+        if (p->peer_flags & MPT_KA_FLAG_DOWN)
+                return "the other end does not use it";
+        if (p->peer_flags & MPT_KA_FLAG_RX_DEAD)
+                return "the other end hears nothing on it (yet)";
+        return NULL;
+}
+
 static void notify_status(Tunnel *t) {
         (void) sd_notifyf(false, "STATUS=%s: %u of %zu paths up", t->name, t->paths_up, t->n_paths);
 }
@@ -442,12 +454,36 @@ static PathState compute_state(const Path *p) {
         return PATH_STATE_UP;
 }
 
+const char *path_reason(const Path *p) {
+        if (p->state == PATH_STATE_UP)
+                return NULL;
+        if (p->state_reason)
+                return p->state_reason;
+        switch (p->state) {
+        case PATH_STATE_DEAD:
+                return "no keepalive within the dead time";
+        case PATH_STATE_PROBING:
+                return "waiting for the other end to answer";
+        case PATH_STATE_PEER_DOWN:
+                return peer_reason(p) ?: "the other end does not use it";
+        case PATH_STATE_ADMIN_DOWN:
+                return "taken down by mptctl";
+        default:
+                return NULL;
+        }
+}
+
 void path_update_state(Path *p, const char *reason) {
         Tunnel *t = p->tunnel;
         PathState s = compute_state(p), before = p->state;
 
         if (s == before)
                 return;
+        /* Keep why (the kernel-decided reasons are set by path_refresh() already). */
+        if (reason != p->state_reason) {
+                free(p->state_reason);
+                p->state_reason = s != PATH_STATE_UP && reason ? strdup(reason) : NULL;
+        }
         if (s == PATH_STATE_UP)
                 log_path_info(p, "Up (was %s)%s%s.", path_state_to_string(before), reason ? ": " : "", strempty(reason));
         else
@@ -718,14 +754,6 @@ static void handle_peer_session(Path *p, uint32_t session) {
         t->peer_session = session;
 }
 
-static const char *peer_reason(const Path *p) {
-        if (p->peer_flags & MPT_KA_FLAG_DOWN)
-                return "the other end does not use it";
-        if (p->peer_flags & MPT_KA_FLAG_RX_DEAD)
-                return "the other end hears nothing on it (yet)";
-        return NULL;
-}
-
 static void handle_keepalive(Path *p, const ControlEvent *ev) {
         Tunnel *t = p->tunnel;
         const MptKeepalive *ka = &ev->ka;
@@ -774,7 +802,14 @@ static void handle_keepalive(Path *p, const ControlEvent *ev) {
         }
 
         if ((p->dead || p->probing) && locally_usable(p)) {
+                /* Back: what was missed while it was out says nothing about the path now. */
                 p->dead = p->probing = false;
+                p->rx_loss_lost = p->rx_loss_total = 0;
+                p->tx_loss_lost = p->tx_loss_total = 0;
+                if (p->demoted) {
+                        p->demoted = false;
+                        log_path_info(p, "Rejoined: loss measurement starts over, no longer demoted.");
+                }
                 changed = true;
         }
         if (changed) {

@@ -47,9 +47,13 @@ uint32_t path_effective_weight(const Path *p) {
 }
 
 bool path_is_backup(const Path *p) {
-        if (p->weight_runtime_set)
-                return p->weight_runtime == 0 || p->demoted;
-        return path_config_is_backup(p->config, p->devclass) || path_effective_weight(p) == 0 || p->demoted;
+        /* Backup=yes holds whatever the weight; a weight of 0 (from anywhere) makes a backup; the
+         * device-class default applies while nobody chose a weight; too much loss demotes. */
+        if (p->demoted || path_effective_weight(p) == 0)
+                return true;
+        if (p->weight_runtime_set && !path_config_is_set(p->config, "Backup"))
+                return false;
+        return path_config_is_backup(p->config, p->devclass);
 }
 
 static Snapshot *snapshot_free(Snapshot *s) {

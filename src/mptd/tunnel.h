@@ -30,7 +30,8 @@ typedef struct Tunnel Tunnel;
 typedef struct Path Path;
 typedef struct Worker Worker;
 
-/* In order of precedence: the first condition that holds names the state. */
+/* See compute_state() in path.c for the precedence between them (admin-down first, then the
+ * local conditions, dead, probing, peer-down). */
 typedef enum PathState {
         PATH_STATE_UP,           /* carries traffic */
         PATH_STATE_DEAD,         /* no keepalive within DeadTime= (PATH_DOWN, 0x80) */
@@ -223,6 +224,8 @@ Path *tunnel_find_path(Tunnel *t, const char *name);
 uint32_t path_effective_weight(const Path *p);
 bool path_is_backup(const Path *p);
 void path_update_state(Path *p, const char *reason);
+/* Why the path is not up (NULL when it is). */
+const char *path_reason(const Path *p);
 int path_set_admin(Path *p, bool down);
 int path_set_weight(Path *p, uint32_t weight);
 

@@ -256,12 +256,17 @@ void ctl_writer_record(CtlWriter *w, const char *type) {
 }
 
 void ctl_writer_field(CtlWriter *w, const char *key, const char *fmt, ...) {
-        char buf[512];
+        _cleanup_free_ char *buf = NULL;
         va_list ap;
+        int r;
 
         va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
+        r = vasprintf(&buf, fmt, ap);
         va_end(ap);
+        if (r < 0) {
+                buf = NULL;
+                return; /* the memstream fails too and ctl_writer_finish() reports it */
+        }
         fprintf(w->f, "\t%s=", key);
         /* Percent-encode what would break the framing, and '%' itself. */
         for (const unsigned char *p = (const unsigned char *) buf; *p; p++)

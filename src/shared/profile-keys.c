@@ -169,8 +169,9 @@ const MptConfKey mpt_conf_keys[] = {
                 .doc = "How often a keepalive frame is sent on the path (in the wire format of the "
                        "original MPT, section 3.6 of the protocol description, with an extension that "
                        "carries round-trip and loss measurements and the path's state, which original "
-                       "MPT peers ignore). 0 turns keepalives off; the path is then always considered up "
-                       "unless taken down by hand.",
+                       "MPT peers ignore). 0 turns keepalives off: the path is then up whenever it is usable "
+                       "here (interface, link, address and route), since nothing tells whether the other "
+                       "end hears it.",
         },
         {
                 .name = "DeadTime", .section = P(dead_time), .type = MPT_CONF_DURATION,
@@ -201,7 +202,9 @@ const MptConfKey mpt_conf_keys[] = {
                        "follows it: it sends to where the traffic comes from, as WireGuard does. Without "
                        "authentication anyone who can send such a datagram can redirect the path, so sites "
                        "with static endpoints should set PinRemote=yes: datagrams from anywhere but "
-                       "Remote= and RemotePort= are then dropped (counted as unknown-source).",
+                       "Remote= and RemotePort= are then dropped (counted as unknown-source). Paths that "
+                       "share a local socket (same interface and local address) follow a new source only "
+                       "when a keepalive from it names the path by its token.",
         },
         {
                 .name = "LossThreshold", .section = P(loss_threshold), .type = MPT_CONF_PERCENT,

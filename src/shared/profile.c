@@ -428,6 +428,9 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
 
                 if (!address_is_set(&path->remote))
                         diag_add(d, file, path->line, "path '%s' has no Remote= address", path->name);
+                if (path->interface && p->tunnel.name && streq(path->interface, p->tunnel.name))
+                        diag_add(d, file, PLINE(path, "Interface"),
+                                 "path '%s': Interface=%s is the tunnel's own interface", path->name, path->interface);
                 if (!path->interface && !address_is_set(&path->local))
                         diag_add(d, file, path->line, "path '%s' needs Interface= or LocalAddress=", path->name);
                 if (address_is_set(&path->local) && address_is_set(&path->remote) &&

@@ -91,7 +91,7 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol);
 uint16_t mpt_checksum(const void *data, size_t len);
 
 enum {
-        MPT_KA_FLAG_DOWN = 1 << 0,    /* the sender does not send data on this path (link or admin down) */
+        MPT_KA_FLAG_DOWN = 1 << 0,    /* the sender does not send data on this path (taken down by hand) */
         MPT_KA_FLAG_RX_DEAD = 1 << 1, /* the sender hears nothing from us here (dead timer, rejoining) */
         MPT_KA_FLAG_PROBE = 1 << 2,   /* please answer with a keepalive at once (rejoining path) */
         _MPT_KA_FLAGS_KNOWN = (1 << 3) - 1,
