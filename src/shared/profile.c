@@ -307,6 +307,7 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         const MptConfKey *k;
         void *config = section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel;
         unsigned *key_line;
+        uint32_t *rejected;
         int r;
 
         assert(section != MPT_SECTION_PATH || path);
@@ -323,6 +324,8 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         }
 
         key_line = section == MPT_SECTION_PATH ? path->key_line : p->tunnel.key_line;
+        rejected = section == MPT_SECTION_PATH ? &path->key_rejected : &p->tunnel.key_rejected;
+        *rejected &= ~(UINT32_C(1) << conf_key_index(k));
 
         if (isempty(value)) {
                 /* An empty value resets the key to its default. */
@@ -338,10 +341,17 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         }
         if (r < 0) {
                 diag_add(d, file, line, "%s", err ?: "invalid value");
+                /* Verification must not complain again that the key is missing. */
+                *rejected |= UINT32_C(1) << conf_key_index(k);
                 return r;
         }
         key_line[conf_key_index(k)] = line;
         return 0;
+}
+
+static bool is_rejected(uint32_t rejected, MptSection section, const char *key) {
+        const MptConfKey *k = conf_key_lookup(section, key);
+        return k && (rejected & (UINT32_C(1) << conf_key_index(k)));
 }
 
 static unsigned line_of(const unsigned *key_line, MptSection section, const char *key, unsigned fallback) {
@@ -377,7 +387,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         size_t errors = diag_count(d);
         bool has_v6 = false;
 
-        if (!p->tunnel.name) {
+        if (!p->tunnel.name && !is_rejected(p->tunnel.key_rejected, MPT_SECTION_TUNNEL, "Name")) {
                 p->tunnel.name = default_tunnel_name(p->filename);
                 if (!p->tunnel.name)
                         diag_add(d, file, p->tunnel.line,
@@ -426,12 +436,14 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         }
                 }
 
-                if (!address_is_set(&path->remote))
+                if (!address_is_set(&path->remote) && !is_rejected(path->key_rejected, MPT_SECTION_PATH, "Remote"))
                         diag_add(d, file, path->line, "path '%s' has no Remote= address", path->name);
                 if (path->interface && p->tunnel.name && streq(path->interface, p->tunnel.name))
                         diag_add(d, file, PLINE(path, "Interface"),
                                  "path '%s': Interface=%s is the tunnel's own interface", path->name, path->interface);
-                if (!path->interface && !address_is_set(&path->local))
+                if (!path->interface && !address_is_set(&path->local) &&
+                    !is_rejected(path->key_rejected, MPT_SECTION_PATH, "Interface") &&
+                    !is_rejected(path->key_rejected, MPT_SECTION_PATH, "LocalAddress"))
                         diag_add(d, file, path->line, "path '%s' needs Interface= or LocalAddress=", path->name);
                 if (address_is_set(&path->local) && address_is_set(&path->remote) &&
                     path->local.family != path->remote.family)

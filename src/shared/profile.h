@@ -56,6 +56,7 @@ typedef struct MptTunnelConfig {
 
         unsigned line;                                /* of the [Tunnel] header; 0 if none */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
+        uint32_t key_rejected; /* bit per key: given, but its value was refused (already reported) */
 } MptTunnelConfig;
 
 typedef struct MptPathConfig {
@@ -74,6 +75,7 @@ typedef struct MptPathConfig {
 
         unsigned line; /* of the [Path] header */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX];
+        uint32_t key_rejected;
 } MptPathConfig;
 
 typedef struct MptProfile {

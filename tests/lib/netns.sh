@@ -70,6 +70,11 @@ lab_cleanup() {
                 wait "$pid" 2>/dev/null || true
         done
         for ns in "${LAB_NS[@]}"; do
+                # Whatever still runs in our namespaces was started by this lab (directly or by a
+                # backgrounded helper): end it before the namespace goes.
+                for pid in $(ip netns pids "$ns" 2>/dev/null); do
+                        kill -KILL "$pid" 2>/dev/null || true
+                done
                 ip netns del "$ns" 2>/dev/null || true
         done
         if [ -n "$LAB_DIR" ] && [ -d "$LAB_DIR" ]; then
@@ -114,6 +119,18 @@ lab_exec() {
         local side=$1
         shift
         ip netns exec "$(lab_ns "$side")" "$@"
+}
+
+# lab_spawn SIDE COMMAND...: runs COMMAND in the background in the side's namespace. Its PID (of
+# the command itself, not of a subshell) is in LAB_SPAWNED and recorded for cleanup. Backgrounding
+# lab_exec instead would record a subshell's PID and orphan the command.
+LAB_SPAWNED=
+lab_spawn() {
+        local side=$1
+        shift
+        ip netns exec "$(lab_ns "$side")" "$@" &
+        LAB_SPAWNED=$!
+        LAB_PIDS+=("$LAB_SPAWNED")
 }
 
 # Path addresses: path i uses 10.77.<100+i>.1/.2 (IPv4) and fd77:<i>::1/::2 (IPv6).
@@ -198,7 +215,7 @@ lab_profiles() {
                             echo "Peer=$(lab_tunnel_addr "$other" 4)"
                             echo "Peer=$(lab_tunnel_addr "$other" 6)" ;;
                         esac
-                        [ -n "$extra_t" ] && printf '%b\n' "$extra_t"
+                        if [ -n "$extra_t" ]; then printf '%b\n' "$extra_t"; fi
                         for ((i = 0; i < n; i++)); do
                                 f=$(lab_path_family "$i" "$pfam")
                                 echo
@@ -206,7 +223,7 @@ lab_profiles() {
                                 echo "Name=p$i"
                                 echo "Interface=p$side$i"
                                 echo "Remote=$(lab_path_addr "$other" "$i" "$f")"
-                                [ -n "$extra_p" ] && printf '%b\n' "$extra_p"
+                                if [ -n "$extra_p" ]; then printf '%b\n' "$extra_p"; fi
                         done
                 } > "$LAB_DIR/$side.conf"
         done
@@ -223,6 +240,10 @@ lab_ctl() {
 lab_start() {
         local side=$1 profile=${2:-$LAB_DIR/$1.conf}
         shift 2 2>/dev/null || shift
+        local name
+        # The tunnel's name: Name= of the profile, else the file name (as mptd decides).
+        name=$(sed -n 's/^[[:space:]]*Name[[:space:]]*=[[:space:]]*\([^[:space:]]*\).*/\1/p' "$profile" | head -n 1)
+        [ -n "$name" ] || name=$(basename "$profile" .conf)
         mkdir -p "$LAB_DIR/run-$side"
         MPT_RUNTIME_DIR="$LAB_DIR/run-$side" ip netns exec "$(lab_ns "$side")" \
                 "$MPTD" --log-target=console "$@" "$profile" >>"$LAB_DIR/mptd-$side.log" 2>&1 &
@@ -230,7 +251,8 @@ lab_start() {
         LAB_PIDS+=("$pid")
         eval "LAB_PID_$side=$pid"
         for _ in $(seq 100); do
-                if lab_ctl "$side" show >/dev/null 2>&1; then
+                # Ask for this tunnel: a bare "show" also succeeds when nothing runs yet.
+                if lab_ctl "$side" show "$name" >/dev/null 2>&1; then
                         return 0
                 fi
                 kill -0 "$pid" 2>/dev/null || lab_die "mptd ($side) exited: $(tail -n 5 "$LAB_DIR/mptd-$side.log")"
@@ -283,9 +305,8 @@ lab_iperf_tcp() {
         local addr=$1 secs=$2
         shift 2
         local port=$((20000 + RANDOM % 20000))
-        lab_exec b iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
-        local spid=$!
-        LAB_PIDS+=("$spid")
+        lab_spawn b iperf3 -s -1 -p "$port" >/dev/null 2>&1
+        local spid=$LAB_SPAWNED
         sleep 0.3
         lab_exec a iperf3 -c "$addr" -p "$port" -t "$secs" -J "$@" > "$LAB_DIR/iperf.json" 2>"$LAB_DIR/iperf.err" ||
                 { wait "$spid" 2>/dev/null; lab_die "iperf3 to $addr failed: $(cat "$LAB_DIR/iperf.err")"; }

@@ -890,6 +890,13 @@ static const VerifyVector verify_vectors[] = {
         { "missing-remote",
           "[Tunnel]\n\n[Path]\nInterface=eth0\n",
           { TEST_FILE ":3: path 'eth0' has no Remote= address" } },
+        /* A rejected value is one problem, not also a missing key. */
+        { "bad-remote-once",
+          "[Tunnel]\n\n[Path]\nInterface=eth0\nRemote=10.77.300.2\n",
+          { TEST_FILE ":5: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address" } },
+        { "bad-name-once",
+          "[Tunnel]\nName=-x\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n",
+          { TEST_FILE ":2: invalid Name= '-x': use 1 to 15 letters, digits, '_', '.' or '-', not starting with '-' or '.'" } },
         { "missing-interface-and-local",
           "[Tunnel]\n[Path]\nRemote=192.0.2.1\n",
           { TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },

@@ -1,0 +1,232 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# mptd refuses bad input with exit status 1 and a clear message, and leaves nothing behind.
+#
+# Asserts:
+#   (a) malformed profiles (unknown key with a did-you-mean hint, bad address, missing Remote=,
+#       missing [Tunnel], bad duration, DeadTime= not longer than KeepaliveInterval=, duplicate
+#       path name), each with exactly one mistake: `mptd PROFILE` exits 1 and prints the exact
+#       "FILE:LINE: message" (for a missing section, which has no line, "FILE: message") and no
+#       other diagnostic; `mptctl check` exits 1 and prints the same diagnostic lines; no TUN
+#       device (no link at all) appears in the namespace;
+#   (b) a path on an interface that does not exist: "Interface 'xyz' does not exist.";
+#   (c) another socket bound to the path's address and port 4754: "Address already in use", and
+#       the TUN device mptd created in the meantime is gone again;
+#   (d) not root (setpriv to nobody, no capabilities): a message naming CAP_NET_ADMIN;
+#   (e) a second mptd for the same tunnel (same runtime directory): "another mptd already runs";
+#       the first keeps working (ping through the tunnel, mptctl answers); a second mptd with
+#       another runtime directory in the same namespace finds the first one's TUN device and
+#       refuses ("not persistent"), also without disturbing it;
+#   (f) a veth named like the tunnel: "exists and is not a TUN device", the veth is left alone;
+#   (g) in all these cases the exit status is exactly 1 (not a crash, not a signal).
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+lab_init
+it_require python3 ss setpriv timeout
+lab_topology 2 none 4
+it_profiles 2 4 4
+P="$LAB_DIR/bad"
+mkdir -p "$P"
+
+# run_mptd SIDE PROFILE [RUNTIME_DIR] [COMMAND PREFIX...]: runs mptd in the side's namespace
+# (never in the host's) with a time limit; RC is its exit status, $LAB_DIR/mptd.err its output.
+run_mptd() {
+        local side=$1 profile=$2 rundir=${3:-$LAB_DIR/run-bad}
+        shift 3 2>/dev/null || shift $#
+        RC=0
+        MPT_RUNTIME_DIR="$rundir" timeout -k 2 10 ip netns exec "$(lab_ns "$side")" "$@" \
+                "$MPTD" --log-target=console "$profile" > "$LAB_DIR/mptd.err" 2>&1 || RC=$?
+}
+
+# expect_refusal WHAT "MESSAGE": RC must be exactly 1 and the output must contain MESSAGE.
+expect_refusal() {
+        [ "$RC" = 1 ] || it_fail "$1: expected mptd to exit with status 1, got $RC; output: $(cat "$LAB_DIR/mptd.err")"
+        grep -qF -- "$2" "$LAB_DIR/mptd.err" ||
+                it_fail "$1: expected '$2' in mptd's output, got: $(cat "$LAB_DIR/mptd.err")"
+        it_note "$1: exit 1: $(grep -F -- "$2" "$LAB_DIR/mptd.err" | head -n 1)"
+}
+
+links() {
+        lab_exec "$1" ip -o link show | sed 's/^[0-9]*: //; s/[ \t].*//' | sort
+}
+
+# ---- (a) malformed profiles ----
+# check_profile NAME "EXPECTED DIAGNOSTIC LINE": the file is $P/NAME.conf.
+check_profile() {
+        local f="$P/$1.conf" want=$2 before after rc=0
+        before=$(links a)
+        run_mptd a "$f"
+        if [ "$RC" != 1 ] || ! grep -qxF -- "$want" "$LAB_DIR/mptd.err"; then
+                it_soft_fail "profile $1: expected mptd to exit 1 with the line '$want', got exit $RC and: $(cat "$LAB_DIR/mptd.err")"
+        else
+                it_note "profile $1: mptd exit 1: $want"
+        fi
+        after=$(links a)
+        [ "$before" = "$after" ] ||
+                it_fail "profile $1: expected no new network device, links before: $before; after: $after"
+
+        "$MPTCTL" check "$f" > "$LAB_DIR/check.out" 2> "$LAB_DIR/check.err" || rc=$?
+        [ "$rc" = 1 ] || it_soft_fail "profile $1: expected 'mptctl check' to exit 1, got $rc"
+        # Each of these profiles has exactly one mistake: one diagnostic, no follow-on errors.
+        [ "$(cat "$LAB_DIR/check.err")" = "$want" ] ||
+                it_soft_fail "profile $1: expected exactly one diagnostic from 'mptctl check', '$want'; it printed: $(cat "$LAB_DIR/check.err")"
+        # The same diagnostics from both (mptd adds a summary line starting with "mptd:").
+        grep -v '^mptd: ' "$LAB_DIR/mptd.err" > "$LAB_DIR/mptd.diag" || true
+        diff -u "$LAB_DIR/check.err" "$LAB_DIR/mptd.diag" >&2 ||
+                it_soft_fail "profile $1: 'mptctl check' and mptd print different diagnostics"
+}
+
+cat > "$P/unknown-key.conf" <<EOF
+[Tunnel]
+Name=lab
+Adress=10.77.0.1/24
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+EOF
+check_profile unknown-key "$P/unknown-key.conf:3: unknown key 'Adress' in [Tunnel]; did you mean 'Address'?"
+
+cat > "$P/bad-address.conf" <<EOF
+[Tunnel]
+Name=lab
+Address=10.77.0.1/24
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.300.2
+EOF
+check_profile bad-address "$P/bad-address.conf:8: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address"
+
+cat > "$P/no-remote.conf" <<EOF
+[Tunnel]
+Name=lab
+Address=10.77.0.1/24
+
+[Path]
+Name=p0
+Interface=pa0
+EOF
+check_profile no-remote "$P/no-remote.conf:5: path 'p0' has no Remote= address"
+
+cat > "$P/no-tunnel.conf" <<EOF
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+EOF
+check_profile no-tunnel "$P/no-tunnel.conf: no [Tunnel] section"
+
+cat > "$P/bad-duration.conf" <<EOF
+[Tunnel]
+Name=lab
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+KeepaliveInterval=fast
+EOF
+check_profile bad-duration \
+        "$P/bad-duration.conf:8: invalid KeepaliveInterval= 'fast': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", \"2s\")"
+
+cat > "$P/dead-time.conf" <<EOF
+[Tunnel]
+Name=lab
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+KeepaliveInterval=1s
+DeadTime=1s
+EOF
+check_profile dead-time "$P/dead-time.conf:9: path 'p0': DeadTime= must be longer than KeepaliveInterval="
+
+cat > "$P/duplicate-path.conf" <<EOF
+[Tunnel]
+Name=lab
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+
+[Path]
+Name=p0
+Interface=pa1
+Remote=10.77.101.2
+EOF
+# "first at line 4": a path is identified by its [Path] line.
+check_profile duplicate-path "$P/duplicate-path.conf:10: duplicate path name 'p0' (first at line 4); set a unique Name="
+
+# ---- (b) missing interface ----
+sed 's/^Interface=pa0$/Interface=xyz/' "$LAB_DIR/a.conf" > "$P/no-interface.conf"
+before=$(links a)
+run_mptd a "$P/no-interface.conf"
+expect_refusal "missing interface" "Interface 'xyz' does not exist."
+[ "$before" = "$(links a)" ] || it_fail "missing interface: expected no new network device"
+
+# ---- (c) port in use ----
+py=$(python3 -c 'import sys; print(sys.executable)')
+MPT_ADDR=$(lab_path_addr a 0 4) ip netns exec "$(lab_ns a)" "$py" -c '
+import os, socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((os.environ["MPT_ADDR"], 4754))
+time.sleep(60)' &
+LAB_PIDS+=("$!")
+for _ in $(seq 50); do
+        lab_exec a ss -Hunl "sport = :4754" | grep -q . && break
+        sleep 0.1
+done
+lab_exec a ss -Hunl "sport = :4754" | grep -q . || it_fail "could not occupy UDP port 4754 for the test"
+before=$(links a)
+run_mptd a "$LAB_DIR/a.conf"
+expect_refusal "port in use" "Address already in use"
+[ "$before" = "$(links a)" ] || it_fail "port in use: expected the TUN device to be gone after the refusal, links: $(links a)"
+kill "${LAB_PIDS[-1]}"
+wait "${LAB_PIDS[-1]}" 2>/dev/null || true
+
+# ---- (d) not root ----
+# The profile and the binary must be reachable for nobody; the lab directory is private.
+chmod 711 "$LAB_DIR"
+mkdir -p "$LAB_DIR/pub"
+chmod 755 "$LAB_DIR/pub"
+cp "$LAB_DIR/a.conf" "$LAB_DIR/pub/a.conf"
+chmod 644 "$LAB_DIR/pub/a.conf"
+setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$MPTD" -a -r "$LAB_DIR/pub/a.conf" ||
+        lab_skip "mptd or the lab directory is not accessible to user nobody"
+run_mptd a "$LAB_DIR/pub/a.conf" "$LAB_DIR/pub/run" setpriv --reuid=65534 --regid=65534 --clear-groups
+expect_refusal "not root" "CAP_NET_ADMIN"
+
+# ---- (e) a second mptd for the same tunnel ----
+it_start a
+it_start b
+it_ping a "$(lab_tunnel_addr b 4)" 3
+run_mptd a "$LAB_DIR/a.conf" "$LAB_DIR/run-a"
+expect_refusal "second mptd, same runtime directory" "another mptd already runs"
+lab_ctl a show lab > /dev/null || it_fail "second mptd: expected the first mptd to still answer mptctl"
+[ -S "$LAB_DIR/run-a/lab.sock" ] || it_fail "second mptd: expected the first one's control socket to stay"
+run_mptd a "$LAB_DIR/a.conf" "$LAB_DIR/run-other"
+expect_refusal "second mptd, other runtime directory" "not persistent"
+it_ping a "$(lab_tunnel_addr b 4)" 3
+lab_ctl a show lab > /dev/null || it_fail "second mptd: expected the first mptd to still answer mptctl"
+lab_stop a
+lab_stop b
+
+# ---- (f) a non-TUN interface with the tunnel's name ----
+lab_exec a ip link add lab type veth peer name lab-peer
+before=$(lab_exec a ip -d link show lab)
+run_mptd a "$LAB_DIR/a.conf"
+expect_refusal "veth named like the tunnel" "interface 'lab' exists and is not a TUN device (kind 'veth')"
+after=$(lab_exec a ip -d link show lab) || it_fail "veth named like the tunnel: the veth is gone"
+[ "$before" = "$after" ] || it_fail "veth named like the tunnel: expected it unchanged; before: $before; after: $after"
+
+it_finish "bad-input"

@@ -1,0 +1,158 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# mptctl against a running lab tunnel (three unshaped paths).
+#
+# Asserts:
+#   - `mptctl check` accepts the lab's profile ("OK"), `mptctl keys` lists Weight=;
+#   - `mptctl show` (all tunnels, text) names the tunnel and every path;
+#   - `mptctl --json show` and `--json show lab` parse, with the tunnel and its three paths;
+#   - `mptctl show lab dump` is tab-separated records: one "tunnel" record, then one "path"
+#     record per path, every field KEY=VALUE;
+#   - `mptctl --json monitor lab --interval=0.2 --count=2` prints two JSON rate lines;
+#   - `path lab p0 set weight 3` takes effect at once: weight 3 (source "runtime"), and under a
+#     TCP load the shares follow 3:1:1 within ±5 % (relative to the expected share);
+#   - `path lab p1 down`: p1 is "admin-down" at a, "peer-down" at b (within 1 s), and neither end
+#     sends data on it (tx_bytes growth 0 under load); `path lab p1 up`: "up" again on both
+#     ends and p1 carries traffic again;
+#   - errors exit with status 1 and say why: unknown path ("tunnel 'lab' has no path ..."),
+#     unknown tunnel ("... is not running"), weight 10001, -1 or "abc" ("invalid weight"),
+#     an unknown command; a rejected weight leaves the weight unchanged; 10000 is accepted.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+# expect_error "STDERR SUBSTRING" MPTCTL_ARGS...: runs mptctl at a, which must
+# exit with status 1 and print the substring on stderr.
+expect_error() {
+        local want=$1 rc=0
+        shift
+        lab_ctl a "$@" > "$LAB_DIR/err.out" 2> "$LAB_DIR/err.txt" || rc=$?
+        [ "$rc" = 1 ] || it_fail "mptctl $*: expected exit status 1, got $rc (stderr: $(cat "$LAB_DIR/err.txt"))"
+        grep -qF -- "$want" "$LAB_DIR/err.txt" ||
+                it_fail "mptctl $*: expected '$want' on stderr, got: $(cat "$LAB_DIR/err.txt")"
+        it_note "mptctl $*: exit 1, $(head -n 1 "$LAB_DIR/err.txt")"
+}
+
+lab_init
+it_require iperf3 python3
+lab_topology 3 none 4
+it_profiles 3 4 4 "" 'KeepaliveInterval=200ms\nDeadTime=2s'
+it_start a
+it_start b
+
+# ---- check, keys ----
+out=$(lab_ctl a check "$LAB_DIR/a.conf") || it_fail "mptctl check on a good profile: expected exit 0"
+[ "$out" = "$LAB_DIR/a.conf: OK (tunnel 'lab', 3 paths)" ] ||
+        it_fail "mptctl check on a good profile: expected '$LAB_DIR/a.conf: OK (tunnel 'lab', 3 paths)', got '$out'"
+lab_ctl a keys | grep -qF "[Path] Weight=0..10000" || it_fail "mptctl keys: expected a line for [Path] Weight="
+
+# ---- show, text ----
+lab_ctl a show > "$LAB_DIR/show.txt"
+for want in "tunnel: lab" "path: p0" "path: p1" "path: p2"; do
+        grep -qF "$want" "$LAB_DIR/show.txt" || it_fail "mptctl show: expected '$want' in the output, got: $(cat "$LAB_DIR/show.txt")"
+done
+
+# ---- show, JSON ----
+for args in "--json show" "--json show lab"; do
+        # shellcheck disable=SC2086
+        lab_ctl a $args | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert isinstance(d, list) and len(d) == 1, "expected an array of one tunnel, got %r" % d
+t = d[0]
+assert t["name"] == "lab", "name: %r" % t["name"]
+assert [p["name"] for p in t["paths"]] == ["p0", "p1", "p2"], "paths: %r" % [p["name"] for p in t["paths"]]
+for key in ("mtu", "paths_up", "reorder", "drops", "peer_restarts"):
+    assert key in t, "tunnel field %r missing" % key
+for p in t["paths"]:
+    for key in ("state", "weight", "weight_source", "tx_packets", "tx_bytes", "rx_packets", "rx_bytes",
+                "keepalives_tx", "keepalives_rx", "last_keepalive_us", "rtt_us", "drops"):
+        assert key in p, "path field %r missing" % key
+' || it_fail "mptctl $args: output is not the expected JSON"
+done
+
+# ---- show dump ----
+lab_ctl a show lab dump > "$LAB_DIR/dump.txt"
+awk -F'\t' '
+        NR == 1 && $1 != "tunnel" { print "line 1: expected a tunnel record, got " $1; bad = 1 }
+        NR > 1 && $1 != "path" { print "line " NR ": expected a path record, got " $1; bad = 1 }
+        NF < 5 { print "line " NR ": expected tab-separated fields, got " NF " field(s)"; bad = 1 }
+        { for (i = 2; i <= NF; i++) if ($i !~ /^[a-z_.-]+=/) { print "line " NR ": field " i " is not KEY=VALUE: " $i; bad = 1 } }
+        NR > 1 { names = names " " $2 }
+        END {
+                if (NR != 4) { print "expected 4 records, got " NR; bad = 1 }
+                if (names != " name=p0 name=p1 name=p2") { print "path records:" names; bad = 1 }
+                exit bad
+        }' "$LAB_DIR/dump.txt" >&2 || it_fail "mptctl show lab dump: not the expected tab-separated records"
+
+# ---- monitor ----
+lab_ctl a --json monitor lab --interval=0.2 --count=2 > "$LAB_DIR/monitor.txt" ||
+        it_fail "mptctl monitor failed"
+python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, "expected 2 lines, got %d" % len(lines)
+for l in lines:
+    d = json.loads(l)
+    assert [p["name"] for p in d["paths"]] == ["p0", "p1", "p2"], d
+' "$LAB_DIR/monitor.txt" || it_fail "mptctl --json monitor: unexpected output: $(cat "$LAB_DIR/monitor.txt")"
+
+# ---- set weight ----
+lab_ctl a path lab p0 set weight 3
+got=$(lab_json a '"%s/%s" % (p["p0"]["weight"], p["p0"]["weight_source"])')
+[ "$got" = 3/runtime ] || it_fail "after 'set weight 3': expected p0 weight 3/runtime, mptctl shows $got"
+it_snap a w0
+mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 3)
+it_snap a w1
+it_note "TCP load with weights 3:1:1: $mbit Mbit/s; tx_bytes at a: $(it_delta a w0 w1 tx_bytes)"
+it_shares a w0 w1 "p0=3 p1=1 p2=1" 0.05 || it_fail "shares do not follow the runtime weights 3:1:1 within ±5 %"
+
+# ---- path down ----
+lab_ctl a path lab p1 down
+it_expect_state a p1 admin-down 0.5 "after 'path lab p1 down' at a"
+it_expect_state b p1 peer-down 1 "at b after 'path lab p1 down' at a"
+it_note "p1 peer-down at b $IT_WAITED s after 'down' at a"
+it_snap a d0
+it_snap b d0
+mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2)
+it_snap a d1
+it_snap b d1
+it_note "p1 down: $mbit Mbit/s; tx_bytes at a: $(it_delta a d0 d1 tx_bytes); at b: $(it_delta b d0 d1 tx_bytes)"
+for side in a b; do
+        d=$(it_delta "$side" d0 d1 tx_bytes p1)
+        [ "$d" = 0 ] || it_fail "p1 at $side: expected no data sent on a downed path, tx_bytes grew by $d"
+        for p in p0 p2; do
+                d=$(it_delta "$side" d0 d1 tx_bytes "$p")
+                [ "$d" -gt 0 ] || it_fail "$p at $side: expected tx_bytes to grow under load, it did not"
+        done
+done
+
+# ---- path up ----
+lab_ctl a path lab p1 up
+it_expect_state a p1 up 0.5 "after 'path lab p1 up' at a"
+it_expect_state b p1 up 1 "at b after 'path lab p1 up' at a"
+it_snap a u0
+mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2)
+it_snap a u1
+it_note "p1 up again: $mbit Mbit/s; tx_bytes at a: $(it_delta a u0 u1 tx_bytes)"
+it_shares a u0 u1 "p0=3 p1=1 p2=1" 0.05 || it_fail "after 'up', shares do not follow 3:1:1 within ±5 %"
+
+# ---- errors ----
+expect_error "tunnel 'lab' has no path 'nosuch'" path lab nosuch down
+expect_error "tunnel 'lab' has no path 'nosuch'" path lab nosuch set weight 2
+expect_error "tunnel 'nosuch' is not running" show nosuch
+expect_error "tunnel 'nosuch' is not running" path nosuch p0 down
+expect_error "invalid weight '10001'" path lab p0 set weight 10001
+expect_error "invalid weight '-1'" path lab p0 set weight -1
+expect_error "invalid weight 'abc'" path lab p0 set weight abc
+expect_error "unknown command 'frobnicate'" frobnicate
+got=$(lab_json a 'p["p0"]["weight"]')
+[ "$got" = 3 ] || it_fail "after rejected weights: expected p0 weight still 3, mptctl shows $got"
+lab_ctl a path lab p0 set weight 10000 || it_fail "set weight 10000: expected success (the maximum)"
+got=$(lab_json a 'p["p0"]["weight"]')
+[ "$got" = 10000 ] || it_fail "after 'set weight 10000': expected weight 10000, mptctl shows $got"
+
+it_pass "mptctl"

@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# tshark.sh [TUNNEL_FAMILY(4|6|46)] [PATH_FAMILY(4|6)]: what mpt puts on the wire, as Wireshark
+# decodes it. One path, captured on pb0 in namespace b while pinging through the tunnel, decoded
+# with UDP port 4754 as GRE (RFC 8086 GRE-in-UDP). Default: an IPv4+IPv6 tunnel over IPv4.
+#
+# Asserts:
+#   - every outer frame of port 4754 is IPv<PATH_FAMILY>/UDP/GRE;
+#   - the pings decode as ...:udp:gre:ip:icmp (IPv4 tunnel) and ...:udp:gre:ipv6:icmpv6 (IPv6
+#     tunnel): at least one echo request and reply per ping;
+#   - keepalives are on the wire in both directions: a GRE header without flags whose payload
+#     starts with the control byte 0xA1 (not an IP packet), protocol type 0x0800 when the tunnel
+#     has an IPv4 address, else 0x86DD; at KeepaliveInterval=200ms a 6 s capture holds many.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+tfam=${1:-46}
+pfam=${2:-4}
+case "$tfam" in 4 | 6 | 46) ;; *) lab_die "usage: $0 4|6|46 4|6" ;; esac
+case "$pfam" in 4 | 6) ;; *) lab_die "usage: $0 4|6|46 4|6" ;; esac
+
+lab_init
+it_require tshark python3
+lab_topology 1 none "$pfam"
+it_profiles 1 "$tfam" "$pfam" "" 'KeepaliveInterval=200ms'
+it_start a
+it_start b
+
+cap="$LAB_DIR/pb0.pcapng"
+ip netns exec "$(lab_ns b)" tshark -i pb0 -a duration:6 -w "$cap" > "$LAB_DIR/tshark.out" 2> "$LAB_DIR/tshark.err" &
+tpid=$!
+LAB_PIDS+=("$tpid")
+for _ in $(seq 100); do
+        grep -q "Capturing on" "$LAB_DIR/tshark.err" && break
+        kill -0 "$tpid" 2>/dev/null || it_fail "tshark exited: $(cat "$LAB_DIR/tshark.err")"
+        sleep 0.1
+done
+grep -q "Capturing on" "$LAB_DIR/tshark.err" || it_fail "tshark did not start capturing within 10 s: $(cat "$LAB_DIR/tshark.err")"
+# "Capturing on" comes a moment before dumpcap really captures.
+sleep 1
+
+fams=$tfam
+[ "$tfam" = 46 ] && fams="4 6"
+count=4
+for f in $fams; do
+        it_ping a "$(lab_tunnel_addr b "$f")" "$count"
+done
+rc=0
+wait "$tpid" || rc=$?
+[ "$rc" = 0 ] || it_fail "tshark failed (exit $rc): $(cat "$LAB_DIR/tshark.err")"
+
+tshark -r "$cap" -d udp.port==4754,gre -Y 'udp.port == 4754' -T fields -E separator=/t \
+        -e frame.protocols -e ip.src -e ipv6.src -e udp.payload > "$LAB_DIR/decoded.txt" 2> "$LAB_DIR/decode.err" ||
+        it_fail "tshark -r failed: $(cat "$LAB_DIR/decode.err")"
+
+python3 - "$LAB_DIR/decoded.txt" "$tfam" "$pfam" "$count" \
+        "$(lab_path_addr a 0 "$pfam")" "$(lab_path_addr b 0 "$pfam")" <<'EOF' || it_fail "the capture does not show what was expected (see above)"
+import ipaddress, re, sys
+from collections import Counter
+lines = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
+tfam, pfam, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
+addr_a, addr_b = (str(ipaddress.ip_address(x)) for x in sys.argv[5:7])
+outer = "eth:ethertype:%s:udp:gre" % ("ip" if pfam == "4" else "ipv6")
+ok = True
+def fail(msg):
+    global ok
+    ok = False
+    print("  " + msg, file=sys.stderr)
+
+protos = Counter(l[0] for l in lines)
+print("  frames on UDP port 4754, by decoded protocols:", file=sys.stderr)
+for p, n in protos.most_common():
+    print("    %5d  %s" % (n, p), file=sys.stderr)
+
+for l in lines:
+    if not l[0].startswith(outer):
+        fail("expected every frame to start with %s, got %s" % (outer, l[0]))
+        break
+
+want = []
+if tfam in ("4", "46"):
+    want.append((":udp:gre:ip:icmp", re.compile(r":udp:gre:ip:icmp(:|$)")))
+if tfam in ("6", "46"):
+    want.append((":udp:gre:ipv6:icmpv6", re.compile(r":udp:gre:ipv6:icmpv6(:|$)")))
+for name, rx in want:
+    n = sum(1 for l in lines if rx.search(l[0]))
+    # One path: every request and every reply crosses pb0 (IPv6 adds neighbour discovery).
+    if n < 2 * count:
+        fail("expected at least %d frames decoded as ...%s (%d pings, request and reply), found %d"
+             % (2 * count, name, count, n))
+
+ka_proto = "0800" if tfam in ("4", "46") else "86dd"
+ka = Counter()
+for l in lines:
+    payload = l[3] if len(l) > 3 else ""
+    if payload[8:10] == "a1":
+        src = str(ipaddress.ip_address(l[1] or l[2]))
+        if payload[0:4] != "0000" or payload[4:8] != ka_proto:
+            fail("keepalive from %s: expected GRE flags 0000 and protocol %s, got %s %s"
+                 % (src, ka_proto, payload[0:4], payload[4:8]))
+        ka[src] += 1
+print("  keepalives (GRE + 0xA1) by source: %s" % dict(ka), file=sys.stderr)
+for who in (addr_a, addr_b):
+    if ka[who] < 5:
+        fail("expected at least 5 keepalives from %s in the 6 s capture (interval 200ms), found %d" % (who, ka[who]))
+sys.exit(0 if ok else 1)
+EOF
+
+it_pass "tshark $tfam/$pfam"
