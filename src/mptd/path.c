@@ -750,6 +750,11 @@ static void handle_peer_session(Path *p, uint32_t session) {
                                   session);
                 t->peer_restarts++;
                 tunnel_reset_reorder(t);
+        } else if (t->peer_session == 0 && tunnel_reorder_has_delivered(t)) {
+                /* Data arrived before the first keepalive told us who sends it: it may belong to a
+                 * predecessor that has since restarted. Start the sequence space over rather than
+                 * dropping the new session's packets as stale until the buffer notices. */
+                tunnel_reset_reorder(t);
         }
         t->peer_session = session;
 }

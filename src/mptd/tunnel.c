@@ -212,6 +212,17 @@ static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 
+bool tunnel_reorder_has_delivered(Tunnel *t) {
+        bool r;
+
+        if (!t->reorder_enabled)
+                return false;
+        pthread_mutex_lock(&t->reorder_lock);
+        r = reorder_stats(t->reorder)->delivered > 0;
+        pthread_mutex_unlock(&t->reorder_lock);
+        return r;
+}
+
 void tunnel_reset_reorder(Tunnel *t) {
         if (!t->reorder_enabled)
                 return;

@@ -234,6 +234,7 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 
 /* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
 void tunnel_reset_reorder(Tunnel *t);
+bool tunnel_reorder_has_delivered(Tunnel *t);
 
 /* Called by workers: hands a control event to the main thread. */
 void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);

@@ -10,14 +10,16 @@
 #       "FILE:LINE: message" (for a missing section, which has no line, "FILE: message") and no
 #       other diagnostic; `mptctl check` exits 1 and prints the same diagnostic lines; no TUN
 #       device (no link at all) appears in the namespace;
-#   (b) a path on an interface that does not exist: "Interface 'xyz' does not exist.";
+#   (b) a path on an interface that does not exist is waited for (state no-interface with its
+#       reason; the log says so), and a path on the tunnel's own interface is a profile error;
 #   (c) another socket bound to the path's address and port 4754: "Address already in use", and
 #       the TUN device mptd created in the meantime is gone again;
 #   (d) not root (setpriv to nobody, no capabilities): a message naming CAP_NET_ADMIN;
 #   (e) a second mptd for the same tunnel (same runtime directory): "another mptd already runs";
 #       the first keeps working (ping through the tunnel, mptctl answers); a second mptd with
-#       another runtime directory in the same namespace finds the first one's TUN device and
-#       refuses ("not persistent"), also without disturbing it;
+#       another runtime directory in the same namespace stops at the bound port, and on another
+#       port finds the first one's TUN device and refuses ("not persistent"), also without
+#       disturbing it;
 #   (f) a veth named like the tunnel: "exists and is not a TUN device", the veth is left alone;
 #   (g) in all these cases the exit status is exactly 1 (not a crash, not a signal).
 
@@ -168,11 +170,38 @@ EOF
 check_profile duplicate-path "$P/duplicate-path.conf:10: duplicate path name 'p0' (first at line 4); set a unique Name="
 
 # ---- (b) missing interface ----
+# Paths follow the links: an interface that does not exist (yet) is waited for, not a reason to
+# refuse the tunnel. The clear message is the path's state and its reason, in the log and in
+# mptctl; the other paths work.
 sed 's/^Interface=pa0$/Interface=xyz/' "$LAB_DIR/a.conf" > "$P/no-interface.conf"
-before=$(links a)
-run_mptd a "$P/no-interface.conf"
-expect_refusal "missing interface" "Interface 'xyz' does not exist."
-[ "$before" = "$(links a)" ] || it_fail "missing interface: expected no new network device"
+mkdir -p "$LAB_DIR/run-wait"
+MPT_RUNTIME_DIR="$LAB_DIR/run-wait" ip netns exec "$(lab_ns a)" "$MPTD" --log-target=console \
+        "$P/no-interface.conf" > "$LAB_DIR/wait.log" 2>&1 &
+wait_pid=$!
+LAB_PIDS+=("$wait_pid")
+state=
+for _ in $(seq 100); do
+        state=$(MPT_RUNTIME_DIR="$LAB_DIR/run-wait" "$MPTCTL" --json show lab 2>/dev/null | python3 -c '
+import json, sys
+p = {x["name"]: x for x in json.load(sys.stdin)[0]["paths"]}
+print(p["p0"]["state"], "|", p["p0"]["reason"], "|", p["p1"]["state"])' 2>/dev/null) && break
+        sleep 0.1
+done
+case "$state" in
+"no-interface | interface 'xyz' does not exist | "*) it_note "missing interface: waits ($state)" ;;
+*) it_fail "missing interface: expected p0 no-interface with its reason, got '$state'; log: $(cat "$LAB_DIR/wait.log")" ;;
+esac
+grep -qF "path 'p0': no-interface: interface 'xyz' does not exist; waiting." "$LAB_DIR/wait.log" ||
+        it_fail "missing interface: expected the waiting message in the log, got: $(cat "$LAB_DIR/wait.log")"
+kill -TERM "$wait_pid"
+rc=0
+wait "$wait_pid" || rc=$?
+[ "$rc" = 0 ] || it_fail "missing interface: expected a clean exit on SIGTERM, got $rc"
+
+# A path on the tunnel's own interface is a profile error.
+sed 's/^Interface=pa0$/Interface=lab/' "$LAB_DIR/a.conf" > "$P/own-interface.conf"
+line=$(grep -n '^Interface=lab$' "$P/own-interface.conf" | cut -d: -f1)
+check_profile own-interface "$P/own-interface.conf:$line: path 'p0': Interface=lab is the tunnel's own interface"
 
 # ---- (c) port in use ----
 py=$(python3 -c 'import sys; print(sys.executable)')
@@ -214,8 +243,14 @@ run_mptd a "$LAB_DIR/a.conf" "$LAB_DIR/run-a"
 expect_refusal "second mptd, same runtime directory" "another mptd already runs"
 lab_ctl a show lab > /dev/null || it_fail "second mptd: expected the first mptd to still answer mptctl"
 [ -S "$LAB_DIR/run-a/lab.sock" ] || it_fail "second mptd: expected the first one's control socket to stay"
+# With another runtime directory, the same profile stops at the first one's sockets (they are
+# bound before the TUN device is touched) ...
 run_mptd a "$LAB_DIR/a.conf" "$LAB_DIR/run-other"
-expect_refusal "second mptd, other runtime directory" "not persistent"
+expect_refusal "second mptd, other runtime directory" "Address already in use (another mptd or another program uses this port)"
+# ... and on another port it reaches the first one's TUN device, which it must not take over.
+sed 's/^\[Tunnel\]$/[Tunnel]\nLocalPort=4800/' "$LAB_DIR/a.conf" > "$P/other-port.conf"
+run_mptd a "$P/other-port.conf" "$LAB_DIR/run-other"
+expect_refusal "second mptd, other runtime directory and port" "not persistent"
 it_ping a "$(lab_tunnel_addr b 4)" 3
 lab_ctl a show lab > /dev/null || it_fail "second mptd: expected the first mptd to still answer mptctl"
 lab_stop a

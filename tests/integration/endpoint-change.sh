@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The other end's UDP source port changes mid-stream, as behind a NAT that changes its mapping:
+# 2 paths of 50 Mbit/s, KeepaliveInterval=100ms, DeadTime=300ms. An nftables table in namespace
+# a rewrites the source of everything mptd sends on pa0 (port 4754) to port 40000.
+#
+# How the NAT takes effect mid-stream without the conntrack tool: a namespace has no connection
+# tracking until some rule needs it, so before the table exists mptd's flow on pa0 has no
+# conntrack entry. The table is added in one transaction with two chains:
+#   - raw prerouting: `notrack` for datagrams arriving on pa0 for port 4754. Without it, a
+#     datagram from b (b keeps sending to port 4754 until it follows) could arrive first and
+#     create the flow's conntrack entry in the b -> a direction; a's own datagrams would then be
+#     its replies, which are never NATed;
+#   - nat postrouting: `snat to 10.77.100.1:40000` for datagrams from port 4754 leaving on pa0.
+# So a's next datagram on pa0 creates the flow's entry and is NATed from the first packet on;
+# b's datagrams to port 40000 (after b follows) match that entry's reply direction and are
+# translated back to port 4754.
+#
+# Run 1, default profile (b follows). Asserts:
+#   - within 1 s of the table, p0's "remote" at b is 10.77.100.1:40000 and its remote_changes
+#     is at least 1 (0 before);
+#   - p0 stays "up" at both ends throughout (state_age_us reaches back to before the NAT);
+#   - traffic continues over p0 in both directions: during 100 pings through the tunnel (all
+#     answered) p0's tx_bytes at a and b and rx_bytes at a and b grow;
+#   - b's p0 counted no "unknown-source" drops.
+# Run 2, mptd restarted with PinRemote=yes on b's p0, the same NAT added mid-stream. Asserts:
+#   - b drops the datagrams from the new port: its p0 "unknown-source" drops grow, its remote
+#     stays 10.77.100.1:4754 and remote_changes 0;
+#   - b declares p0 "dead" no later than DeadTime + 50 ms (350 ms) after the table is in place
+#     (nft returned; the time is printed), and a then shows p0 "peer-down" within 1 s;
+#   - the tunnel still answers every ping (over p1).
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/netns.sh
+. "$here/../lib/netns.sh"
+# shellcheck source=links-lib.sh
+. "$here/links-lib.sh"
+
+lab_init
+lk_require python3
+lab_topology 2 50mbit 4
+lk_require_nft
+lk_profiles 2 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
+
+a0=$(lab_path_addr a 0 4)
+nat_port=40000
+
+add_nat() {
+        lab_exec a nft -f - <<EOF
+table ip mpt_nat {
+        chain pre {
+                type filter hook prerouting priority raw; policy accept;
+                iifname "pa0" udp dport $port notrack
+        }
+        chain post {
+                type nat hook postrouting priority srcnat; policy accept;
+                oifname "pa0" udp sport $port snat to $a0:$nat_port
+        }
+}
+EOF
+}
+
+# ping_all COUNT: pings a -> b through the tunnel; every one must be answered.
+ping_all() {
+        local out
+        out=$(lab_exec a ping -n -q -c "$1" -i 0.005 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
+        case "$out" in
+        *" $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
+        *) lk_soft_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
+        esac
+}
+
+start_both() {
+        lk_start a
+        lk_start b
+        for p in p0 p1; do
+                lk_expect a "$p" up 3000 "after start"
+                lk_expect b "$p" up 3000 "after start"
+        done
+        port=$(lk_get a "" local_port)
+}
+
+# ================= run 1: b follows =================
+lab_log "run 1: default (b follows the new port)"
+start_both
+rc0=$(lk_get b p0 remote_changes)
+[ "$rc0" = 0 ] || lk_fail "p0 at b: expected remote_changes 0 before the NAT, it is $rc0"
+
+lk_now
+t_nat=$LK_NOW
+add_nat
+end=$((t_nat + 1000000))
+while :; do
+        lk_dump b
+        lk_field_of "$LK_DUMP" p0 remote || true
+        remote=$LK_V
+        lk_field_of "$LK_DUMP" p0 remote_changes || true
+        changes=$LK_V
+        [ "$remote" = "$a0:$nat_port" ] && [ "$changes" -ge 1 ] && break
+        [ "$LK_DUMP_T" -lt "$end" ] ||
+                lk_fail "p0 at b: expected remote $a0:$nat_port and remote_changes >= 1 within 1 s of the NAT, mptctl shows remote '$remote', remote_changes $changes"
+        sleep 0.005
+done
+lk_note "p0 at b follows: remote $remote, remote_changes $changes, seen $(lk_ms $((LK_DUMP_T - t_nat))) ms after the NAT"
+
+lk_snap a n0
+lk_snap b n0
+ping_all 100
+lk_snap a n1
+lk_snap b n1
+lk_note "during the pings: tx_bytes at a $(lk_deltas a n0 n1 tx_bytes p0 p1), at b $(lk_deltas b n0 n1 tx_bytes p0 p1)"
+for spec in "a tx_bytes" "b rx_bytes" "b tx_bytes" "a rx_bytes"; do
+        read -r side field <<<"$spec"
+        d=$(lk_delta "$side" n0 n1 "$field" p0)
+        [ "$d" -gt 0 ] || lk_soft_fail "p0 at $side: expected $field to grow during 100 pings behind the NAT, grew by $d"
+done
+for side in a b; do
+        lk_dump "$side"
+        lk_field_of "$LK_DUMP" p0 state || true
+        st=$LK_V
+        lk_field_of "$LK_DUMP" p0 state_age_us || true
+        since=$((LK_DUMP_T - LK_V - t_nat))
+        if [ "$st" != up ] || [ "$since" -gt 0 ]; then
+                lk_soft_fail "p0 at $side: expected it to stay 'up' through the port change, it is '$st' since $(lk_ms "$since") ms after the NAT"
+        fi
+done
+d=$(lk_get b p0 drop.unknown-source)
+[ "$d" = 0 ] || lk_soft_fail "p0 at b: expected no unknown-source drops without PinRemote=, counted $d"
+[ "$LK_SOFT_FAILURES" = 0 ] || lk_fail "run 1 (following) failed, see above"
+
+# ================= run 2: b pins p0 =================
+lab_log "run 2: PinRemote=yes on b's p0"
+lab_stop a
+lab_stop b
+lab_exec a nft delete table ip mpt_nat
+lk_set_path_key b p0 PinRemote yes
+start_both
+pin=$(lk_get b p0 pin_remote)
+[ "$pin" = yes ] || lk_fail "p0 at b: expected pin_remote yes after restarting with PinRemote=yes, mptctl shows '$pin'"
+lk_snap b m0
+
+lk_now
+t_nat=$LK_NOW
+add_nat
+# The rule is in place by the time nft returns: from then on no keepalive of a's reaches b's p0,
+# so b's dead timer (armed at the last accepted one) fires no later than DeadTime after that.
+lk_now
+t_done=$LK_NOW
+lk_expect b p0 dead 2000 "PinRemote=yes and the other end's port changed" "$t_done"
+lk_note "p0 dead at b $(lk_ms "$LK_AT_US") ms after the NAT was in place ($(lk_ms $((LK_AT_US + t_done - t_nat))) ms after nft was started; DeadTime=300ms)"
+[ "$LK_AT_US" -le 350000 ] ||
+        lk_soft_fail "p0 at b: expected 'dead' within DeadTime + 50 ms = 350 ms of the NAT, took $(lk_ms "$LK_AT_US") ms"
+lk_expect a p0 peer-down 1000 "b no longer hears p0"
+lk_note "p0 at a: peer-down (reason: ${LK_REASON:-none})"
+lk_snap b m1
+d=$(lk_delta b m0 m1 drop.unknown-source p0)
+lk_note "p0 at b: $d datagrams dropped as unknown-source"
+[ "$d" -gt 0 ] || lk_soft_fail "p0 at b: expected unknown-source drops to grow with PinRemote=yes, grew by $d"
+remote=$(lk_get b p0 remote)
+[ "$remote" = "$a0:$port" ] || lk_soft_fail "p0 at b: expected remote to stay $a0:$port with PinRemote=yes, it is '$remote'"
+changes=$(lk_get b p0 remote_changes)
+[ "$changes" = 0 ] || lk_soft_fail "p0 at b: expected remote_changes 0 with PinRemote=yes, it is $changes"
+ping_all 50
+
+lk_finish endpoint-change

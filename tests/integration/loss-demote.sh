@@ -1,0 +1,121 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# A lossy path is demoted to a backup path and promoted again: 3 paths of 50 Mbit/s,
+# KeepaliveInterval=100ms, DeadTime=1s, LossThreshold=10% at a (b has none). An nftables rule in
+# namespace b drops 40 % of p1's datagrams arriving on pb1 (`numgen random mod 100 < 40`), so a's
+# keepalives on p1 are lost at 40 % (loss_tx at a); a UDP load of 30 Mbit/s runs a -> b.
+#
+# Asserts:
+#   - within 6 s of the rule, a reports p1 "demoted": true and "backup": true, and loss_tx or
+#     loss_rx above 0.1 (within 2 s more: the estimate is noisy; values and times are printed); p1 stays "up" (a demoted path is
+#     a backup path, not a dead one) and b does not demote p1 (no LossThreshold= there);
+#   - while demoted and the other paths are up, p1 carries no new data: over 1 s of load its
+#     tx_bytes at a do not grow, while p0's and p2's do;
+#   - after the rule is removed, p1 is no longer demoted (nor backup) within 8 s (the loss has
+#     to decay below half the threshold, about 40 keepalives), and then carries data again.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/netns.sh
+. "$here/../lib/netns.sh"
+# shellcheck source=links-lib.sh
+. "$here/links-lib.sh"
+
+lab_init
+lk_require iperf3 python3 ss
+lab_topology 3 50mbit 4
+lk_require_nft
+lk_profiles 3 "" 'KeepaliveInterval=100ms\nDeadTime=1s'
+lk_set_path_key a p1 LossThreshold 10%
+lk_start a
+lk_start b
+for p in p0 p1 p2; do
+        lk_expect a "$p" up 3000 "after start"
+        lk_expect b "$p" up 3000 "after start"
+done
+th=$(lk_get a p1 loss_threshold_permille)
+[ "$th" = 100 ] || lk_fail "p1 at a: expected loss_threshold_permille 100 for LossThreshold=10%, got '$th'"
+port=$(lk_get b "" local_port)
+
+lk_load_start 30 -u -b 30M -l 1200
+# before the loss: iperf3 sets its UDP stream up with single datagrams that must not be lost
+lk_wait_flow 300000 5000 p0 p1 p2
+
+# wait_demoted SIDE WANT(yes|no) TIMEOUT_MS: polls p1's "demoted"; LK_SEEN_US is the time.
+wait_demoted() {
+        local t0=${EPOCHREALTIME/./}
+        while :; do
+                lk_dump "$1"
+                lk_field_of "$LK_DUMP" p1 demoted || true
+                [ "$LK_V" = "$2" ] && { LK_SEEN_US=$((LK_DUMP_T - t0)); return 0; }
+                [ $((LK_DUMP_T - t0)) -lt $(($3 * 1000)) ] || return 1
+                sleep 0.02
+        done
+}
+
+loss_text() {
+        printf 'loss_rx %s, loss_tx %s' "$(lk_get a p1 loss_rx)" "$(lk_get a p1 loss_tx)"
+}
+
+# ---- 40 % loss on p1, a -> b ----
+lab_exec b nft -f - <<EOF
+table inet mpt_loss {
+        chain input {
+                type filter hook input priority 0; policy accept;
+                iifname "pb1" udp dport $port numgen random mod 100 < 40 drop
+        }
+}
+EOF
+wait_demoted a yes 6000 ||
+        lk_fail "p1 at a: expected \"demoted\": true within 6 s of 40 % loss (LossThreshold=10%), it is '$(lk_get a p1 demoted)' with $(loss_text)"
+lk_note "p1 demoted at a $(lk_ms "$LK_SEEN_US") ms after the loss started; $(loss_text)"
+# The loss estimate is a decaying average of random drops: it crosses the threshold and then
+# climbs towards 0.4, with noise. Poll (2 s at most) until a value above 0.1 shows.
+end=$((${EPOCHREALTIME/./} + 2000000))
+while :; do
+        read -r lrx ltx <<<"$(lk_get a p1 loss_rx) $(lk_get a p1 loss_tx)"
+        awk -v r="$lrx" -v t="$ltx" 'BEGIN { exit !(r > 0.1 || t > 0.1) }' && break
+        [ "${EPOCHREALTIME/./}" -lt "$end" ] ||
+                lk_fail "p1 at a: expected loss_rx or loss_tx above 0.1 while demoted, got loss_rx $lrx, loss_tx $ltx for 2 s"
+        sleep 0.05
+done
+lk_note "p1 at a while demoted: loss_rx $lrx, loss_tx $ltx"
+read -r bk st <<<"$(lk_get a p1 backup) $(lk_get a p1 state)"
+[ "$bk" = yes ] || lk_fail "p1 at a: expected \"backup\": true while demoted, got '$bk'"
+[ "$st" = up ] || lk_fail "p1 at a: expected state 'up' while demoted (a backup path), got '$st'"
+d=$(lk_get b p1 demoted)
+[ "$d" = no ] || lk_fail "p1 at b: expected not demoted (b has no LossThreshold=), got '$d'"
+
+lk_snap a m0
+sleep 1
+lk_snap a m1
+lk_note "while p1 is demoted, tx_bytes at a over 1 s: $(lk_deltas a m0 m1 tx_bytes p0 p1 p2)"
+d=$(lk_delta a m0 m1 tx_bytes p1)
+[ "$d" = 0 ] || lk_fail "p1 at a: expected no new data on a demoted path while others are up, tx_bytes grew by $d"
+for p in p0 p2; do
+        d=$(lk_delta a m0 m1 tx_bytes "$p")
+        [ "$d" -gt 1000000 ] || lk_fail "path $p at a: expected tx_bytes to grow by more than 1 MB in 1 s while p1 is demoted, grew by $d"
+done
+d=$(lk_get a p1 demoted)
+[ "$d" = yes ] || lk_fail "p1 at a: expected it to stay demoted while the loss goes on, got '$d' with $(loss_text)"
+
+# ---- loss gone ----
+lab_exec b nft delete table inet mpt_loss
+wait_demoted a no 8000 ||
+        lk_fail "p1 at a: expected \"demoted\": false within 8 s of the loss ending, it is '$(lk_get a p1 demoted)' with $(loss_text)"
+lk_note "p1 no longer demoted at a $(lk_ms "$LK_SEEN_US") ms after the loss ended; $(loss_text)"
+bk=$(lk_get a p1 backup)
+[ "$bk" = no ] || lk_fail "p1 at a: expected \"backup\": false once no longer demoted, got '$bk'"
+
+lk_snap a p0
+sleep 1
+lk_snap a p1
+lk_note "after promotion, tx_bytes at a over 1 s: $(lk_deltas a p0 p1 tx_bytes p0 p1 p2)"
+d=$(lk_delta a p0 p1 tx_bytes p1)
+[ "$d" -gt 1000000 ] || lk_fail "p1 at a: expected tx_bytes to grow by more than 1 MB in 1 s once promoted again, grew by $d"
+
+# the UDP load only carried traffic; it runs long enough for the slowest pass (6 + 1 + 8 + 1 s)
+lk_load_stop
+
+lab_log "PASS: loss-demote"

@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The other end is told at once when a path goes down here, instead of finding out by its dead
+# timer: 2 paths, KeepaliveInterval=200ms, DeadTime=2s at both ends. p0 is a plain veth pair;
+# p1 runs through a bridge in a third namespace (pa1 - bridge - pb1), so that taking pa1 down
+# at a does not take pb1's carrier away at b, as with a real link whose far end stays up: b can
+# only learn it from a.
+#
+# Asserts:
+#   - `mptctl path lab p1 down` at a: a shows "admin-down", and b shows p1 "peer-down" no later
+#     than 100 ms after the command was started (from state_age_us; printed), i.e. well before
+#     its DeadTime of 2 s; after `mptctl path lab p1 up`, p1 is "up" at both ends within 2 s;
+#   - `ip link set pa1 down` at a: a shows "link-down", and b shows p1 "peer-down" no later than
+#     100 ms after the command was started (printed), while pb1 keeps its carrier (b does not
+#     show "link-down"); after `ip link set pa1 up`, p1 is "up" at both ends within 3 s;
+#   - pings through the tunnel are answered (every one) while p1 is down;
+#   - b's "reason" for p1 is not empty while it is "peer-down" (checked last, after the timing
+#     checks: a missing reason does not hide a late notification).
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/netns.sh
+. "$here/../lib/netns.sh"
+# shellcheck source=links-lib.sh
+. "$here/links-lib.sh"
+
+lab_init
+lk_require python3
+lab_topology 1 50mbit 4 # p0: pa0 <-> pb0
+# p1: pa1 <-> ma1 [bridge br1 in namespace m] mb1 <-> pb1
+lab_add_ns m
+ip link add pa1 netns "$(lab_ns a)" type veth peer name ma1 netns "$(lab_ns m)" || lk_fail "cannot create veth pa1/ma1"
+ip link add pb1 netns "$(lab_ns b)" type veth peer name mb1 netns "$(lab_ns m)" || lk_fail "cannot create veth pb1/mb1"
+lab_exec m ip link add br1 type bridge || lab_skip "needs bridge devices"
+for dev in ma1 mb1; do
+        lab_exec m ip link set "$dev" master br1
+        lab_exec m ip link set "$dev" up
+done
+lab_exec m ip link set br1 up
+lab_exec a ip addr add "$(lab_path_addr a 1 4)/24" dev pa1
+lab_exec b ip addr add "$(lab_path_addr b 1 4)/24" dev pb1
+lab_exec a ip link set pa1 up
+lab_exec b ip link set pb1 up
+
+lk_profiles 2 "" 'KeepaliveInterval=200ms\nDeadTime=2s'
+lk_start a
+lk_start b
+for p in p0 p1; do
+        lk_expect a "$p" up 5000 "after start"
+        lk_expect b "$p" up 5000 "after start"
+done
+dt=$(lk_get b p1 dead_time_us)
+[ "$dt" = 2000000 ] || lk_fail "p1 at b: expected dead_time_us 2000000, got '$dt'"
+
+ping_all() { # COUNT
+        local out
+        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
+        case "$out" in
+        *" $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
+        *) lk_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
+        esac
+}
+
+# ---- 1: admin-down by mptctl ----
+lk_now
+t0=$LK_NOW
+lab_ctl a path lab p1 down || lk_fail "mptctl path lab p1 down failed"
+lk_expect b p1 peer-down 1000 "after mptctl path lab p1 down at a" "$t0"
+at=$LK_AT_US
+lk_note "admin-down at a: b shows p1 peer-down $(lk_ms "$at") ms after the command (seen by the poll after $(lk_ms "$LK_SEEN_US") ms; DeadTime 2 s; reason: ${LK_REASON:-none})"
+[ -n "$LK_REASON" ] || lk_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
+[ "$at" -le 100000 ] ||
+        lk_fail "p1 at b: expected 'peer-down' within 100 ms of mptctl path down at a, took $(lk_ms "$at") ms"
+lk_expect a p1 admin-down 500 "after mptctl path lab p1 down"
+ping_all 20
+lk_now
+t0=$LK_NOW
+lab_ctl a path lab p1 up || lk_fail "mptctl path lab p1 up failed"
+lk_expect a p1 up 2000 "after mptctl path lab p1 up" "$t0"
+lk_expect b p1 up 2000 "after mptctl path lab p1 up at a" "$t0"
+lk_note "p1 up at b $(lk_ms "$LK_AT_US") ms after mptctl path lab p1 up"
+
+# ---- 2: link down ----
+lk_now
+t0=$LK_NOW
+lab_exec a ip link set pa1 down
+lk_expect b p1 peer-down 1000 "after ip link set pa1 down at a" "$t0"
+at=$LK_AT_US
+lk_note "link-down at a: b shows p1 peer-down $(lk_ms "$at") ms after the command (seen by the poll after $(lk_ms "$LK_SEEN_US") ms; DeadTime 2 s; reason: ${LK_REASON:-none})"
+[ -n "$LK_REASON" ] || lk_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
+[ "$at" -le 100000 ] ||
+        lk_fail "p1 at b: expected 'peer-down' within 100 ms of ip link set pa1 down at a, took $(lk_ms "$at") ms"
+lk_expect a p1 link-down 500 "after ip link set pa1 down"
+ping_all 20
+s=$(lk_get b p1 state)
+case "$s" in
+peer-down | dead) ;;
+*) lk_fail "p1 at b: expected 'peer-down' (pb1 keeps its carrier behind the bridge), it is '$s'" ;;
+esac
+lk_now
+t0=$LK_NOW
+lab_exec a ip link set pa1 up
+lk_expect a p1 up 3000 "after ip link set pa1 up" "$t0"
+lk_note "p1 up at a $(lk_ms "$LK_AT_US") ms after ip link set pa1 up"
+lk_expect b p1 up 3000 "after ip link set pa1 up at a" "$t0"
+lk_note "p1 up at b $(lk_ms "$LK_AT_US") ms after ip link set pa1 up"
+
+lk_finish peer-told
