@@ -387,25 +387,31 @@ static const struct {
         MptSection section;
         const char *key;
         const char *default_doc;
-        const char *note;
+        const char *doc;  /* replaces the table's text */
+        const char *note; /* follows the table's text */
 } netdev_key_docs[] = {
         {
                 MPT_SECTION_TUNNEL, "Name", "the Name= of the [NetDev] section",
-                "In a .netdev file the tunnel takes its name from the Name= of the [NetDev] section, and "
-                "systemd-networkd creates the device: mptd only attaches to it, and exits when it is removed. "
-                "Name= may be left out here; when it is given, it must be the same.",
+                "Name of the tunnel, which is the name of its TUN device: mptctl addresses the tunnel by "
+                "this name, and its control socket is /run/mpt/NAME.sock. In a .netdev file the name is the "
+                "Name= of the [NetDev] section, and systemd-networkd creates the device: mptd only attaches "
+                "to it, and exits when it is removed. Name= may be left out here; when it is given, it must "
+                "be the same.",
+                NULL,
         },
         {
-                MPT_SECTION_TUNNEL, "Address", NULL,
+                MPT_SECTION_TUNNEL, "Address", NULL, NULL,
                 "With systemd-networkd, give the addresses in the [Network] section of the .network file "
-                "instead, as for any other link.",
+                "instead, as for any other link: networkd removes addresses that it did not add itself "
+                "whenever it configures the link.",
         },
         {
-                MPT_SECTION_TUNNEL, "Route", NULL,
-                "With systemd-networkd, give the routes in [Route] sections of the .network file instead.",
+                MPT_SECTION_TUNNEL, "Route", NULL, NULL,
+                "With systemd-networkd, give the routes in [Route] sections of the .network file instead: "
+                "networkd removes routes that it did not add itself whenever it configures the link.",
         },
         {
-                MPT_SECTION_TUNNEL, "MTU", NULL,
+                MPT_SECTION_TUNNEL, "MTU", NULL, NULL,
                 "networkd ignores MTUBytes in the [NetDev] section of a tun device. Should the .network file "
                 "set MTUBytes in its [Link] section, give MTU= the same value, or the two will overwrite "
                 "each other.",
@@ -416,6 +422,13 @@ const char *netdev_key_default_doc(const MptConfKey *k) {
         for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
                 if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
                         return netdev_key_docs[i].default_doc;
+        return NULL;
+}
+
+const char *netdev_key_doc(const MptConfKey *k) {
+        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
+                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
+                        return netdev_key_docs[i].doc;
         return NULL;
 }
 

@@ -56,6 +56,8 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
 bool netdev_filename(const char *filename) _pure_;
 
 /* For mpt.netdev(5): how a key's documentation differs in a .netdev file. NULL when it does
- * not: the default as documented there, and a note added to the key's text. */
+ * not: the default as documented there, a text that replaces the table's, and a note added to
+ * the table's text. */
 const char *netdev_key_default_doc(const MptConfKey *k);
+const char *netdev_key_doc(const MptConfKey *k);
 const char *netdev_key_note(const MptConfKey *k);

@@ -36,7 +36,7 @@ NETWORKD=/lib/systemd/systemd-networkd
 TUN=mpt-nd
 CREATED_DIRS=()
 
-for c in iperf3 dbus-daemon nsenter networkctl python3; do
+for c in iperf3 dbus-daemon dbus-send nsenter setpriv networkctl python3; do
         command -v "$c" >/dev/null || lab_skip "needs $c"
 done
 [ -x "$NETWORKD" ] || lab_skip "needs $NETWORKD"
@@ -86,6 +86,12 @@ wait_for() {
 
 in_networkd() { # the network and mount namespace of networkd
         nsenter -t "$NDPID" -n -m "$@"
+}
+
+# networkd owns its name on the private bus (networkctl list alone only warns while it does not).
+networkd_on_bus() {
+        DBUS_SYSTEM_BUS_ADDRESS="unix:path=$T/dbusrun/system_bus_socket" dbus-send --system --print-reply \
+                --dest=org.freedesktop.DBus / org.freedesktop.DBus.GetNameOwner string:org.freedesktop.network1
 }
 
 networkctl_nd() {
@@ -159,6 +165,7 @@ SYSTEMD_LOG_LEVEL=debug SYSTEMD_LOG_TARGET=console \
         ip netns exec "$(lab_ns a)" "$SRC/tests/integration/networkd-in-ns.sh" > "$T/networkd.log" 2>&1 &
 NDPID=$!
 LAB_PIDS+=("$NDPID")
+wait_for 100 networkd_on_bus || lab_die "networkd is not on the bus: $(tail -n 20 "$T/networkd.log")"
 wait_for 100 networkctl_nd list || lab_die "networkd does not answer: $(tail -n 20 "$T/networkd.log")"
 
 # ---- 2. the .netdev and .network, networkd creates and addresses the device ----

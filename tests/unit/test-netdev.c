@@ -393,13 +393,17 @@ static void test_key_docs(void) {
         const MptConfKey *weight = conf_key_lookup(MPT_SECTION_PATH, "Weight");
 
         g_assert_nonnull(netdev_key_default_doc(name));
-        g_assert_nonnull(netdev_key_note(name));
+        g_assert_nonnull(netdev_key_doc(name));
         g_assert_null(netdev_key_default_doc(weight));
         g_assert_null(netdev_key_note(weight));
+        g_assert_null(netdev_key_doc(weight));
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
-                const char *note = netdev_key_note(&mpt_conf_keys[i]);
+                const char *note = netdev_key_note(&mpt_conf_keys[i]), *doc = netdev_key_doc(&mpt_conf_keys[i]);
                 if (note)
                         g_assert_cmpuint(strlen(note), >=, 30);
+                if (doc)
+                        g_assert_cmpuint(strlen(doc), >=, 30);
+                g_assert_true(!note || !doc);
         }
 }
 
