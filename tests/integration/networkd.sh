@@ -47,8 +47,11 @@ lab_init
 
 cleanup() {
         local rc=$? d
-        # lab_cleanup looks at $? to decide whether to show the logs.
-        (exit "$rc") || lab_cleanup || true
+        set +e
+        # lab_cleanup kills the processes and deletes the namespaces and the temporary
+        # directory; it looks at $? to decide whether to show the logs.
+        (exit "$rc")
+        lab_cleanup
         # Mount points this test had to create on the host (the mounts themselves lived and
         # died in networkd's private mount namespace).
         for d in "${CREATED_DIRS[@]}"; do
