@@ -154,6 +154,15 @@ oom:
         return -ENOMEM;
 }
 
+/* As systemd decides it: $SYSTEMD_IN_INITRD, else whether /etc/initrd-release exists. */
+static bool in_initrd(void) {
+        const char *e = getenv("SYSTEMD_IN_INITRD");
+
+        if (e && parse_boolean(e) >= 0)
+                return parse_boolean(e) > 0;
+        return access("/etc/initrd-release", F_OK) >= 0;
+}
+
 /* MPT_GENERATOR_SEARCH_PATH, split at ':' into a NULL-terminated vector of words in *ret_buf. */
 static char **split_path(const char *s, char **ret_buf) {
         size_t n = 1;
@@ -207,6 +216,12 @@ static int run(int argc, char *argv[]) {
         }
         if (!hook_ok("MPT_GENERATOR_MPTD", paths.mptd) || !hook_ok("MPT_GENERATOR_UNITDIR", paths.unitdir))
                 return 1;
+        /* mptd is not part of an initrd: a unit there could only fail. The tunnels come up
+         * after the switch to the real root, where systemd runs the generators again. */
+        if (in_initrd()) {
+                log_msg(LOG_DEBUG, "In the initrd: no units.");
+                return 0;
+        }
         if (hook_dirs) {
                 split = split_path(hook_dirs, &split_buf);
                 if (!split)

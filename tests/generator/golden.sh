@@ -70,7 +70,7 @@ run_case() {
         mkdir -p "$out/normal" "$out/early" "$out/late" "$w/got/normal"
         snapshot "$in" > "$w/before"
 
-        env -u SYSTEMD_SCOPE -u SYSTEMD_LOG_TARGET -u SYSTEMD_LOG_LEVEL \
+        env -u SYSTEMD_SCOPE -u SYSTEMD_LOG_TARGET -u SYSTEMD_LOG_LEVEL SYSTEMD_IN_INITRD=0 \
                 MPT_GENERATOR_SEARCH_PATH="$(search_path "$in")" \
                 MPT_GENERATOR_MPTD=/SBINDIR/mptd MPT_GENERATOR_UNITDIR=/UNITDIR \
                 timeout 10 "$gen" "$out/normal" "$out/early" "$out/late" 2> "$w/stderr" || rc=$?
@@ -115,6 +115,13 @@ for args in "" "a b" "a b c d"; do
         [ "$rc" = 1 ] && [ "$out" = "mpt-netdev-generator: This program takes one or three arguments." ] ||
                 fail "arguments '$args': rc=$rc, '$out'"
 done
+
+# In the initrd, the generator writes nothing (mptd is not there).
+mkdir -p "$T/initrd/in" "$T/initrd/out"
+cp -a "$cases/good/input/." "$T/initrd/in/"
+env -u SYSTEMD_SCOPE SYSTEMD_IN_INITRD=1 MPT_GENERATOR_SEARCH_PATH="$(search_path "$T/initrd/in")" \
+        "$gen" "$T/initrd/out" 2> "$T/initrd/stderr" || fail "initrd: the generator failed"
+[ -z "$(find "$T/initrd/out" -mindepth 1)" ] && [ ! -s "$T/initrd/stderr" ] || fail "initrd: the generator wrote units"
 
 n=0
 for c in "$cases"/*/; do

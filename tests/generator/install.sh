@@ -79,7 +79,7 @@ grep -qx "ExecStart=$sbindir/mptd --log-target=journal %i" "$D$unitdir/mptd@.ser
 # The installed generator, on the installed example: its unit points at the installed paths.
 mkdir -p "$T/network" "$T/out"
 cp "$D$docdir/examples/mpt0.netdev" "$T/network/"
-env -u SYSTEMD_SCOPE MPT_GENERATOR_SEARCH_PATH="$T/network" "$D$generatordir/mpt-netdev-generator" "$T/out" ||
+env -u SYSTEMD_SCOPE SYSTEMD_IN_INITRD=0 MPT_GENERATOR_SEARCH_PATH="$T/network" "$D$generatordir/mpt-netdev-generator" "$T/out" ||
         fail "the installed generator failed"
 dropin="$T/out/mptd@mpt0.service.d/50-netdev.conf"
 link="$T/out/sys-subsystem-net-devices-mpt0.device.wants/mptd@mpt0.service"

@@ -109,7 +109,7 @@ for c in "$cases"/*/; do
                 done < "$c/setup"
         fi
         chmod -R a+rX "$T"
-        MPT_GENERATOR_SEARCH_PATH="$in/etc:$in/run:$in/usr-local-lib:$in/usr-lib:$in/lib" \
+        SYSTEMD_IN_INITRD=0 MPT_GENERATOR_SEARCH_PATH="$in/etc:$in/run:$in/usr-local-lib:$in/usr-lib:$in/lib" \
                 MPT_GENERATOR_MPTD="$mptd" MPT_GENERATOR_UNITDIR="$datadir" \
                 "$gen" "$out" 2>/dev/null || fail "$name: the generator failed"
         chmod -R a+rX "$out"

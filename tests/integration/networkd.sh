@@ -116,7 +116,7 @@ paths_up() {
 run_generator() { # OUTDIR: in networkd's mount namespace, with networkd's default search path
         rm -rf "$1"
         mkdir -p "$1/normal" "$1/early" "$1/late"
-        in_networkd env -u SYSTEMD_SCOPE MPT_GENERATOR_MPTD="$MPTD" \
+        in_networkd env -u SYSTEMD_SCOPE SYSTEMD_IN_INITRD=0 MPT_GENERATOR_MPTD="$MPTD" \
                 "$GEN" "$1/normal" "$1/early" "$1/late" 2> "$1/messages" ||
                 lab_die "the generator failed: $(cat "$1/messages")"
 }
