@@ -133,13 +133,10 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
         int r;
 
         if (arg_netdev) {
-                MptNetdevInfo info = {};
-
                 filename = strdup(arg_netdev);
                 if (!filename)
                         return log_oom();
-                r = netdev_load_file(filename, &profile, &info, &diag);
-                netdev_info_done(&info);
+                r = netdev_load_file(filename, &profile, NULL, &diag);
                 if (r == 0) {
                         fprintf(stderr, "mptd: %s has no [" NETDEV_TUNNEL_SECTION "] section: it describes no mpt "
                                 "tunnel (see mpt.netdev(5))\n", filename);
