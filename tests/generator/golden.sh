@@ -18,6 +18,9 @@
 # expected files do not depend on the build. The generator must exit 0, write nothing into
 # the early and late directories and change nothing in its input.
 #
+# Also: the argument contract (one or three directories), nothing written in the initrd, and
+# (as root only) messages on the kernel log when systemd runs the generator.
+#
 # MPT_UPDATE_GOLDEN=1 rewrites the expected files from the current output: review the diff.
 # Needs no root.
 set -euo pipefail
@@ -122,6 +125,28 @@ cp -a "$cases/good/input/." "$T/initrd/in/"
 env -u SYSTEMD_SCOPE SYSTEMD_IN_INITRD=1 MPT_GENERATOR_SEARCH_PATH="$(search_path "$T/initrd/in")" \
         "$gen" "$T/initrd/out" 2> "$T/initrd/stderr" || fail "initrd: the generator failed"
 [ -z "$(find "$T/initrd/out" -mindepth 1)" ] && [ ! -s "$T/initrd/stderr" ] || fail "initrd: the generator wrote units"
+
+# Run by systemd ($SYSTEMD_SCOPE set), the generator logs to the kernel log. Checked with a file
+# bind-mounted over /dev/kmsg in a private mount namespace (root only; the host's kernel log is
+# not touched).
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+        mkdir -p "$T/kmsg/in" "$T/kmsg/out"
+        printf '[NetDev]\nName=mpt0\nKind=tap\n[X-MPT]\n' > "$T/kmsg/in/mpt0.netdev"
+        : > "$T/kmsg/log"
+        env -u SYSTEMD_LOG_TARGET -u SYSTEMD_LOG_LEVEL SYSTEMD_SCOPE=system SYSTEMD_IN_INITRD=0 \
+                MPT_GENERATOR_SEARCH_PATH="$T/kmsg/in" \
+                unshare -m sh -c 'mount --bind "$1" /dev/kmsg && exec "$2" "$3"' sh \
+                "$T/kmsg/log" "$gen" "$T/kmsg/out" 2> "$T/kmsg/stderr" || fail "kmsg: the generator failed"
+        got=$(sed 's/^<\([0-9]\)>mpt-netdev-generator\[[0-9]*\]: /<\1>/' "$T/kmsg/log")
+        want="<3>$T/kmsg/in/mpt0.netdev:3: Kind=tap: mpt needs Kind=tun (a multi-queue TUN device)
+<3>$T/kmsg/in/mpt0.netdev: no [Tun] section with MultiQueue=yes: mptd attaches one queue per worker thread
+<3>$T/kmsg/in/mpt0.netdev: no [X-MPTPath] section: a tunnel needs at least one path
+<3>$T/kmsg/in/mpt0.netdev: 3 problems; no unit for this tunnel (check it with: mptctl check $T/kmsg/in/mpt0.netdev)."
+        [ "$got" = "$want" ] || fail "kmsg: got '$got'"
+        [ ! -s "$T/kmsg/stderr" ] || fail "kmsg: also wrote to standard error: $(cat "$T/kmsg/stderr")"
+else
+        echo "(not root: the kernel log target is not checked)"
+fi
 
 n=0
 for c in "$cases"/*/; do
