@@ -133,6 +133,7 @@ static void test_info(void) {
                         "User=nobody\n[X-MPT]\n" PATH,
                         &info);
 
+        g_assert_cmpstr(p->tunnel.name, ==, "mpt0");
         g_assert_cmpstr(info.user, ==, "nobody");
         g_assert_null(info.group); /* an empty value resets */
         netdev_info_done(&info);
