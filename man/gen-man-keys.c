@@ -2,7 +2,10 @@
 
 /* Builds mpt.conf(5) from its template and the key table (profile-keys.c).
  *
- *   gen-man-keys TEMPLATE OUTPUT
+ *   gen-man-keys [--netdev] TEMPLATE OUTPUT
+ *
+ * With --netdev it builds mpt.netdev(5): the sections are called [X-MPT] and [X-MPTPath], as in
+ * a .netdev file, and the .netdev notes and defaults of netdev.c are added to the table's text.
  *
  * Every template line is copied as it is, except the lines "@TUNNEL_KEYS@" and "@PATH_KEYS@",
  * which must each appear exactly once on a line of their own. They become one entry per key of
@@ -23,12 +26,18 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "netdev.h"
 #include "profile.h"
 
 #define DOC_MIN 30u
 #define TEXT_WIDTH 80u
 
 static const char *arg_template, *arg_output;
+static bool arg_netdev;
+
+static const char *section_title(MptSection section) {
+        return arg_netdev ? netdev_section_names[section] : mpt_section_to_string(section);
+}
 
 static void fail(const char *fmt, ...) _printf_(1, 2);
 static void fail(const char *fmt, ...) {
@@ -267,6 +276,13 @@ static int write_default(FILE *f, const MptConfKey *k) {
         int r;
 
         fputs("Default: ", f);
+        if (arg_netdev && netdev_key_default_doc(k)) {
+                r = roff_text(f, netdev_key_default_doc(k), false, STRLEN("Default: "));
+                if (r < 0)
+                        return r;
+                fputs(".\n", f);
+                return 0;
+        }
         if (k->default_doc) {
                 r = roff_text(f, k->default_doc, false, STRLEN("Default: "));
                 if (r < 0)
@@ -346,19 +362,30 @@ static int check_key(const MptConfKey *k) {
 }
 
 static int write_keys(FILE *f, MptSection section) {
-        const char *name = mpt_section_to_string(section);
+        const char *name = section_title(section);
         int r;
 
         fprintf(f, ".\\\" BEGIN KEYS [%s]: generated from src/shared/profile-keys.c\n", name);
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
+                _cleanup_free_ char *doc = NULL;
 
                 if (k->section != section)
                         continue;
                 fprintf(f, ".TP\n\\fB%s=\\fR", k->name);
                 roff_syntax(f, k->syntax);
                 fputc('\n', f);
-                r = roff_text(f, k->doc, true, 0);
+                if (arg_netdev && netdev_key_doc(k))
+                        doc = strdup(netdev_key_doc(k));
+                else if (arg_netdev && netdev_key_note(k))
+                        (void) asprintf(&doc, "%s %s", k->doc, netdev_key_note(k));
+                else
+                        doc = strdup(k->doc);
+                if (!doc) {
+                        fail("out of memory");
+                        return -ENOMEM;
+                }
+                r = roff_text(f, doc, true, 0);
                 if (r == -ENOMEM) {
                         fail("out of memory");
                         return r;
@@ -450,8 +477,13 @@ static int run(int argc, char *argv[]) {
         FILE *out;
         int r;
 
+        if (argc == 4 && streq(argv[1], "--netdev")) {
+                arg_netdev = true;
+                argv++;
+                argc--;
+        }
         if (argc != 3) {
-                fprintf(stderr, "Usage: gen-man-keys TEMPLATE OUTPUT\n");
+                fprintf(stderr, "Usage: gen-man-keys [--netdev] TEMPLATE OUTPUT\n");
                 return -EINVAL;
         }
         arg_template = argv[1];

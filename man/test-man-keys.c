@@ -3,7 +3,7 @@
 /* Checks that the man pages document what the code has, so that a new key, drop reason, path
  * state, device class, show field, command or option cannot be added without its documentation:
  *
- *   test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL MPTD_CTL_C
+ *   test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL MPTD_CTL_C MPT_NETDEV_5
  *
  * An entry is ".TP" followed by a tag line whose first bold word ("\fBword\fR...", ".B word",
  * ".BR word ...") is what it documents.
@@ -11,7 +11,8 @@
  * - mpt.conf(5) (generated): every key of the key table has exactly one entry ("Key=") inside
  *   the generated block of its section, with a text and a default; no entry names a key that
  *   does not exist.
- * - All three pages: every key written in bold ("\fBKey=") is a key of the table, so a page
+ * - mpt.netdev(5) (generated): the same for its [X-MPT] and [X-MPTPath] blocks.
+ * - All pages: every key written in bold ("\fBKey=") is a key of the table, so a page
  *   cannot keep documenting a removed key.
  * - mptd(8): every drop reason of mpt_drop_reason_to_string() has an entry in DROP COUNTERS,
  *   every path state of path_state_to_string() one in PATHS AND KEEPALIVES, and every device
@@ -34,6 +35,7 @@
 
 #include "conf-parser.h"
 #include "devclass.h"
+#include "netdev.h"
 #include "profile.h"
 #include "tunnel.h"
 #include "wire.h"
@@ -202,9 +204,10 @@ static unsigned count_entries(const Page *p, size_t begin, size_t end, const cha
         return n;
 }
 
-static void check_conf_page(const Page *p) {
+/* names: the section titles of the page (NULL: those of a native profile). */
+static void check_conf_page(const Page *p, const char *const *names) {
         for (MptSection s = 0; s < _MPT_SECTION_MAX; s++) {
-                const char *sname = mpt_section_to_string(s);
+                const char *sname = names ? names[s] : mpt_section_to_string(s);
                 _cleanup_free_ char *begin = NULL, *end = NULL;
                 size_t b, e;
 
@@ -673,19 +676,24 @@ static void check_frames(const Page *p) {
 }
 
 int main(int argc, char *argv[]) {
-        Page conf = {}, mptd = {}, mptctl = {};
+        Page conf = {}, mptd = {}, mptctl = {}, netdev = {};
         const char *reasons[_MPT_DROP_MAX], *states[_PATH_STATE_MAX], *classes[_MPT_DEVCLASS_MAX];
         char **commands = NULL;
         size_t n_commands;
 
-        if (argc != 8) {
-                fprintf(stderr, "Usage: test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL MPTD_CTL_C\n");
+        if (argc != 9) {
+                fprintf(stderr, "Usage: test-man-keys MPT_CONF_5 MPTD_8 MPTCTL_8 MPTCTL_MAIN_C MPTD MPTCTL MPTD_CTL_C "
+                        "MPT_NETDEV_5\n");
                 return 2;
         }
         if (page_load(argv[1], &conf) < 0 || page_load(argv[2], &mptd) < 0 || page_load(argv[3], &mptctl) < 0)
                 return 1;
+        if (page_load(argv[8], &netdev) < 0)
+                return 1;
 
-        check_conf_page(&conf);
+        check_conf_page(&conf, NULL);
+        check_conf_page(&netdev, netdev_section_names);
+        check_bold_keys(&netdev);
         check_bold_keys(&conf);
         check_bold_keys(&mptd);
         check_bold_keys(&mptctl);
@@ -719,6 +727,7 @@ int main(int argc, char *argv[]) {
         page_done(&conf);
         page_done(&mptd);
         page_done(&mptctl);
+        page_done(&netdev);
 
         if (n_problems > 0) {
                 fprintf(stderr, "%u problem%s: the man pages do not document what the code has.\n", n_problems,

@@ -1,7 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include "mptctl.h"
+#include "netdev.h"
 #include "profile.h"
+
+/* A native profile, or a systemd .netdev (by its extension) with the same messages that mptd
+ * and mpt-netdev-generator give. */
+static int load_any(const char *filename, MptProfile **ret, MptDiagnostics *d) {
+        int r;
+
+        if (!netdev_filename(filename))
+                return profile_load_file(filename, ret, d);
+        r = netdev_load_file(filename, ret, NULL, d);
+        if (r == 0) {
+                /* Asked to check it, so say why there is nothing to check. */
+                diag_add(d, filename, 0, "no [" NETDEV_TUNNEL_SECTION "] section: this .netdev describes no mpt "
+                         "tunnel (see mpt.netdev(5))");
+                return -EINVAL;
+        }
+        return r < 0 ? r : 0;
+}
 
 /* mptctl check FILE... : every problem as FILE:LINE: message, non-zero exit if any. */
 int verb_check(int argc, char **argv) {
@@ -18,7 +36,7 @@ int verb_check(int argc, char **argv) {
                 MptDiagnostics d = {};
                 int r;
 
-                r = profile_load_file(argv[i], &p, &d);
+                r = load_any(argv[i], &p, &d);
                 if (r < 0)
                         result = r;
                 if (arg_json) {
@@ -43,7 +61,8 @@ int verb_check(int argc, char **argv) {
                 } else if (r == -EINVAL)
                         diag_print(&d, stderr, "");
                 else if (r < 0)
-                        fprintf(stderr, "%s: cannot read: %s\n", argv[i], strerror(-r));
+                        fprintf(stderr, "%s: cannot read: %s\n", argv[i],
+                                r == -EBADFD ? "not a regular file" : strerror(-r));
                 else
                         printf("%s: OK (tunnel '%s', %zu path%s)\n", argv[i], p->tunnel.name, p->n_paths,
                                p->n_paths == 1 ? "" : "s");

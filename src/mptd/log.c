@@ -23,6 +23,11 @@ static bool stderr_is_journal(void) {
         return st.st_dev == dev && st.st_ino == ino;
 }
 
+/* sd_journal_sendv() reports success when there is no journal at all (ENOENT), so look first. */
+static bool journal_available(void) {
+        return access("/run/systemd/journal/socket", F_OK) >= 0;
+}
+
 void log_setup(LogTarget target, int max_level) {
         if (target == LOG_TARGET_AUTO)
                 target = stderr_is_journal() ? LOG_TARGET_JOURNAL : LOG_TARGET_CONSOLE;
@@ -61,7 +66,9 @@ int log_internal(int level, int error, const char *tunnel, const char *path, con
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
 
-        if (log_target == LOG_TARGET_JOURNAL) {
+        /* Without a journal to talk to (not started yet, or none at all, as in a container), the
+         * message goes to stderr: it must not be lost. */
+        if (log_target == LOG_TARGET_JOURNAL && journal_available()) {
                 char f_msg[2200], f_prio[32], f_file[256], f_line[32], f_func[128], f_tunnel[64], f_path[64],
                         f_errno[32];
                 struct iovec iov[8];
@@ -85,13 +92,15 @@ int log_internal(int level, int error, const char *tunnel, const char *path, con
                 if (error)
                         FIELD(f_errno, "ERRNO=%i", ERRNO_VALUE(error));
 #undef FIELD
-                (void) sd_journal_sendv(iov, n);
-        } else {
-                /* Console: plain lines. Under systemd, stderr goes to the journal and the journal
-                 * target is chosen (JOURNAL_STREAM), which keeps priorities and fields. */
-                fprintf(stderr, "%s%s%s%s%s%s\n", strempty(tunnel), tunnel ? ": " : "", path ? "path '" : "",
-                        strempty(path), path ? "': " : "", msg);
+                if (sd_journal_sendv(iov, n) >= 0)
+                        goto done;
         }
+
+        /* Console: plain lines. Under systemd, stderr goes to the journal and the journal target
+         * is chosen (JOURNAL_STREAM), which keeps priorities and fields. */
+        fprintf(stderr, "%s%s%s%s%s%s\n", strempty(tunnel), tunnel ? ": " : "", path ? "path '" : "",
+                strempty(path), path ? "': " : "", msg);
+done:
         errno = saved;
         return -ERRNO_VALUE(error);
 }

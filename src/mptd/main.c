@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "netdev.h"
 #include "tunnel.h"
 
 static unsigned arg_workers;
@@ -16,13 +17,17 @@ static int arg_log_level = LOG_INFO;
 static LogTarget arg_log_target = LOG_TARGET_AUTO;
 static bool arg_check;
 static const char *arg_profile;
+static const char *arg_netdev;
 
 static void help(void) {
         printf("Usage: mptd [OPTIONS] PROFILE\n"
+               "       mptd [OPTIONS] --netdev FILE\n"
                "\n"
                "Runs the data plane of one mpt multipath tunnel.\n"
                "PROFILE is a file, or a name looked up as " MPT_SYSCONFDIR "/NAME.conf.\n"
                "\n"
+               "     --netdev=FILE        Read the tunnel from a systemd .netdev file and attach\n"
+               "                          to the TUN device systemd-networkd created from it\n"
                "  -c --check              Check the profile and exit\n"
                "  -w --workers=N          Data-plane threads (overrides Workers=)\n"
                "     --log-level=LEVEL    err, warning, notice, info (default) or debug\n"
@@ -30,11 +35,11 @@ static void help(void) {
                "  -h --help               Show this help\n"
                "     --version            Show the version\n"
                "\n"
-               "See mptd(8) and mpt.conf(5).\n");
+               "See mptd(8), mpt.conf(5) and mpt.netdev(5).\n");
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET };
+        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_NETDEV };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -42,6 +47,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "workers", required_argument, NULL, 'w' },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "netdev", required_argument, NULL, ARG_NETDEV },
                 {}
         };
         int c;
@@ -82,12 +88,23 @@ static int parse_argv(int argc, char *argv[]) {
                                 return -EINVAL;
                         }
                         break;
+                case ARG_NETDEV:
+                        arg_netdev = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
                         assert(false);
                 }
 
+        if (arg_netdev) {
+                if (optind != argc) {
+                        fprintf(stderr, "mptd: --netdev FILE takes the place of PROFILE: give one of them, "
+                                "not both (see mptd --help)\n");
+                        return -EINVAL;
+                }
+                return 1;
+        }
         if (optind + 1 != argc) {
                 fprintf(stderr, "mptd: expected exactly one PROFILE argument (see mptd --help)\n");
                 return -EINVAL;
@@ -105,6 +122,56 @@ static int profile_filename(const char *arg, char **ret) {
         if (!object_name_valid(arg))
                 return -EINVAL;
         return asprintf(ret, "%s/%s.conf", MPT_SYSCONFDIR, arg) < 0 ? -ENOMEM : 0;
+}
+
+/* Reads the native profile or the .netdev named on the command line. Prints every problem;
+ * returns 0 or -EINVAL (already reported). */
+static int load_profile(MptProfile **ret, char **ret_filename) {
+        _cleanup_(profile_freep) MptProfile *profile = NULL;
+        _cleanup_free_ char *filename = NULL;
+        MptDiagnostics diag = {};
+        int r;
+
+        if (arg_netdev) {
+                filename = strdup(arg_netdev);
+                if (!filename)
+                        return log_oom();
+                r = netdev_load_file(filename, &profile, NULL, &diag);
+                if (r == 0) {
+                        fprintf(stderr, "mptd: %s has no [" NETDEV_TUNNEL_SECTION "] section: it describes no mpt "
+                                "tunnel (see mpt.netdev(5))\n", filename);
+                        return -EINVAL;
+                }
+        } else {
+                r = profile_filename(arg_profile, &filename);
+                if (r < 0) {
+                        fprintf(stderr, "mptd: '%s' is neither a file name nor a tunnel name\n", arg_profile);
+                        return -EINVAL;
+                }
+                r = profile_load_file(filename, &profile, &diag);
+        }
+        if (r == -EINVAL) {
+                diag_print(&diag, stderr, "");
+                fprintf(stderr, "mptd: %s has %zu error%s; not starting the tunnel\n", filename, diag_count(&diag),
+                        diag_count(&diag) == 1 ? "" : "s");
+                if (!arg_netdev && netdev_filename(filename))
+                        fprintf(stderr, "mptd: %s looks like a systemd .netdev file: use mptd --netdev %s\n",
+                                filename, filename);
+                diag_done(&diag);
+                return -EINVAL;
+        }
+        diag_done(&diag);
+        if (r == -EBADFD) {
+                fprintf(stderr, "mptd: cannot read %s: not a regular file\n", filename);
+                return -EINVAL;
+        }
+        if (r < 0) {
+                fprintf(stderr, "mptd: cannot read %s: %s\n", filename, strerror(-r));
+                return -EINVAL;
+        }
+        *ret = TAKE_PTR(profile);
+        *ret_filename = TAKE_PTR(filename);
+        return 0;
 }
 
 static bool have_cap_net_admin(void) {
@@ -148,7 +215,6 @@ static int run(int argc, char *argv[]) {
         _cleanup_(tunnel_freep) Tunnel *tunnel = NULL;
         _cleanup_(ctl_server_freep) CtlServer *ctl = NULL; /* freed before the tunnel it serves */
         _cleanup_free_ char *filename = NULL;
-        MptDiagnostics diag = {};
         unsigned workers;
         sigset_t mask;
         int r;
@@ -158,24 +224,9 @@ static int run(int argc, char *argv[]) {
                 return r < 0 ? 1 : 0;
         log_setup(arg_log_target, arg_log_level);
 
-        r = profile_filename(arg_profile, &filename);
-        if (r < 0) {
-                fprintf(stderr, "mptd: '%s' is neither a file name nor a tunnel name\n", arg_profile);
+        r = load_profile(&profile, &filename);
+        if (r < 0)
                 return 1;
-        }
-        r = profile_load_file(filename, &profile, &diag);
-        if (r == -EINVAL) {
-                diag_print(&diag, stderr, "");
-                fprintf(stderr, "mptd: %s has %zu error%s; not starting the tunnel\n", filename, diag_count(&diag),
-                        diag_count(&diag) == 1 ? "" : "s");
-                diag_done(&diag);
-                return 1;
-        }
-        diag_done(&diag);
-        if (r < 0) {
-                fprintf(stderr, "mptd: cannot read %s: %s\n", filename, strerror(-r));
-                return 1;
-        }
         if (arg_check) {
                 printf("%s: OK\n", filename);
                 return 0;

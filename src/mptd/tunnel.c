@@ -2,6 +2,7 @@
 
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 
 #include "log.h"
@@ -433,6 +434,17 @@ static void mark_dirty(Tunnel *t, Path *p) {
 static void on_link_event(void *userdata, bool removed, const RtnlLink *l) {
         Tunnel *t = userdata;
 
+        if (removed && t->tun.ifindex > 0 && l->ifindex == t->tun.ifindex) {
+                /* Someone deleted our device (ip link delete, networkctl delete, a networkd
+                 * .netdev that went away): the tunnel is over. A clean exit, so that a unit
+                 * with Restart=on-failure stays stopped. */
+                log_tunnel_info(t, "TUN device '%s' was removed, shutting down.", t->tun.ifname);
+                t->tun.ifindex = 0; /* nothing left to take back from it */
+                (void) sd_notify(false, "STOPPING=1");
+                (void) sd_event_exit(t->event, 0);
+                return;
+        }
+
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];
                 /* By name (appears, disappears, is renamed) or by index (the one we use). */
@@ -568,6 +580,19 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = rtnl_monitor_new(event, &monitor_handlers, t, &t->monitor);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to subscribe to rtnetlink events: %m");
+        if (profile->from_netdev) {
+                RtnlLink l;
+
+                /* networkd owns the device: never create one behind its back. */
+                r = rtnl_link_get_by_name(t->rtnl, t->name, &l);
+                if (r == -ENODEV)
+                        return log_tunnel_error_errno(t, r,
+                                                      "TUN device '%s' does not exist. systemd-networkd creates it "
+                                                      "from %s: is networkd running, and has it read the file "
+                                                      "('networkctl reload')?", t->name, profile->filename);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to look up interface '%s': %m", t->name);
+        }
         r = sd_event_add_defer(event, &t->refresh_event, on_refresh, t);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to add event source: %m");
@@ -598,6 +623,11 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = tun_open(t->rtnl, t->name, n_workers, &t->tun, &err);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "%s", err ?: "Failed to open the TUN device");
+        if (profile->from_netdev && !t->tun.persistent)
+                /* It went away between the look-up and the attach: what we opened is ours, not
+                 * networkd's, and goes away with us. */
+                return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(ENODEV),
+                                              "TUN device '%s' disappeared while mptd attached to it.", t->name);
         log_tunnel_info(t, "%s TUN device '%s' (ifindex %i) with %u queue%s, MTU %u.",
                         t->tun.persistent ? "Attached to" : "Created", t->tun.ifname, t->tun.ifindex,
                         n_workers, n_workers == 1 ? "" : "s", t->mtu);

@@ -268,6 +268,10 @@ static void worker_tx(Worker *w, const Snapshot *s) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
+                        if (errno == EBADFD)
+                                /* The device was deleted: the queue stays readable-with-error
+                                 * forever. Stop polling it; the main thread shuts down. */
+                                (void) epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, w->tun_fd, NULL);
                         break;
                 }
                 if (k == 0)

@@ -54,6 +54,10 @@ const char *conf_key_suggest(MptSection section, const char *name) {
         return best;
 }
 
+static const char *section_title(const MptProfile *p, MptSection section) {
+        return p->section_names ? p->section_names[section] : mpt_section_to_string(section);
+}
+
 static void *field_ptr(const MptConfKey *k, void *config) {
         return (uint8_t *) config + k->offset;
 }
@@ -317,9 +321,9 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
                 const char *hint = conf_key_suggest(section, key);
                 if (hint)
                         diag_add(d, file, line, "unknown key '%s' in [%s]; did you mean '%s'?",
-                                 key, mpt_section_to_string(section), hint);
+                                 key, section_title(p, section), hint);
                 else
-                        diag_add(d, file, line, "unknown key '%s' in [%s]", key, mpt_section_to_string(section));
+                        diag_add(d, file, line, "unknown key '%s' in [%s]", key, section_title(p, section));
                 return -ENOENT;
         }
 
@@ -391,7 +395,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 p->tunnel.name = default_tunnel_name(p->filename);
                 if (!p->tunnel.name)
                         diag_add(d, file, p->tunnel.line,
-                                 "no tunnel name: set Name= in [Tunnel] (the file name is not a valid name)");
+                                 "no tunnel name: set Name= in [%s] (the file name is not a valid name)",
+                                 section_title(p, MPT_SECTION_TUNNEL));
         }
 
         for (size_t i = 0; i < p->tunnel.addresses.n; i++)
@@ -417,7 +422,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         }
 
         if (p->n_paths == 0)
-                diag_add(d, file, 0, "no [Path] section: a tunnel needs at least one path");
+                diag_add(d, file, 0, "no [%s] section: a tunnel needs at least one path",
+                         section_title(p, MPT_SECTION_PATH));
         if (p->n_paths > MPT_PATHS_MAX)
                 diag_add(d, file, p->paths[MPT_PATHS_MAX].line, "too many paths (at most %u)", MPT_PATHS_MAX);
 

@@ -80,6 +80,12 @@ typedef struct MptPathConfig {
 
 typedef struct MptProfile {
         char *filename; /* as given; used in messages */
+        /* How the file spells the sections, for messages; NULL: "Tunnel" and "Path". A .netdev
+         * file calls them "X-MPT" and "X-MPTPath" (netdev.h). */
+        const char *const *section_names;
+        /* Read from a systemd .netdev file: systemd-networkd creates the TUN device, mptd only
+         * attaches to it (never creates it). */
+        bool from_netdev;
         MptTunnelConfig tunnel;
         MptPathConfig *paths;
         size_t n_paths;

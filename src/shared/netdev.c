@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "conf-parser.h"
+#include "netdev.h"
+
+const char *const netdev_section_names[_MPT_SECTION_MAX] = {
+        [MPT_SECTION_TUNNEL] = NETDEV_TUNNEL_SECTION,
+        [MPT_SECTION_PATH] = NETDEV_PATH_SECTION,
+};
+
+typedef enum NetdevSection {
+        NETDEV_SECTION_OTHER, /* networkd's: [Match], [NetDev] keys we do not need, ... */
+        NETDEV_SECTION_NETDEV,
+        NETDEV_SECTION_TUN,
+        NETDEV_SECTION_MPT_TUNNEL,
+        NETDEV_SECTION_MPT_PATH,
+} NetdevSection;
+
+/* A [Tun] boolean: -1 while unset. */
+typedef struct TunFlag {
+        int value;
+        unsigned line;
+        bool invalid; /* reported already */
+} TunFlag;
+
+typedef struct NetdevState {
+        MptProfile *profile;
+        MptNetdevInfo info;
+        NetdevSection section;
+        size_t path_index;
+        bool seen_tunnel;
+        unsigned netdev_line; /* of the first [NetDev] header */
+        unsigned name_line, kind_line;
+        unsigned tun_line;    /* of the first [Tun] header */
+        TunFlag multi_queue, packet_info, vnet_header;
+} NetdevState;
+
+void netdev_info_done(MptNetdevInfo *info) {
+        free(info->ifname);
+        free(info->kind);
+        free(info->user);
+        free(info->group);
+        *info = (MptNetdevInfo) {};
+}
+
+bool netdev_filename(const char *filename) {
+        size_t n = strlen(filename);
+
+        return n > STRLEN(".netdev") && streq(filename + n - STRLEN(".netdev"), ".netdev");
+}
+
+/* A section that is meant to be ours but is not spelled right: "X-MPTPaths", "x-mpt", "MPT"
+ * (networkd warns about [MPT] and ignores it, so its settings would be lost). Returns the
+ * section it probably means. */
+static const char *lookalike_section(const char *section) {
+        const char *best = NULL;
+        unsigned best_d = UINT_MAX;
+
+        for (MptSection s = 0; s < _MPT_SECTION_MAX; s++) {
+                unsigned dist = string_distance(section, netdev_section_names[s]);
+                if (dist < best_d) {
+                        best_d = dist;
+                        best = netdev_section_names[s];
+                }
+        }
+        if (strncasecmp(section, "X-MPT", STRLEN("X-MPT")) == 0 || strncasecmp(section, "MPT", STRLEN("MPT")) == 0 ||
+            best_d <= 2)
+                return best;
+        return NULL;
+}
+
+static bool on_section(void *userdata, const char *section, unsigned line, MptDiagnostics *d) {
+        NetdevState *s = userdata;
+        MptProfile *p = s->profile;
+        const char *hint;
+
+        s->section = NETDEV_SECTION_OTHER;
+
+        if (streq(section, "NetDev")) {
+                if (s->netdev_line == 0)
+                        s->netdev_line = line;
+                s->section = NETDEV_SECTION_NETDEV;
+                return true;
+        }
+        if (streq(section, "Tun")) {
+                if (s->tun_line == 0)
+                        s->tun_line = line;
+                s->section = NETDEV_SECTION_TUN;
+                return true;
+        }
+        if (streq(section, NETDEV_TUNNEL_SECTION)) {
+                s->info.has_mpt = true;
+                if (s->seen_tunnel) {
+                        diag_add(d, p->filename, line,
+                                 "second [" NETDEV_TUNNEL_SECTION "] section (the first is at line %u); "
+                                 "a .netdev describes one tunnel", p->tunnel.line);
+                        return false;
+                }
+                s->seen_tunnel = true;
+                p->tunnel.line = line;
+                s->section = NETDEV_SECTION_MPT_TUNNEL;
+                return true;
+        }
+        if (streq(section, NETDEV_PATH_SECTION)) {
+                s->info.has_mpt = true;
+                if (!profile_add_path(p, line)) {
+                        d->oom = true;
+                        return false;
+                }
+                s->path_index = p->n_paths - 1;
+                s->section = NETDEV_SECTION_MPT_PATH;
+                return true;
+        }
+
+        hint = lookalike_section(section);
+        if (hint) {
+                s->info.has_mpt = true;
+                diag_add(d, p->filename, line, "unknown section [%s]; did you mean [%s]?", section, hint);
+        }
+        /* Everything else is networkd's business. */
+        return false;
+}
+
+static int set_string(char **field, const char *value) {
+        char *v = NULL;
+
+        if (!isempty(value)) {
+                v = strdup(value);
+                if (!v)
+                        return -ENOMEM;
+        }
+        free(*field);
+        *field = v;
+        return 0;
+}
+
+static void set_tun_flag(NetdevState *s, TunFlag *flag, const char *key, const char *value, unsigned line,
+                         MptDiagnostics *d) {
+        int r;
+
+        if (isempty(value)) {
+                *flag = (TunFlag) { .value = -1 };
+                return;
+        }
+        r = parse_boolean(value);
+        if (r < 0) {
+                diag_add(d, s->profile->filename, line, "invalid %s= '%s' in [Tun]: expected yes or no", key, value);
+                flag->invalid = true;
+                return;
+        }
+        *flag = (TunFlag) { .value = r, .line = line };
+}
+
+static void on_assignment(void *userdata, const char *section, const char *key, const char *value, unsigned line,
+                          MptDiagnostics *d) {
+        NetdevState *s = userdata;
+        MptProfile *p = s->profile;
+        int r = 0;
+
+        switch (s->section) {
+        case NETDEV_SECTION_NETDEV:
+                if (streq(key, "Name")) {
+                        r = set_string(&s->info.ifname, value);
+                        s->name_line = line;
+                } else if (streq(key, "Kind")) {
+                        r = set_string(&s->info.kind, value);
+                        s->kind_line = line;
+                }
+                break;
+        case NETDEV_SECTION_TUN:
+                if (streq(key, "MultiQueue"))
+                        set_tun_flag(s, &s->multi_queue, key, value, line, d);
+                else if (streq(key, "PacketInfo"))
+                        set_tun_flag(s, &s->packet_info, key, value, line, d);
+                else if (streq(key, "VNetHeader"))
+                        set_tun_flag(s, &s->vnet_header, key, value, line, d);
+                else if (streq(key, "User"))
+                        r = set_string(&s->info.user, value);
+                else if (streq(key, "Group"))
+                        r = set_string(&s->info.group, value);
+                break;
+        case NETDEV_SECTION_MPT_TUNNEL:
+                (void) profile_assign(p, MPT_SECTION_TUNNEL, NULL, key, value, p->filename, line, d);
+                break;
+        case NETDEV_SECTION_MPT_PATH:
+                (void) profile_assign(p, MPT_SECTION_PATH, &p->paths[s->path_index], key, value, p->filename,
+                                      line, d);
+                break;
+        default:
+                break;
+        }
+        if (r == -ENOMEM)
+                d->oom = true;
+}
+
+static const ConfCallbacks netdev_callbacks = {
+        .section = on_section,
+        .assignment = on_assignment,
+};
+
+/* What networkd needs to create a device mptd can use, and the tunnel's name. */
+static void check_device(NetdevState *s, MptDiagnostics *d) {
+        MptProfile *p = s->profile;
+        const char *file = p->filename;
+        const MptConfKey *name_key = conf_key_lookup(MPT_SECTION_TUNNEL, "Name");
+        unsigned mpt_name_line = p->tunnel.key_line[conf_key_index(name_key)];
+
+        if (s->netdev_line == 0)
+                diag_add(d, file, 0, "no [NetDev] section: networkd needs Name= and Kind=tun there");
+        else {
+                if (!s->info.ifname)
+                        diag_add(d, file, s->netdev_line,
+                                 "missing Name= in [NetDev]: it names the TUN device and the tunnel");
+                if (!s->info.kind)
+                        diag_add(d, file, s->netdev_line, "missing Kind= in [NetDev]: mpt needs Kind=tun");
+                else if (!streq(s->info.kind, "tun"))
+                        diag_add(d, file, s->kind_line, "Kind=%s: mpt needs Kind=tun (a multi-queue TUN device)",
+                                 s->info.kind);
+        }
+
+        if (s->info.ifname) {
+                if (mpt_name_line > 0) {
+                        /* [X-MPT] Name= was checked by its parser; it must not contradict networkd. */
+                        if (p->tunnel.name && !streq(p->tunnel.name, s->info.ifname))
+                                diag_add(d, file, mpt_name_line,
+                                         "Name= '%s' differs from Name= '%s' in [NetDev] (line %u): leave it out, "
+                                         "or make them the same", p->tunnel.name, s->info.ifname, s->name_line);
+                } else
+                        /* The interface name is the tunnel's name: the same rules and message as
+                         * a Name= of [X-MPT]. */
+                        (void) profile_assign(p, MPT_SECTION_TUNNEL, NULL, "Name", s->info.ifname, file, s->name_line,
+                                              d);
+        }
+
+        if (s->tun_line == 0)
+                diag_add(d, file, 0,
+                         "no [Tun] section with MultiQueue=yes: mptd attaches one queue per worker thread");
+        else if (s->multi_queue.invalid)
+                ; /* reported */
+        else if (s->multi_queue.value < 0)
+                diag_add(d, file, s->tun_line,
+                         "missing MultiQueue=yes in [Tun]: mptd attaches one queue per worker thread");
+        else if (s->multi_queue.value == 0)
+                diag_add(d, file, s->multi_queue.line,
+                         "MultiQueue=no: mptd needs MultiQueue=yes (it attaches one queue per worker thread)");
+        if (s->packet_info.value > 0)
+                diag_add(d, file, s->packet_info.line,
+                         "PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information header)");
+        if (s->vnet_header.value > 0)
+                diag_add(d, file, s->vnet_header.line,
+                         "VNetHeader=yes: mptd does not use virtio-net headers yet; set VNetHeader=no or leave it out");
+}
+
+/* Parse and verify are separate passes, but a file's problems are reported in line order; whole-file
+ * problems (line 0) come last. Insertion sort: stable, and the lists are short. */
+static void sort_by_line(MptDiagnostics *d, size_t first) {
+        for (size_t i = first + 1; i < d->n; i++) {
+                MptDiag t = d->items[i];
+                unsigned key = t.line ?: UINT_MAX;
+                size_t j = i;
+
+                for (; j > first && (d->items[j - 1].line ?: UINT_MAX) > key; j--)
+                        d->items[j] = d->items[j - 1];
+                d->items[j] = t;
+        }
+}
+
+int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret,
+                       MptNetdevInfo *ret_info, MptDiagnostics *d) {
+        _cleanup_(profile_freep) MptProfile *p = NULL;
+        size_t errors = diag_count(d), first = d->n, dropped = d->n_dropped;
+        NetdevState s = {
+                .multi_queue.value = -1,
+                .packet_info.value = -1,
+                .vnet_header.value = -1,
+        };
+        int r;
+
+        p = profile_new();
+        if (!p)
+                return -ENOMEM;
+        p->filename = strdup(filename ?: "<input>");
+        if (!p->filename)
+                return -ENOMEM;
+        p->section_names = netdev_section_names;
+        p->from_netdev = true;
+        s.profile = p;
+
+        conf_parse_buffer(p->filename, buf, len, &netdev_callbacks, &s, d);
+        if (s.info.has_mpt && !d->oom) {
+                check_device(&s, d);
+                if (!s.seen_tunnel)
+                        diag_add(d, p->filename, 0,
+                                 "no [" NETDEV_TUNNEL_SECTION "] section: an mpt .netdev needs one (it may be empty)");
+                if (s.seen_tunnel || p->n_paths > 0)
+                        (void) profile_verify(p, d);
+                sort_by_line(d, first);
+        }
+
+        if (d->oom)
+                r = -ENOMEM;
+        else if (!s.info.has_mpt)
+                /* Not ours. Structural problems of a file that is networkd's alone are
+                 * networkd's to report. */
+                r = 0;
+        else if (diag_count(d) > errors)
+                r = -EINVAL;
+        else
+                r = 1;
+
+        if (r == 0) {
+                /* Leave no trace of a file that is not ours. */
+                while (d->n > first) {
+                        d->n--;
+                        free(d->items[d->n].file);
+                        free(d->items[d->n].message);
+                }
+                d->n_dropped = dropped;
+        }
+        if (r == 1)
+                *ret = TAKE_PTR(p);
+        if (ret_info && r != -ENOMEM)
+                *ret_info = s.info;
+        else
+                netdev_info_done(&s.info);
+        return r;
+}
+
+/* Reads a regular file without ever blocking: a FIFO (or anything but a regular file) is refused
+ * before it is read, and open() does not wait for a writer. */
+static int read_regular_file(const char *filename, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        struct stat st;
+
+        fd = open(filename, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t) st.st_size > CONF_FILE_MAX)
+                return -EFBIG;
+
+        buf = malloc(CONF_FILE_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(fd, buf + size, CONF_FILE_MAX + 1 - size);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                size += (size_t) k;
+                if (size > CONF_FILE_MAX)
+                        return -EFBIG;
+        }
+        buf[size] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_info, MptDiagnostics *d) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        int r;
+
+        r = read_regular_file(filename, &buf, &size);
+        if (r < 0)
+                return r;
+        return netdev_load_buffer(filename, buf, size, ret, ret_info, d);
+}
+
+static const struct {
+        MptSection section;
+        const char *key;
+        const char *default_doc;
+        const char *doc;  /* replaces the table's text */
+        const char *note; /* follows the table's text */
+} netdev_key_docs[] = {
+        {
+                MPT_SECTION_TUNNEL, "Name", "the Name= of the [NetDev] section",
+                "Name of the tunnel, which is the name of its TUN device: mptctl addresses the tunnel by "
+                "this name, and its control socket is /run/mpt/NAME.sock. In a .netdev file the name is the "
+                "Name= of the [NetDev] section, and systemd-networkd creates the device: mptd only attaches "
+                "to it, and exits when it is removed. Name= may be left out here; when it is given, it must "
+                "be the same.",
+                NULL,
+        },
+        {
+                MPT_SECTION_TUNNEL, "Address", NULL, NULL,
+                "With systemd-networkd, give the addresses in the [Network] section of the .network file "
+                "instead, as for any other link: networkd removes addresses that it did not add itself "
+                "whenever it configures the link.",
+        },
+        {
+                MPT_SECTION_TUNNEL, "Route", NULL, NULL,
+                "With systemd-networkd, give the routes in [Route] sections of the .network file instead: "
+                "networkd removes routes that it did not add itself whenever it configures the link.",
+        },
+        {
+                MPT_SECTION_TUNNEL, "MTU", NULL, NULL,
+                "networkd ignores MTUBytes in the [NetDev] section of a tun device. Should the .network file "
+                "set MTUBytes in its [Link] section, give MTU= the same value, or the two will overwrite "
+                "each other.",
+        },
+};
+
+const char *netdev_key_default_doc(const MptConfKey *k) {
+        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
+                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
+                        return netdev_key_docs[i].default_doc;
+        return NULL;
+}
+
+const char *netdev_key_doc(const MptConfKey *k) {
+        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
+                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
+                        return netdev_key_docs[i].doc;
+        return NULL;
+}
+
+const char *netdev_key_note(const MptConfKey *k) {
+        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
+                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
+                        return netdev_key_docs[i].note;
+        return NULL;
+}
