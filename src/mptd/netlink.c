@@ -216,7 +216,7 @@ int rtnl_link_get_by_index(Rtnl *rtnl, int ifindex, RtnlLink *ret) {
         return link_get(rtnl, NULL, ifindex, ret);
 }
 
-static int link_set(Rtnl *rtnl, int ifindex, uint32_t mtu, int up) {
+static int link_set(Rtnl *rtnl, int ifindex, uint32_t mtu, int up, uint32_t txqlen) {
         char buf[RTNL_REQUEST_SIZE];
         struct nlmsghdr *nlh;
         struct ifinfomsg *ifi;
@@ -233,15 +233,21 @@ static int link_set(Rtnl *rtnl, int ifindex, uint32_t mtu, int up) {
         }
         if (mtu > 0)
                 mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+        if (txqlen > 0)
+                mnl_attr_put_u32(nlh, IFLA_TXQLEN, txqlen);
         return rtnl_call(rtnl, nlh, NULL, NULL);
 }
 
 int rtnl_link_set_mtu(Rtnl *rtnl, int ifindex, uint32_t mtu) {
-        return link_set(rtnl, ifindex, mtu, -1);
+        return link_set(rtnl, ifindex, mtu, -1, 0);
 }
 
 int rtnl_link_set_up(Rtnl *rtnl, int ifindex, bool up) {
-        return link_set(rtnl, ifindex, 0, up);
+        return link_set(rtnl, ifindex, 0, up, 0);
+}
+
+int rtnl_link_set_txqlen(Rtnl *rtnl, int ifindex, uint32_t txqlen) {
+        return link_set(rtnl, ifindex, 0, -1, txqlen);
 }
 
 static int addr_change(Rtnl *rtnl, int ifindex, const MptPrefix *p, bool add) {

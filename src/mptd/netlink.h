@@ -48,6 +48,7 @@ int rtnl_link_get_by_name(Rtnl *rtnl, const char *name, RtnlLink *ret);
 int rtnl_link_get_by_index(Rtnl *rtnl, int ifindex, RtnlLink *ret);
 int rtnl_link_set_mtu(Rtnl *rtnl, int ifindex, uint32_t mtu);
 int rtnl_link_set_up(Rtnl *rtnl, int ifindex, bool up);
+int rtnl_link_set_txqlen(Rtnl *rtnl, int ifindex, uint32_t txqlen);
 
 /* IPv6 addresses are added without duplicate address detection (the tunnel is point to point).
  * -EEXIST when the address is already there. */

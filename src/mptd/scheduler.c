@@ -106,10 +106,67 @@ size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out) {
         return len;
 }
 
+/* Final avalanche (murmur3's fmix32): mix32() carries a word's high bits only upwards, so without
+ * it the low bits, which "hash % n" uses, would ignore the source port. */
+static inline uint32_t fmix32(uint32_t h) {
+        h ^= h >> 16;
+        h *= 0x85ebca6bu;
+        h ^= h >> 13;
+        h *= 0xc2b2ae35u;
+        h ^= h >> 16;
+        return h;
+}
+
 static inline uint32_t mix32(uint32_t h, uint32_t v) {
         h ^= v;
         h *= 0x9e3779b1u;
         return h ^ (h >> 15);
+}
+
+static uint32_t rd32be(const uint8_t *p) {
+        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
+}
+
+uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len) {
+        uint32_t h = 0x5bd1e995u;
+        size_t alen, l4 = 0;
+        uint8_t proto;
+        const uint8_t *a, *b;
+
+        if (len >= 20 && pkt[0] >> 4 == 4) {
+                size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
+                bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
+                a = pkt + 12;
+                b = pkt + 16;
+                alen = 4;
+                proto = pkt[9];
+                if (!fragment && ihl >= 20)
+                        l4 = ihl;
+        } else if (len >= 40 && pkt[0] >> 4 == 6) {
+                a = pkt + 8;
+                b = pkt + 24;
+                alen = 16;
+                proto = pkt[6];
+                l4 = 40;
+        } else
+                return 0;
+
+        /* Order the two ends so that both directions hash alike. */
+        if (memcmp(a, b, alen) > 0) {
+                const uint8_t *t = a;
+                a = b;
+                b = t;
+        }
+        for (size_t i = 0; i < alen; i += 4)
+                h = mix32(h, rd32be(a + i));
+        for (size_t i = 0; i < alen; i += 4)
+                h = mix32(h, rd32be(b + i));
+        h = mix32(h, proto);
+        if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4) {
+                uint16_t sp = (uint16_t) (pkt[l4] << 8 | pkt[l4 + 1]), dp = (uint16_t) (pkt[l4 + 2] << 8 | pkt[l4 + 3]);
+                h = mix32(h, (uint32_t) MIN(sp, dp) << 16 | MAX(sp, dp));
+        }
+        return fmix32(h);
 }
 
 uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
@@ -140,12 +197,5 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
         h = mix32(h, proto);
         if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4)
                 h = mix32(h, (uint32_t) pkt[l4] << 24 | pkt[l4 + 1] << 16 | pkt[l4 + 2] << 8 | pkt[l4 + 3]);
-        /* Final avalanche (murmur3's fmix32): mix32() carries a word's high bits only upwards, so
-         * without it the low bits, which "hash % n" uses, would ignore the source port. */
-        h ^= h >> 16;
-        h *= 0x85ebca6bu;
-        h ^= h >> 13;
-        h *= 0xc2b2ae35u;
-        h ^= h >> 16;
-        return h;
+        return fmix32(h);
 }

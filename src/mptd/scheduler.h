@@ -18,3 +18,8 @@ size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out);
 
 /* A hash of an inner packet's flow (addresses, protocol, ports) for the flow scheduler. */
 uint32_t sched_flow_hash(const uint8_t *pkt, size_t len);
+
+/* The same for both directions of a flow (source and destination swapped give the same value):
+ * which TUN queue a received packet is written through, so that the kernel sends the flow's
+ * outgoing packets through that queue too and one worker sees all of them, in order. */
+uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len);

@@ -205,11 +205,18 @@ void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n) {
                 t->pending_close[t->n_pending_close++] = fds[i];
 }
 
+int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
+        /* Any queue injects into the same stack; the choice decides which queue (and worker) the
+         * kernel uses for the flow's outgoing packets. See tun_deliver() in worker.c. */
+        if (t->tun.n_fds <= 1)
+                return t->tun.fds[0];
+        return t->tun.fds[sched_flow_hash_symmetric(pkt, len) % t->tun.n_fds];
+}
+
 static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
         Tunnel *t = userdata;
 
-        /* Any queue of a multi-queue TUN device injects into the same stack. */
-        if (write(t->tun.fds[0], pkt, len) < 0)
+        if (write(tunnel_tun_fd_for(t, pkt, len), pkt, len) < 0)
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 
@@ -485,6 +492,15 @@ static int configure_device(Tunnel *t) {
         r = rtnl_link_set_mtu(t->rtnl, t->tun.ifindex, t->mtu);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to set MTU %u on '%s': %m", t->mtu, t->tun.ifname);
+        if (t->tun.created) {
+                /* The TUN default of 500 packets overflows when a worker is descheduled for a
+                 * moment at several hundred thousand packets per second; TCP would see the drops
+                 * as congestion. */
+                r = rtnl_link_set_txqlen(t->rtnl, t->tun.ifindex, TUN_TX_QUEUE_LEN);
+                if (r < 0)
+                        log_tunnel_warning_errno(t, r, "Failed to set the queue length of '%s', ignoring: %m",
+                                                 t->tun.ifname);
+        }
 
         t->address_added = calloc(MAX(c->addresses.n, (size_t) 1), sizeof(bool));
         t->route_added = calloc(MAX(c->routes.n, (size_t) 1), sizeof(bool));
@@ -563,6 +579,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->ka_eventfd = -EBADF;
         t->started = now_usec();
         pthread_mutex_init(&t->reorder_lock, NULL);
+        for (size_t i = 0; i < MPT_PATHS_MAX; i++)
+                pthread_mutex_init(&t->send_lock[i], NULL);
         pthread_mutex_init(&t->ka_lock, NULL);
         t->reorder_deadline = USEC_INFINITY;
         do
@@ -721,6 +739,8 @@ Tunnel *tunnel_free(Tunnel *t) {
         free(t->ka_queue);
         reorder_free(t->reorder);
         pthread_mutex_destroy(&t->reorder_lock);
+        for (size_t i = 0; i < MPT_PATHS_MAX; i++)
+                pthread_mutex_destroy(&t->send_lock[i]);
         pthread_mutex_destroy(&t->ka_lock);
         free(t->address_added);
         free(t->route_added);

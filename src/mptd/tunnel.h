@@ -179,6 +179,7 @@ struct Tunnel {
         sd_event_source *reclaim_timer;
 
         uint64_t tx_seq; /* atomic */
+        pthread_mutex_t send_lock[MPT_PATHS_MAX]; /* per path: number and send in one step */
         bool reorder_enabled;
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
@@ -231,6 +232,11 @@ int path_set_weight(Path *p, uint32_t weight);
 
 /* Sums the per-thread counters of one path (index) or, with path == -1, the tunnel's own. */
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
+
+#define TUN_TX_QUEUE_LEN 4096u
+
+/* The TUN queue to write a received packet through (by symmetric flow hash). */
+int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);
 
 /* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
 void tunnel_reset_reorder(Tunnel *t);

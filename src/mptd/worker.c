@@ -87,10 +87,14 @@ static void reconcile(Worker *w, const Snapshot *s) {
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
 
+/* Received packets go in through the queue their flow hashes to. The kernel sends a flow's
+ * outgoing packets through the queue its incoming ones last came in by, so every flow stays
+ * with one worker, which numbers its packets in order. (Writing through the worker's own queue
+ * would move a flow between workers with every acknowledgement that arrives on another path.) */
 static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
         Worker *w = userdata;
 
-        if (write(w->tun_fd, pkt, len) < 0)
+        if (write(tunnel_tun_fd_for(w->tunnel, pkt, len), pkt, len) < 0)
                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
 }
 
@@ -262,7 +266,7 @@ static void worker_tx(Worker *w, const Snapshot *s) {
                 uint32_t seq = 0;
                 unsigned p;
                 size_t hl;
-                ssize_t k;
+                ssize_t k, k2;
 
                 k = read(w->tun_fd, pkt, WORKER_BUFFER_SIZE);
                 if (k < 0) {
@@ -290,11 +294,17 @@ static void worker_tx(Worker *w, const Snapshot *s) {
                 else
                         p = s->vector[w->cursor++ % s->vector_len];
                 sp = &s->paths[p];
+                /* Each path must carry its packets in sequence order (the receiver infers loss
+                 * from it): number and send under the path's lock when workers share it. */
+                if (s->sequence && t->n_workers > 1)
+                        pthread_mutex_lock(&t->send_lock[p]);
                 if (s->sequence)
                         seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, 1, __ATOMIC_RELAXED);
                 hl = mpt_gre_encode(pkt, proto, s->sequence, seq);
-                if (sendto(sp->fds[w->id], pkt - hl, (size_t) k + hl, MSG_DONTWAIT, &sp->remote.sa,
-                           sp->remote_len) < 0) {
+                k2 = sendto(sp->fds[w->id], pkt - hl, (size_t) k + hl, MSG_DONTWAIT, &sp->remote.sa, sp->remote_len);
+                if (s->sequence && t->n_workers > 1)
+                        pthread_mutex_unlock(&t->send_lock[p]);
+                if (k2 < 0) {
                         COUNTER_ADD(w->path_counters[p].drops[errno == EAGAIN || errno == ENOBUFS
                                                                       ? MPT_DROP_SEND_BUSY
                                                                       : MPT_DROP_SEND_ERROR],

@@ -569,6 +569,36 @@ static void test_hash_spread(void) {
                 }
 }
 
+/* Both directions of a flow hash alike (so they share a TUN queue), different flows mostly do
+ * not, and the queues are used evenly. */
+static void test_hash_symmetric(void) {
+        uint8_t a[V4_LEN], b[V4_LEN], c[V6_LEN], d[V6_LEN];
+        unsigned buckets[4] = {};
+
+        make_v4(a, 6, 40000, 443, 0x4000);
+        make_v4(b, 6, 443, 40000, 0x4000);
+        b[12] = 10, b[15] = 2, b[19] = 1; /* swap 10.0.0.1 and 10.0.0.2 */
+        g_assert_cmphex(sched_flow_hash_symmetric(a, sizeof a), ==, sched_flow_hash_symmetric(b, sizeof b));
+        g_assert_cmphex(sched_flow_hash_symmetric(a, sizeof a), !=, 0);
+        /* Another flow (other port) differs. */
+        make_v4(b, 6, 40001, 443, 0x4000);
+        g_assert_cmphex(sched_flow_hash_symmetric(a, sizeof a), !=, sched_flow_hash_symmetric(b, sizeof b));
+
+        make_v6(c, 6, 50000, 22, 0x12345);
+        make_v6(d, 6, 22, 50000, 0x54321); /* the reply: other flow label, swapped ends */
+        memcpy(d + 8, c + 24, 16);
+        memcpy(d + 24, c + 8, 16);
+        g_assert_cmphex(sched_flow_hash_symmetric(c, sizeof c), ==, sched_flow_hash_symmetric(d, sizeof d));
+
+        for (uint16_t port = 1000; port < 5000; port++) {
+                make_v4(a, 6, port, 443, 0x4000);
+                buckets[sched_flow_hash_symmetric(a, sizeof a) % 4]++;
+        }
+        for (size_t i = 0; i < 4; i++)
+                g_assert_cmpuint(buckets[i], >, 800); /* of 4000: about 1000 each */
+        g_assert_cmphex(sched_flow_hash_symmetric(a, 10), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
@@ -595,6 +625,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/scheduler/flow-hash/ipv6", test_hash_ipv6);
         g_test_add_func("/mpt/scheduler/flow-hash/garbage", test_hash_garbage);
         g_test_add_func("/mpt/scheduler/flow-hash/spread", test_hash_spread);
+        g_test_add_func("/mpt/scheduler/flow-hash/symmetric", test_hash_symmetric);
 
         return g_test_run();
 }
