@@ -300,6 +300,17 @@ lab_baseline_tcp() {
         lab_iperf_tcp "$addr" "$secs"
 }
 
+# lab_wait_listen SIDE tcp|udp PORT: waits (at most 5 s) until something listens there.
+lab_wait_listen() {
+        local flag=-Htln
+        [ "$2" = udp ] && flag=-Hunl
+        for _ in $(seq 100); do
+                lab_exec "$1" ss $flag "sport = :$3" 2>/dev/null | grep -q . && return 0
+                sleep 0.05
+        done
+        return 1
+}
+
 # lab_iperf_tcp ADDRESS SECONDS [EXTRA IPERF3 ARGS]: TCP goodput a -> b in Mbit/s (receiver side).
 lab_iperf_tcp() {
         local addr=$1 secs=$2
@@ -307,7 +318,9 @@ lab_iperf_tcp() {
         local port=$((20000 + RANDOM % 20000))
         lab_spawn b iperf3 -s -1 -p "$port" >/dev/null 2>&1
         local spid=$LAB_SPAWNED
-        sleep 0.3
+        # Used inside $(...), so the PID recorded above does not reach the lab's cleanup; the
+        # cleanup ends whatever runs in the lab's namespaces anyway.
+        lab_wait_listen b tcp "$port" || lab_die "iperf3 server did not start"
         lab_exec a iperf3 -c "$addr" -p "$port" -t "$secs" -J "$@" > "$LAB_DIR/iperf.json" 2>"$LAB_DIR/iperf.err" ||
                 { wait "$spid" 2>/dev/null; lab_die "iperf3 to $addr failed: $(cat "$LAB_DIR/iperf.err")"; }
         wait "$spid" 2>/dev/null || true
