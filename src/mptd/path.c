@@ -368,7 +368,8 @@ int path_refresh(Path *p, bool startup) {
 
         if (!p->fds || !address_equal(&p->local, &want)) {
                 char a[MPT_ADDRESS_STRLEN], b[MPT_ADDRESS_STRLEN];
-                if (p->fds)
+                bool rebind = p->fds;
+                if (rebind)
                         log_path_notice(p, "Local address changed from %s to %s; rebinding.",
                                         address_to_string(&p->local, a), address_to_string(&want, b));
                 unbind(p);
@@ -380,6 +381,13 @@ int path_refresh(Path *p, bool startup) {
                         log_path_warning(p, "%s; retrying.", strna(p->state_reason));
                         arm_retry(p);
                         goto done;
+                }
+                if (!startup) {
+                        /* New sockets: the workers must read them now, whether or not the state
+                         * changes; and the other end follows as soon as it hears the new source. */
+                        (void) tunnel_publish(p->tunnel);
+                        if (rebind && path_can_send(p) && c->keepalive_interval > 0)
+                                send_keepalive(p);
                 }
         }
 
@@ -491,10 +499,14 @@ void path_update_state(Path *p, const char *reason) {
         p->state = s;
         p->state_since = now_usec();
 
-        if (s != PATH_STATE_UP && t->reorder_enabled) {
-                /* Its packets stop: it must not hold back the receive side's loss inference. */
+        if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && t->reorder_enabled) {
+                /* Its packets stop: it must not hold back the receive side's loss inference (nor
+                 * its stragglers make it count again) until it is up again. */
                 pthread_mutex_lock(&t->reorder_lock);
-                reorder_path_inactive(t->reorder, p->index);
+                if (s == PATH_STATE_UP)
+                        reorder_path_up(t->reorder, p->index);
+                else
+                        reorder_path_down(t->reorder, p->index);
                 pthread_mutex_unlock(&t->reorder_lock);
         }
         (void) tunnel_publish(t);
@@ -844,7 +856,7 @@ static void handle_path_status(Tunnel *t, const ControlEvent *ev) {
         if (p->peer_flags == (ev->ps.flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD)))
                 return;
         p->peer_flags = ev->ps.flags & (MPT_KA_FLAG_DOWN | MPT_KA_FLAG_RX_DEAD);
-        path_update_state(p, "the other end lost its link, address or route");
+        path_update_state(p, peer_reason(p));
 }
 
 static void handle_endpoint(Path *p, const ControlEvent *ev) {

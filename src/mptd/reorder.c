@@ -16,9 +16,15 @@ typedef struct Slot {
 
 typedef struct PathFrontier {
         bool active;
+        bool down;         /* told by the control plane: its packets do not count until it is up */
         uint32_t last_seq; /* newest sequence number seen from this path */
         usec_t last_rx;
+        usec_t gap_max;    /* longest recent silence between its packets (slowly forgotten) */
 } PathFrontier;
+
+/* A path counts as silent (and stops holding back loss inference) after twice its longest recent
+ * gap between packets, but not sooner than this nor later than max_delay. */
+#define REORDER_SILENCE_MIN (2 * USEC_PER_MSEC)
 
 struct Reorder {
         uint32_t window;
@@ -126,8 +132,10 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
                 PathFrontier *p = &r->paths[i];
                 if (!p->active)
                         continue;
-                if (now > p->last_rx + r->max_delay) {
-                        /* Silent for longer than we would wait anyway: it carries nothing now. */
+                if (now > p->last_rx + CLAMP(2 * p->gap_max, REORDER_SILENCE_MIN, r->max_delay)) {
+                        /* Silent for much longer than its own recent gaps (a path that just lost
+                         * its packets, e.g. blackholed): waiting for it would only stall. Its late
+                         * packets, if any, are still delivered. */
                         p->active = false;
                         continue;
                 }
@@ -147,6 +155,14 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
 static void path_seen(Reorder *r, unsigned path, uint32_t seq, usec_t now) {
         PathFrontier *p = &r->paths[path];
 
+        /* A path that is down may still have packets queued here: deliver them, but they must not
+         * make it count again (its frontier would stay behind and stall inference). */
+        if (p->down)
+                return;
+        if (p->active && now > p->last_rx) {
+                usec_t gap = now - p->last_rx;
+                p->gap_max = MAX(gap, p->gap_max - p->gap_max / 1024);
+        }
         if (!p->active || mpt_seq_diff(seq, p->last_seq) > 0)
                 p->last_seq = seq;
         p->active = true;
@@ -344,9 +360,16 @@ usec_t reorder_deadline(const Reorder *r) {
         return r->deadline;
 }
 
-void reorder_path_inactive(Reorder *r, unsigned path) {
-        if (path < REORDER_PATHS_MAX)
+void reorder_path_down(Reorder *r, unsigned path) {
+        if (path < REORDER_PATHS_MAX) {
                 r->paths[path].active = false;
+                r->paths[path].down = true;
+        }
+}
+
+void reorder_path_up(Reorder *r, unsigned path) {
+        if (path < REORDER_PATHS_MAX)
+                r->paths[path].down = false;
 }
 
 void reorder_reset(Reorder *r, ReorderDeliver deliver, void *userdata) {

@@ -8,7 +8,9 @@
  * - Packets are delivered in sequence order. A packet ahead of the next expected one is held,
  *   at most `window` sequence numbers ahead and at most `max_delay` long.
  * - Loss is inferred without waiting: each path delivers in order, so once every active path
- *   has delivered a packet later than a gap, the gap is lost and skipped.
+ *   has delivered a packet later than a gap, the gap is lost and skipped. A path that falls
+ *   silent for twice its longest recent gap (at least 2 ms, at most max_delay) stops counting
+ *   until it delivers again.
  * - A packet that arrives after its gap was skipped is delivered anyway ("late") unless it was
  *   delivered before (a duplicate); one older than the remembered history is dropped ("stale").
  * - A peer restart (sequence numbers starting over) is recognised after a run of stale packets,
@@ -56,8 +58,11 @@ void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userda
 /* When reorder_expire() next needs to run; USEC_INFINITY when nothing is held. May be early. */
 usec_t reorder_deadline(const Reorder *r);
 
-/* A path stops counting for loss inference until it delivers again (it went down). */
-void reorder_path_inactive(Reorder *r, unsigned path);
+/* The path went down: it stops counting for loss inference, also for packets of it that are still
+ * on their way, until reorder_path_up(). */
+void reorder_path_down(Reorder *r, unsigned path);
+/* The path carries traffic again: its next packet makes it count. */
+void reorder_path_up(Reorder *r, unsigned path);
 
 /* Delivers everything held in order and forgets the sequence space (peer restarted). */
 void reorder_reset(Reorder *r, ReorderDeliver deliver, void *userdata);

@@ -87,11 +87,9 @@ lk_require_nft() {
         lab_exec a nft delete table inet mpt_probe
 }
 
-# lk_profiles N "TUNNEL KEYS" "PATH KEYS": lab_profiles with IPv4 tunnel and paths. The path keys
-# must not be empty (lab_profiles ends its path loop with `[ -n "$extra_p" ] && printf`, which
-# fails the function under `set -e` when they are), so a comment stands in for none.
+# lk_profiles N ["TUNNEL KEYS"] ["PATH KEYS"]: lab_profiles with an IPv4 tunnel and IPv4 paths.
 lk_profiles() {
-        lab_profiles "$1" 4 4 "${2:-# (no extra tunnel keys)}" "${3:-# (no extra path keys)}"
+        lab_profiles "$1" 4 4 "${2:-}" "${3:-}"
 }
 
 # lk_set_path_key SIDE PATH KEY VALUE: adds KEY=VALUE to the [Path] section Name=PATH.
@@ -101,18 +99,9 @@ lk_set_path_key() {
         sed -i "/^Name=$2\$/a $3=$4" "$f"
 }
 
-# lk_start SIDE: lab_start, then waits until the tunnel "lab" itself answers (lab_start's own
-# check, `mptctl show`, also succeeds while no tunnel is running yet).
+# lk_start SIDE: lab_start (which waits until the tunnel "lab" answers).
 lk_start() {
-        local side=$1 pid
-        lab_start "$side"
-        eval "pid=\${LAB_PID_$side}"
-        for _ in $(seq 100); do
-                lab_ctl "$side" show lab >/dev/null 2>&1 && return 0
-                kill -0 "$pid" 2>/dev/null || lk_fail "mptd ($side) exited: $(tail -n 5 "$LAB_DIR/mptd-$side.log")"
-                sleep 0.1
-        done
-        lk_fail "mptd ($side) did not answer for tunnel 'lab' within 10 s"
+        lab_start "$1"
 }
 
 # lk_dump SIDE: LK_DUMP is the tunnel's dump, LK_DUMP_T the time it was read (µs).

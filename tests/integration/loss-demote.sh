@@ -5,11 +5,14 @@
 # KeepaliveInterval=100ms, DeadTime=1s, LossThreshold=10% at a (b has none). An nftables rule in
 # namespace b drops 40 % of p1's datagrams arriving on pb1 (`numgen random mod 100 < 40`), so a's
 # keepalives on p1 are lost at 40 % (loss_tx at a); a UDP load of 30 Mbit/s runs a -> b.
+# DeadTime=1s rather than 300ms: with 40 % loss, three keepalives in a row are lost every few
+# seconds, and the path would flap between dead and up instead of staying a (demoted) path.
 #
 # Asserts:
 #   - within 6 s of the rule, a reports p1 "demoted": true and "backup": true, and loss_tx or
-#     loss_rx above 0.1 (within 2 s more: the estimate is noisy; values and times are printed); p1 stays "up" (a demoted path is
-#     a backup path, not a dead one) and b does not demote p1 (no LossThreshold= there);
+#     loss_rx above 0.1 (within 2 s more: the estimate is noisy; values and times are printed);
+#     p1 stays "up" (a demoted path is a backup path, not a dead one) and b does not demote p1
+#     (no LossThreshold= there);
 #   - while demoted and the other paths are up, p1 carries no new data: over 1 s of load its
 #     tx_bytes at a do not grow, while p0's and p2's do;
 #   - after the rule is removed, p1 is no longer demoted (nor backup) within 8 s (the loss has

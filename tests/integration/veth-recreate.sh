@@ -7,7 +7,8 @@
 # addresses. mptd is not told anything; it has to follow the kernel.
 #
 # Asserts:
-#   - a shows p2 "no-interface" within 1 s of the deletion (and b too), with a reason;
+#   - a shows p2 "no-interface" within 1 s of the deletion, with a reason; so does b (its pb2 is
+#     gone with the pair);
 #   - the other paths stay "up" and the tunnel answers pings meanwhile;
 #   - after the pair is created again, p2 is "up" at a and at b within 3 s, by itself, bound to
 #     the new interface (its ifindex at a is the new pa2's);
