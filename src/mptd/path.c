@@ -123,6 +123,8 @@ static int open_socket(Path *p, const MptAddress *local, bool reuseport) {
         if (reuseport) {
                 (void) set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, SOCKET_BUFFER_SIZE);
                 (void) set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, SOCKET_BUFFER_SIZE);
+                /* Arrival times for the reorder buffer and RTT samples (see worker.c). */
+                (void) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
         }
         len = sockaddr_from_address(local, p->tunnel->profile->tunnel.local_port, p->ifindex, &sa);
         if (bind(fd, &sa.sa, len) < 0)

@@ -22,9 +22,6 @@ typedef struct PathFrontier {
         usec_t gap_max;    /* longest recent silence between its packets (slowly forgotten) */
 } PathFrontier;
 
-/* A path counts as silent (and stops holding back loss inference) after twice its longest recent
- * gap between packets, but not sooner than this nor later than max_delay. */
-#define REORDER_SILENCE_MIN (2 * USEC_PER_MSEC)
 
 struct Reorder {
         uint32_t window;
@@ -132,7 +129,7 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
                 PathFrontier *p = &r->paths[i];
                 if (!p->active)
                         continue;
-                if (now > p->last_rx + CLAMP(2 * p->gap_max, REORDER_SILENCE_MIN, r->max_delay)) {
+                if (now > p->last_rx + CLAMP(REORDER_SILENCE_FACTOR * p->gap_max, REORDER_SILENCE_MIN, r->max_delay)) {
                         /* Silent for much longer than its own recent gaps (a path that just lost
                          * its packets, e.g. blackholed): waiting for it would only stall. Its late
                          * packets, if any, are still delivered. */

@@ -9,8 +9,8 @@
  *   at most `window` sequence numbers ahead and at most `max_delay` long.
  * - Loss is inferred without waiting: each path delivers in order, so once every active path
  *   has delivered a packet later than a gap, the gap is lost and skipped. A path that falls
- *   silent for twice its longest recent gap (at least 2 ms, at most max_delay) stops counting
- *   until it delivers again.
+ *   silent for REORDER_SILENCE_FACTOR times its longest recent gap (at least REORDER_SILENCE_MIN,
+ *   at most max_delay) stops counting until it delivers again.
  * - A packet that arrives after its gap was skipped is delivered anyway ("late") unless it was
  *   delivered before (a duplicate); one older than the remembered history is dropped ("stale").
  * - A peer restart (sequence numbers starting over) is recognised after a run of stale packets,
@@ -23,6 +23,12 @@
 #define REORDER_PATHS_MAX 64u
 #define REORDER_RESYNC_STALE 8u           /* consecutive stale packets that mean "peer restarted" */
 #define REORDER_BYTES_MAX (64u * 1024u * 1024u) /* bound on buffered bytes */
+/* A path counts as silent (and stops holding back loss inference) after this many times its
+ * longest recent gap between packets, but not sooner than REORDER_SILENCE_MIN (a receiving
+ * thread descheduled for a moment must not make the paths it reads look silent to the others)
+ * nor later than max_delay. */
+#define REORDER_SILENCE_FACTOR 4u
+#define REORDER_SILENCE_MIN (10 * USEC_PER_MSEC)
 
 typedef struct Reorder Reorder;
 

@@ -102,7 +102,7 @@ static void reorder_publish_deadline(Tunnel *t) {
         __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
 }
 
-static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t *now) {
+static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t arrival) {
         Tunnel *t = w->tunnel;
         int reason;
 
@@ -110,10 +110,8 @@ static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t *now
                 tun_deliver(w, f->payload, f->payload_len);
                 return;
         }
-        if (*now == 0)
-                *now = now_usec();
         pthread_mutex_lock(&t->reorder_lock);
-        reason = reorder_insert(t->reorder, f->seq, path, f->payload, f->payload_len, *now, tun_deliver, w);
+        reason = reorder_insert(t->reorder, f->seq, path, f->payload, f->payload_len, arrival, tun_deliver, w);
         reorder_publish_deadline(t);
         pthread_mutex_unlock(&t->reorder_lock);
         if (reason >= 0)
@@ -170,23 +168,57 @@ static void report_endpoint(Worker *w, unsigned path, const MptSockaddr *src, ui
         tunnel_queue_event(w->tunnel, &ev);
 }
 
+/* When the kernel received the datagram (SO_TIMESTAMPNS), on the monotonic clock; else now. The
+ * reorder buffer judges a path's silence by arrival times: a worker that was descheduled for a
+ * moment must not take the other paths, whose packets wait in their sockets, for silent. */
+static usec_t arrival_time(struct msghdr *mh, int64_t realtime_minus_monotonic) {
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+                    c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+                        struct timespec ts;
+                        int64_t rt;
+                        memcpy(&ts, CMSG_DATA(c), sizeof ts);
+                        rt = (int64_t) ts.tv_sec * (int64_t) USEC_PER_SEC + ts.tv_nsec / (int64_t) NSEC_PER_USEC;
+                        if (rt > realtime_minus_monotonic)
+                                return (usec_t) (rt - realtime_minus_monotonic);
+                }
+        return now_usec();
+}
+
+static int64_t clock_offset(void) {
+        struct timespec rt, mono;
+
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        return ((int64_t) rt.tv_sec - (int64_t) mono.tv_sec) * (int64_t) USEC_PER_SEC +
+               ((int64_t) rt.tv_nsec - (int64_t) mono.tv_nsec) / (int64_t) NSEC_PER_USEC;
+}
+
 static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
         int fd = w->registered[path];
+        int64_t offset = clock_offset();
+        usec_t latest = now_usec();
 
         for (unsigned n = 0; n < WORKER_BATCH; n++) {
                 MptSockaddr src = {};
                 struct iovec iov = { .iov_base = w->rx_buffer, .iov_len = WORKER_BUFFER_SIZE };
+                union {
+                        struct cmsghdr align;
+                        uint8_t buf[CMSG_SPACE(sizeof(struct timespec))];
+                } control;
                 struct msghdr mh = {
                         .msg_name = &src,
                         .msg_namelen = sizeof src,
                         .msg_iov = &iov,
                         .msg_iovlen = 1,
+                        .msg_control = &control,
+                        .msg_controllen = sizeof control,
                 };
                 MptAddress src_addr;
                 uint16_t src_port;
                 bool new_endpoint;
                 MptFrame f;
-                usec_t now = 0;
+                usec_t now;
                 ssize_t k;
                 int p, reason;
 
@@ -196,6 +228,8 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                                 continue;
                         break; /* EAGAIN, or an ICMP error report we have no use for */
                 }
+                /* Never later than the moment we read it (clock adjustments). */
+                now = MIN(arrival_time(&mh, offset), latest);
                 if (mh.msg_flags & MSG_TRUNC) {
                         COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
                         continue;
@@ -227,7 +261,7 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                         if (new_endpoint || p == RX_BY_TOKEN)
                                 report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, &src, ev.ka.path_token);
                         ev.path = p >= 0 ? (unsigned) p : UINT_MAX;
-                        ev.when = now_usec();
+                        ev.when = now; /* arrival: keeps RTT samples free of our own delays */
                         COUNTER_ADD(w->path_counters[counted].keepalives_rx, 1);
                         tunnel_queue_event(w->tunnel, &ev);
                         continue;
@@ -252,7 +286,7 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                 }
                 COUNTER_ADD(w->path_counters[p].rx_packets, 1);
                 COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) k);
-                handle_data(w, (unsigned) p, &f, &now);
+                handle_data(w, (unsigned) p, &f, now);
         }
 }
 

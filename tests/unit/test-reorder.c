@@ -226,31 +226,34 @@ static void test_loss_silent_path_deactivated(void) {
         ACCEPT(r, s, 0, 0, 1000);
         ACCEPT(r, s, 1, 1, 1000);
         ACCEPT(r, s, 3, 0, 2000);
-        /* Path 1 has no gaps on record: silent for exactly 2 ms (the minimum), it still counts. */
-        ACCEPT(r, s, 4, 0, 3000);
+        /* Path 1 has no gaps on record: silent for exactly the minimum, it still counts. */
+        ACCEPT(r, s, 4, 0, 1000 + REORDER_SILENCE_MIN);
         ASSERT_DELIVERED(s, 0, 1);
         /* Longer: it stops holding back the others. */
-        ACCEPT(r, s, 5, 0, 3001);
+        ACCEPT(r, s, 5, 0, 1000 + REORDER_SILENCE_MIN + 1);
         ASSERT_DELIVERED(s, 0, 1, 3, 4, 5);
         /* Inferred, not timed out; 5 was held for a moment too. */
         assert_stats(r, (Counts) { .delivered = 5, .held = 3, .lost = 1 });
 }
 
 /* A path whose packets come in bursts with long gaps between them (a shaped link) is given
- * twice its longest recent gap before it counts as silent. */
+ * REORDER_SILENCE_FACTOR times its longest recent gap before it counts as silent. */
 static void test_loss_silent_bursty_path(void) {
-        g_autoptr(Reorder) r = reorder_new(64, 50 * MS);
+        const usec_t gap = 2 * REORDER_SILENCE_MIN / REORDER_SILENCE_FACTOR + 1 * MS, last = 1000 + gap;
+        g_autoptr(Reorder) r = reorder_new(64, 100 * MS);
         g_autoptr(Sink) s = sink_new(40);
 
+        /* A gap on path 1 long enough that FACTOR times it is above the minimum. */
+        g_assert_cmpuint(REORDER_SILENCE_FACTOR * gap, >, REORDER_SILENCE_MIN);
         ACCEPT(r, s, 0, 1, 1000);
-        ACCEPT(r, s, 1, 1, 11000); /* a 10 ms gap on path 1 */
-        ACCEPT(r, s, 2, 0, 11000);
-        ACCEPT(r, s, 4, 0, 12000);
-        /* 3 is path 1's: 20 ms (twice its gap) after its last packet it still counts ... */
-        ACCEPT(r, s, 5, 0, 31000);
+        ACCEPT(r, s, 1, 1, last);
+        ACCEPT(r, s, 2, 0, last);
+        ACCEPT(r, s, 4, 0, last + 1000);
+        /* 3 is path 1's: FACTOR times its gap after its last packet it still counts ... */
+        ACCEPT(r, s, 5, 0, last + REORDER_SILENCE_FACTOR * gap);
         ASSERT_DELIVERED(s, 0, 1, 2);
         /* ... and after that no longer. */
-        ACCEPT(r, s, 6, 0, 31001);
+        ACCEPT(r, s, 6, 0, last + REORDER_SILENCE_FACTOR * gap + 1);
         ASSERT_DELIVERED(s, 0, 1, 2, 4, 5, 6);
 }
 
@@ -283,7 +286,7 @@ static void test_path_down(void) {
 }
 
 /* A path that falls silent for much longer than its usual gaps (blackholed) stops holding back
- * loss inference after twice its longest recent gap (at least 2 ms), not after max_delay. */
+ * loss inference after the minimum silence (its gaps are short), not after max_delay. */
 static void test_path_silence(void) {
         g_autoptr(Reorder) r = reorder_new(1024, 100 * MS);
         g_autoptr(Sink) s = sink_new(1000);
@@ -294,17 +297,18 @@ static void test_path_silence(void) {
         for (unsigned i = 0; i < 100; i++, t += 100)
                 ACCEPT(r, s, seq++, i % 2, t);
         g_assert_cmpuint(s->seqs->len, ==, 100);
-        /* Path 1 goes silent: its packets (odd numbers) are lost from now on. */
-        for (unsigned i = 0; i < 9; i++, t += 200) {
+        /* Path 1 goes silent: its packets (odd numbers) are lost from now on. Path 0 goes on for
+         * just under the minimum silence. */
+        for (unsigned i = 0; i < 9; i++, t += REORDER_SILENCE_MIN / 10) {
                 ACCEPT(r, s, seq, 0, t);
                 seq += 2;
         }
-        /* Within 2 ms of its last packet path 1 still counts: everything after 100 (which was
-         * next) waits for 101. */
+        /* Within the minimum of its last packet path 1 still counts: everything after 100
+         * (which was next) waits for 101. */
         g_assert_cmpuint(s->seqs->len, ==, 101);
         g_assert_cmpuint(reorder_buffered(r), ==, 8);
         /* After that, path 0 alone decides: the gaps are skipped without waiting 100 ms. */
-        ACCEPT(r, s, seq, 0, t + 1000);
+        ACCEPT(r, s, seq, 0, t + REORDER_SILENCE_MIN / 2);
         g_assert_cmpuint(reorder_buffered(r), ==, 0);
         g_assert_cmpuint(s->seqs->len, ==, 110);
         g_assert_cmpuint(reorder_stats(r)->timeouts, ==, 0);
@@ -794,9 +798,9 @@ static void simulate(uint32_t base, guint32 seed) {
                  * when the silent path comes back. A path that lags must not stay excluded (it
                  * did: every packet of the slowest path came late, about 1800 of them). */
                 g_assert_cmpuint(st->late, <, 60);
-                /* The scenario does exercise holding, inference and duplicates. (Timeouts it no
-                 * longer needs: the silent path stops counting after twice its longest recent
-                 * gap, long before max_delay; test_deadline() and the expire tests cover them.) */
+                /* The scenario does exercise holding, inference and duplicates. (Timeouts it need
+                 * not: the silent path may stop counting before max_delay; test_deadline() and the
+                 * expire tests cover them.) */
                 g_assert_cmpuint(st->held, >, 100);
                 g_assert_cmpuint(st->lost, >, 100);
                 g_assert_cmpuint(n_dup, >, 10);
