@@ -84,6 +84,18 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "ifname", "%s", t->tun.ifname);
         ctl_writer_field(w, "ifindex", "%i", t->tun.ifindex);
         ctl_writer_field(w, "device", "%s", t->tun.persistent ? "attached" : "created");
+        {
+                char off[64];
+                ctl_writer_field(w, "vnet_hdr", "%s", t->tun.vnet_hdr ? "yes" : "no");
+                ctl_writer_field(w, "offloads", "%s", tun_offloads_to_string(t->tun.offloads, off, sizeof off));
+                ctl_writer_field(w, "udp_gso", "%s",
+                                 dataplane_options.offload && dataplane_options.batch > 1 &&
+                                                 !__atomic_load_n(&t->gso_failed, __ATOMIC_RELAXED)
+                                         ? "yes"
+                                         : "no");
+                ctl_writer_field(w, "udp_gro", "%s", dataplane_options.offload && dataplane_options.batch > 1 ? "yes" : "no");
+                ctl_writer_field(w, "batch", "%u", dataplane_options.batch);
+        }
         ctl_writer_field(w, "pid", "%i", (int) getpid());
         ctl_writer_field(w, "profile", "%s", strempty(t->profile->filename));
         ctl_writer_field(w, "mtu", "%" PRIu32, t->mtu);

@@ -239,6 +239,7 @@ static int run(int argc, char *argv[]) {
         }
 
         workers = arg_workers ?: profile->tunnel.workers ?: default_workers();
+        dataplane_options_load();
 
         r = sd_event_default(&event);
         if (r < 0)

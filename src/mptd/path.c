@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
+#include <linux/udp.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <sys/random.h>
@@ -15,6 +16,9 @@
 #include "worker.h"
 
 #define SOCKET_BUFFER_SIZE (4 * 1024 * 1024)
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 #define BIND_RETRY_USEC (1 * USEC_PER_SEC)
 #define PROBE_ANSWER_INTERVAL_USEC (50 * USEC_PER_MSEC)
 
@@ -125,6 +129,9 @@ static int open_socket(Path *p, const MptAddress *local, bool reuseport) {
                 (void) set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, SOCKET_BUFFER_SIZE);
                 /* Arrival times for the reorder buffer and RTT samples (see worker.c). */
                 (void) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+                /* Several datagrams of a path in one receive (worker.c splits them). */
+                if (dataplane_options.offload && dataplane_options.batch > 1)
+                        (void) setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one);
         }
         len = sockaddr_from_address(local, p->tunnel->profile->tunnel.local_port, p->ifindex, &sa);
         if (bind(fd, &sa.sa, len) < 0)

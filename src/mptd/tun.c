@@ -4,6 +4,7 @@
 #include <linux/if_tun.h>
 #include <sys/ioctl.h>
 
+#include "offload.h"
 #include "tun.h"
 
 #define TUN_FLAGS (IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE)
@@ -20,8 +21,6 @@ static int check_existing(const RtnlLink *l, char **reterr) {
                 why = "it is a TAP device; a TUN device is needed";
         else if (l->tun.pi)
                 why = "it has packet information enabled (PacketInfo=yes); set PacketInfo=no";
-        else if (l->tun.vnet_hdr)
-                why = "it has a virtio-net header enabled (VNetHeader=yes); set VNetHeader=no";
         else if (!l->tun.multi_queue)
                 why = "it is not multi-queue; set MultiQueue=yes";
         else if (!l->tun.persist)
@@ -32,23 +31,61 @@ static int check_existing(const RtnlLink *l, char **reterr) {
         return 0;
 }
 
-static int open_queue(const char *name, char ret_name[IFNAMSIZ]) {
+static int open_queue(const char *name, bool vnet_hdr, char ret_name[IFNAMSIZ]) {
         _cleanup_close_ int fd = -EBADF;
         struct ifreq ifr = {};
+        int size = (int) VNET_HDR_LEN;
 
         fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
-        ifr.ifr_flags = TUN_FLAGS;
+        ifr.ifr_flags = TUN_FLAGS | (vnet_hdr ? IFF_VNET_HDR : 0);
         strscpy_ok(ifr.ifr_name, IFNAMSIZ, name);
         if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+                return -errno;
+        if (vnet_hdr && ioctl(fd, TUNSETVNETHDRSZ, &size) < 0)
                 return -errno;
         if (ret_name)
                 strscpy_ok(ret_name, IFNAMSIZ, ifr.ifr_name);
         return TAKE_FD(fd);
 }
 
-int tun_open(Rtnl *rtnl, const char *name, unsigned n_queues, TunDevice *ret, char **reterr) {
+/* The richest set of offloads the kernel accepts; USO needs Linux 6.2, TSO needs checksums. */
+static unsigned enable_offloads(int fd) {
+        static const unsigned sets[] = {
+                TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN | TUN_F_USO4 | TUN_F_USO6,
+                TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN,
+                TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,
+                TUN_F_CSUM,
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(sets); i++)
+                if (ioctl(fd, TUNSETOFFLOAD, (unsigned long) sets[i]) >= 0)
+                        return sets[i];
+        (void) ioctl(fd, TUNSETOFFLOAD, 0UL);
+        return 0;
+}
+
+const char *tun_offloads_to_string(unsigned offloads, char *buf, size_t size) {
+        static const struct {
+                unsigned flag;
+                const char *name;
+        } names[] = {
+                { TUN_F_CSUM, "csum" }, { TUN_F_TSO4, "tso4" }, { TUN_F_TSO6, "tso6" },
+                { TUN_F_TSO_ECN, "tso-ecn" }, { TUN_F_USO4, "uso4" }, { TUN_F_USO6, "uso6" },
+        };
+        size_t n = 0;
+
+        buf[0] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (offloads & names[i].flag)
+                        n += (size_t) snprintf(buf + n, size > n ? size - n : 0, "%s%s", n ? " " : "", names[i].name);
+        if (n == 0)
+                snprintf(buf, size, "none");
+        return buf;
+}
+
+int tun_open(Rtnl *rtnl, const char *name, unsigned n_queues, bool want_offloads, TunDevice *ret, char **reterr) {
         TunDevice t = {};
         RtnlLink l;
         int r;
@@ -62,14 +99,18 @@ int tun_open(Rtnl *rtnl, const char *name, unsigned n_queues, TunDevice *ret, ch
                 if (r < 0)
                         return r;
                 t.persistent = true;
+                /* Its flags are its maker's choice: attach with exactly those. */
+                t.vnet_hdr = l.tun.vnet_hdr;
         } else if (r != -ENODEV)
                 return asprintf(reterr, "cannot look up interface '%s': %s", name, strerror(-r)) < 0 ? -ENOMEM : r;
 
         t.fds = calloc(n_queues, sizeof(int));
         if (!t.fds)
                 return -ENOMEM;
+        if (!t.persistent)
+                t.vnet_hdr = want_offloads;
         for (unsigned i = 0; i < n_queues; i++) {
-                r = open_queue(name, t.ifname);
+                r = open_queue(name, t.vnet_hdr, t.ifname);
                 if (r < 0) {
                         const char *hint = "";
                         if (r == -EPERM)
@@ -92,6 +133,8 @@ int tun_open(Rtnl *rtnl, const char *name, unsigned n_queues, TunDevice *ret, ch
                 t.n_fds = i + 1;
         }
         t.created = !t.persistent;
+        if (t.vnet_hdr)
+                t.offloads = enable_offloads(t.fds[0]);
 
         r = rtnl_link_get_by_name(rtnl, t.ifname, &l);
         if (r < 0) {

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "offload.h"
 #include "tunnel.h"
 #include "worker.h"
 
@@ -213,10 +214,38 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
         return t->tun.fds[sched_flow_hash_symmetric(pkt, len) % t->tun.n_fds];
 }
 
+DataplaneOptions dataplane_options = { .offload = true, .batch = WORKER_BATCH };
+
+void dataplane_options_load(void) {
+        const char *e;
+        unsigned v;
+
+        e = getenv("MPT_DEBUG_OFFLOAD");
+        if (e && parse_boolean(e) == 0)
+                dataplane_options.offload = false;
+        e = getenv("MPT_DEBUG_BATCH");
+        if (e && safe_atou(e, &v) >= 0 && v >= 1)
+                dataplane_options.batch = MIN(v, WORKER_BATCH);
+}
+
+int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len) {
+        /* A packet that came inside a UDP datagram the kernel checksummed. */
+        static const struct virtio_net_hdr valid = { .flags = VIRTIO_NET_HDR_F_DATA_VALID };
+        struct iovec iov[2] = {
+                { .iov_base = (void *) &valid, .iov_len = VNET_HDR_LEN },
+                { .iov_base = (void *) pkt, .iov_len = len },
+        };
+        int fd = tunnel_tun_fd_for(t, pkt, len);
+
+        if (t->tun.vnet_hdr)
+                return writev(fd, iov, 2) < 0 ? -errno : 0;
+        return write(fd, pkt, len) < 0 ? -errno : 0;
+}
+
 static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
         Tunnel *t = userdata;
 
-        if (write(tunnel_tun_fd_for(t, pkt, len), pkt, len) < 0)
+        if (tunnel_write_packet(t, pkt, len) < 0)
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 
@@ -579,8 +608,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->ka_eventfd = -EBADF;
         t->started = now_usec();
         pthread_mutex_init(&t->reorder_lock, NULL);
-        for (size_t i = 0; i < MPT_PATHS_MAX; i++)
-                pthread_mutex_init(&t->send_lock[i], NULL);
+        pthread_mutex_init(&t->tx_lock, NULL);
         pthread_mutex_init(&t->ka_lock, NULL);
         t->reorder_deadline = USEC_INFINITY;
         do
@@ -638,7 +666,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 return r;
         find_keepalive_addresses(t);
 
-        r = tun_open(t->rtnl, t->name, n_workers, &t->tun, &err);
+        r = tun_open(t->rtnl, t->name, n_workers, dataplane_options.offload, &t->tun, &err);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "%s", err ?: "Failed to open the TUN device");
         if (profile->from_netdev && !t->tun.persistent)
@@ -646,9 +674,14 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                  * networkd's, and goes away with us. */
                 return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(ENODEV),
                                               "TUN device '%s' disappeared while mptd attached to it.", t->name);
-        log_tunnel_info(t, "%s TUN device '%s' (ifindex %i) with %u queue%s, MTU %u.",
-                        t->tun.persistent ? "Attached to" : "Created", t->tun.ifname, t->tun.ifindex,
-                        n_workers, n_workers == 1 ? "" : "s", t->mtu);
+        {
+                char off[64];
+                log_tunnel_info(t, "%s TUN device '%s' (ifindex %i) with %u queue%s, MTU %u, offloads: %s%s.",
+                                t->tun.persistent ? "Attached to" : "Created", t->tun.ifname, t->tun.ifindex,
+                                n_workers, n_workers == 1 ? "" : "s", t->mtu,
+                                tun_offloads_to_string(t->tun.offloads, off, sizeof off),
+                                t->tun.vnet_hdr ? "" : " (the device has no virtio-net header)");
+        }
 
         r = configure_device(t);
         if (r < 0)
@@ -739,8 +772,7 @@ Tunnel *tunnel_free(Tunnel *t) {
         free(t->ka_queue);
         reorder_free(t->reorder);
         pthread_mutex_destroy(&t->reorder_lock);
-        for (size_t i = 0; i < MPT_PATHS_MAX; i++)
-                pthread_mutex_destroy(&t->send_lock[i]);
+        pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);
         free(t->address_added);
         free(t->route_added);

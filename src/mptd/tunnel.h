@@ -179,7 +179,11 @@ struct Tunnel {
         sd_event_source *reclaim_timer;
 
         uint64_t tx_seq; /* atomic */
-        pthread_mutex_t send_lock[MPT_PATHS_MAX]; /* per path: number and send in one step */
+        /* Numbering and sending one TUN packet's segments happen in one step, so that every path
+         * carries its packets in sequence order (the receiver infers loss from that) and the
+         * segments of a flow are numbered in their order. Only taken with several workers. */
+        pthread_mutex_t tx_lock;
+        bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
         bool reorder_enabled;
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
@@ -234,6 +238,21 @@ int path_set_weight(Path *p, uint32_t weight);
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 
 #define TUN_TX_QUEUE_LEN 4096u
+
+/* Data-plane switches for testing both code paths (environment, read once at start):
+ *   MPT_DEBUG_OFFLOAD=0  no TUN offloads (no virtio-net header), no UDP GSO and GRO
+ *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching */
+typedef struct DataplaneOptions {
+        bool offload;
+        unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
+} DataplaneOptions;
+
+extern DataplaneOptions dataplane_options;
+void dataplane_options_load(void);
+
+/* Writes one complete IP packet to the TUN device (any thread): through the queue of its flow,
+ * with a virtio-net header when the device has them. */
+int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len);
 
 /* The TUN queue to write a received packet through (by symmetric flow hash). */
 int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <linux/udp.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -7,6 +9,17 @@
 #include <time.h>
 
 #include "worker.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+/* Most datagrams one UDP GSO send may carry (UDP_MAX_SEGMENTS is 64 on older kernels), and the
+ * most payload bytes (the IP length field). */
+#define GSO_SEGMENTS_MAX 64u
+#define GSO_BYTES_MAX 65000u
 
 #define EV_TUN UINT64_C(0xffffffff)
 #define EV_WAKE UINT64_C(0xfffffffe)
@@ -29,7 +42,9 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
 
         w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
-        if (!w->rx_buffer || !w->tx_buffer)
+        w->tx_headers = malloc(OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX));
+        w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
+        if (!w->rx_buffer || !w->tx_buffer || !w->tx_headers || !w->path_iov)
                 goto oom;
         w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (w->epoll_fd < 0)
@@ -63,6 +78,8 @@ Worker *worker_free(Worker *w) {
         safe_close(w->wake_fd);
         free(w->rx_buffer);
         free(w->tx_buffer);
+        free(w->tx_headers);
+        free(w->path_iov);
         return mfree(w);
 }
 
@@ -91,10 +108,33 @@ static void reconcile(Worker *w, const Snapshot *s) {
  * outgoing packets through the queue its incoming ones last came in by, so every flow stays
  * with one worker, which numbers its packets in order. (Writing through the worker's own queue
  * would move a flow between workers with every acknowledgement that arrives on another path.) */
+static void gro_flush(Worker *w) {
+        struct iovec *iov;
+        size_t n = gro_finish(&w->gro, &iov);
+        const uint8_t *headers;
+
+        if (n == 0)
+                return;
+        headers = iov[1].iov_base;
+        if (writev(tunnel_tun_fd_for(w->tunnel, headers, iov[1].iov_len), iov, (int) n) < 0)
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
+}
+
+/* Every packet leaving the reorder buffer (or arriving without sequence number) ends here. With
+ * offloads, consecutive TCP segments of one flow are gathered into one super-packet; the payload
+ * stays where it is until gro_flush(), which the caller does before that memory changes. */
 static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
         Worker *w = userdata;
+        Tunnel *t = w->tunnel;
 
-        if (write(tunnel_tun_fd_for(w->tunnel, pkt, len), pkt, len) < 0)
+        if (t->tun.vnet_hdr && dataplane_options.batch > 1) {
+                if (gro_add(&w->gro, pkt, len))
+                        return;
+                gro_flush(w);
+                if (gro_add(&w->gro, pkt, len))
+                        return;
+        }
+        if (tunnel_write_packet(t, pkt, len) < 0)
                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
 }
 
@@ -102,6 +142,7 @@ static void reorder_publish_deadline(Tunnel *t) {
         __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
 }
 
+/* The reorder lock is held (when reordering), see worker_rx(). */
 static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t arrival) {
         Tunnel *t = w->tunnel;
         int reason;
@@ -110,10 +151,7 @@ static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t arri
                 tun_deliver(w, f->payload, f->payload_len);
                 return;
         }
-        pthread_mutex_lock(&t->reorder_lock);
         reason = reorder_insert(t->reorder, f->seq, path, f->payload, f->payload_len, arrival, tun_deliver, w);
-        reorder_publish_deadline(t);
-        pthread_mutex_unlock(&t->reorder_lock);
         if (reason >= 0)
                 COUNTER_ADD(w->path_counters[path].drops[reason], 1);
         else if (reason < -1)
@@ -194,17 +232,84 @@ static int64_t clock_offset(void) {
                ((int64_t) rt.tv_nsec - (int64_t) mono.tv_nsec) / (int64_t) NSEC_PER_USEC;
 }
 
+/* One datagram of path p (or of a path only its keepalive token can tell: p == RX_BY_TOKEN). */
+static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, const MptSockaddr *src,
+                            const uint8_t *buf, size_t len, usec_t now) {
+        unsigned counted = p >= 0 ? (unsigned) p : path;
+        MptFrame f;
+        int reason;
+
+        reason = mpt_frame_decode(buf, len, &f);
+        if (reason >= 0) {
+                COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
+                return;
+        }
+
+        if (f.kind == MPT_FRAME_KEEPALIVE) {
+                ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = *src };
+                reason = mpt_keepalive_decode(&f, &ev.ka);
+                if (reason >= 0) {
+                        COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
+                        return;
+                }
+                if (p == RX_BY_TOKEN && !ev.ka.extended) {
+                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        return;
+                }
+                /* Learn first, so that the keepalive finds the new endpoint in place. */
+                if (new_endpoint || p == RX_BY_TOKEN)
+                        report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, src, ev.ka.path_token);
+                ev.path = p >= 0 ? (unsigned) p : UINT_MAX;
+                ev.when = now; /* arrival: keeps RTT samples free of our own delays */
+                COUNTER_ADD(w->path_counters[counted].keepalives_rx, 1);
+                tunnel_queue_event(w->tunnel, &ev);
+                return;
+        }
+        if (p == RX_BY_TOKEN) {
+                /* Data from a new source on a shared socket: wait for its keepalive. */
+                COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                return;
+        }
+        if (new_endpoint)
+                report_endpoint(w, (unsigned) p, src, 0);
+        if (f.kind == MPT_FRAME_PATH_STATUS) {
+                ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = *src };
+                reason = mpt_path_status_decode(&f, &ev.ps);
+                if (reason >= 0) {
+                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        return;
+                }
+                ev.when = now;
+                tunnel_queue_event(w->tunnel, &ev);
+                return;
+        }
+        COUNTER_ADD(w->path_counters[p].rx_packets, 1);
+        COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) len);
+        handle_data(w, (unsigned) p, &f, now);
+}
+
+static int gro_size(struct msghdr *mh) {
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+                if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+                        int v;
+                        memcpy(&v, CMSG_DATA(c), sizeof v);
+                        return v;
+                }
+        return 0;
+}
+
 static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
+        Tunnel *t = w->tunnel;
         int fd = w->registered[path];
         int64_t offset = clock_offset();
         usec_t latest = now_usec();
 
-        for (unsigned n = 0; n < WORKER_BATCH; n++) {
+        for (unsigned n = 0; n < dataplane_options.batch; n++) {
                 MptSockaddr src = {};
                 struct iovec iov = { .iov_base = w->rx_buffer, .iov_len = WORKER_BUFFER_SIZE };
                 union {
                         struct cmsghdr align;
-                        uint8_t buf[CMSG_SPACE(sizeof(struct timespec))];
+                        uint8_t buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
                 } control;
                 struct msghdr mh = {
                         .msg_name = &src,
@@ -217,10 +322,10 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                 MptAddress src_addr;
                 uint16_t src_port;
                 bool new_endpoint;
-                MptFrame f;
                 usec_t now;
+                size_t seg;
                 ssize_t k;
-                int p, reason;
+                int p;
 
                 k = recvmsg(fd, &mh, MSG_DONTWAIT);
                 if (k < 0) {
@@ -239,114 +344,166 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                         COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                         continue;
                 }
-                reason = mpt_frame_decode(w->rx_buffer, (size_t) k, &f);
-                if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[p >= 0 ? (unsigned) p : path].drops[reason], 1);
-                        continue;
-                }
 
-                if (f.kind == MPT_FRAME_KEEPALIVE) {
-                        ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = src };
-                        unsigned counted = p >= 0 ? (unsigned) p : path;
-                        reason = mpt_keepalive_decode(&f, &ev.ka);
-                        if (reason >= 0) {
-                                COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
-                                continue;
-                        }
-                        if (p == RX_BY_TOKEN && !ev.ka.extended) {
-                                COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
-                                continue;
-                        }
-                        /* Learn first, so that the keepalive finds the new endpoint in place. */
-                        if (new_endpoint || p == RX_BY_TOKEN)
-                                report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, &src, ev.ka.path_token);
-                        ev.path = p >= 0 ? (unsigned) p : UINT_MAX;
-                        ev.when = now; /* arrival: keeps RTT samples free of our own delays */
-                        COUNTER_ADD(w->path_counters[counted].keepalives_rx, 1);
-                        tunnel_queue_event(w->tunnel, &ev);
-                        continue;
+                /* With UDP GRO the buffer holds several datagrams of one source: all of gso
+                 * size but the last. They are handled under one hold of the reorder lock, and
+                 * what they gathered for the TUN device is written before it is released
+                 * (held packets and this buffer are only stable until then). */
+                seg = (size_t) gro_size(&mh);
+                if (seg == 0 || seg > (size_t) k)
+                        seg = (size_t) k;
+                if (t->reorder_enabled)
+                        pthread_mutex_lock(&t->reorder_lock);
+                for (size_t off = 0; off < (size_t) k; off += seg) {
+                        handle_datagram(w, path, p, new_endpoint, &src, w->rx_buffer + off, MIN(seg, (size_t) k - off), now);
+                        new_endpoint = false; /* reported once per buffer is plenty */
                 }
-                if (p == RX_BY_TOKEN) {
-                        /* Data from a new source on a shared socket: wait for its keepalive. */
-                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
-                        continue;
+                gro_flush(w);
+                if (t->reorder_enabled) {
+                        reorder_publish_deadline(t);
+                        pthread_mutex_unlock(&t->reorder_lock);
                 }
-                if (new_endpoint)
-                        report_endpoint(w, (unsigned) p, &src, 0);
-                if (f.kind == MPT_FRAME_PATH_STATUS) {
-                        ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = src };
-                        reason = mpt_path_status_decode(&f, &ev.ps);
-                        if (reason >= 0) {
-                                COUNTER_ADD(w->path_counters[p].drops[reason], 1);
-                                continue;
-                        }
-                        ev.when = now_usec();
-                        tunnel_queue_event(w->tunnel, &ev);
-                        continue;
-                }
-                COUNTER_ADD(w->path_counters[p].rx_packets, 1);
-                COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) k);
-                handle_data(w, (unsigned) p, &f, now);
         }
 }
 
-static void worker_tx(Worker *w, const Snapshot *s) {
+/* Sends path p's datagrams of this TUN packet: as few UDP GSO sends as the limits allow, or one
+ * by one when GSO is off or was refused. Returns nothing: failures are counted. */
+static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iovec *iov, unsigned n_segs) {
         Tunnel *t = w->tunnel;
-        uint8_t *pkt = w->tx_buffer + WORKER_HEADROOM;
+        const SnapshotPath *sp = &s->paths[p];
+        int fd = sp->fds[w->id];
+        bool gso = dataplane_options.offload && dataplane_options.batch > 1 &&
+                   !__atomic_load_n(&t->gso_failed, __ATOMIC_RELAXED);
+        unsigned i = 0;
 
-        for (unsigned n = 0; n < WORKER_BATCH; n++) {
-                const SnapshotPath *sp;
-                uint16_t proto;
-                uint32_t seq = 0;
-                unsigned p;
-                size_t hl;
-                ssize_t k, k2;
+        while (i < n_segs) {
+                size_t size = iov[2 * i].iov_len + iov[2 * i + 1].iov_len, bytes = 0;
+                unsigned n = 0;
+                union {
+                        struct cmsghdr align;
+                        uint8_t buf[CMSG_SPACE(sizeof(uint16_t))];
+                } control = {};
+                struct msghdr mh = {
+                        .msg_name = (void *) &sp->remote,
+                        .msg_namelen = sp->remote_len,
+                        .msg_iov = (struct iovec *) &iov[2 * i],
+                };
 
-                k = read(w->tun_fd, pkt, WORKER_BUFFER_SIZE);
+                /* A GSO send carries datagrams of one size; only the last may be shorter. */
+                do {
+                        size_t d = iov[2 * (i + n)].iov_len + iov[2 * (i + n) + 1].iov_len;
+                        if (n > 0 && (d > size || bytes + d > GSO_BYTES_MAX))
+                                break;
+                        bytes += d;
+                        n++;
+                        if (d < size)
+                                break;
+                } while (gso && i + n < n_segs && n < GSO_SEGMENTS_MAX);
+
+                mh.msg_iovlen = 2 * n;
+                if (n > 1) {
+                        struct cmsghdr *c = (struct cmsghdr *) control.buf;
+                        uint16_t gs = (uint16_t) size;
+                        c->cmsg_level = IPPROTO_UDP;
+                        c->cmsg_type = UDP_SEGMENT;
+                        c->cmsg_len = CMSG_LEN(sizeof gs);
+                        memcpy(CMSG_DATA(c), &gs, sizeof gs);
+                        mh.msg_control = &control;
+                        mh.msg_controllen = sizeof control;
+                }
+                if (sendmsg(fd, &mh, MSG_DONTWAIT) < 0) {
+                        if (n > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
+                                /* No GSO on this route or kernel: from now on datagram by datagram. */
+                                __atomic_store_n(&t->gso_failed, true, __ATOMIC_RELAXED);
+                                gso = false;
+                                continue;
+                        }
+                        COUNTER_ADD(w->path_counters[p].drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
+                                                                                                  : MPT_DROP_SEND_ERROR],
+                                    n);
+                } else {
+                        COUNTER_ADD(w->path_counters[p].tx_packets, n);
+                        COUNTER_ADD(w->path_counters[p].tx_bytes, bytes);
+                }
+                i += n;
+        }
+}
+
+static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
+        Tunnel *t = w->tunnel;
+        struct virtio_net_hdr vh = {};
+        uint8_t *pkt = buf;
+        uint32_t seq = 0, flow = 0;
+        int n;
+
+        if (t->tun.vnet_hdr) {
+                if (len < VNET_HDR_LEN) {
+                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                        return;
+                }
+                memcpy(&vh, buf, VNET_HDR_LEN);
+                pkt = buf + VNET_HDR_LEN;
+                len -= VNET_HDR_LEN;
+        }
+        if (mpt_inner_protocol(pkt, len) == 0) {
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                return;
+        }
+        n = offload_segment(&vh, pkt, len, t->mtu, w->tx_headers, WORKER_GRE_ROOM, w->segs, OFFLOAD_SEGMENTS_MAX);
+        if (n < 0) {
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                return;
+        }
+        if (s->vector_len == 0) {
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_PATH], (uint64_t) n);
+                return;
+        }
+        if (s->scheduler == MPT_SCHEDULER_FLOW)
+                flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
+
+        /* Numbering and sending in one step (see tx_lock in tunnel.h). */
+        if (t->n_workers > 1)
+                pthread_mutex_lock(&t->tx_lock);
+        if (s->sequence)
+                seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
+        for (int i = 0; i < n; i++) {
+                OffloadSegment *sg = &w->segs[i];
+                unsigned p = s->scheduler == MPT_SCHEDULER_FLOW ? s->vector[flow % s->vector_len]
+                                                                : s->vector[w->cursor++ % s->vector_len];
+                uint16_t proto = (sg->headers[0] >> 4) == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP;
+                size_t hl = mpt_gre_encode(sg->headers, proto, s->sequence, seq + (uint32_t) i);
+                struct iovec *iov = &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX + 2 * w->path_segs[p]];
+
+                iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
+                iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+                w->path_segs[p]++;
+                w->seg_path[i] = (uint16_t) p;
+        }
+        for (int i = 0; i < n; i++) {
+                unsigned p = w->seg_path[i];
+                if (w->path_segs[p] == 0)
+                        continue; /* sent already */
+                send_path(w, s, p, &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX], w->path_segs[p]);
+                w->path_segs[p] = 0;
+        }
+        if (t->n_workers > 1)
+                pthread_mutex_unlock(&t->tx_lock);
+}
+
+static void worker_tx(Worker *w, const Snapshot *s) {
+        /* Headroom in front: a packet that is not split gets its GRE header right before it. */
+        uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
+
+        for (unsigned n = 0; n < dataplane_options.batch; n++) {
+                ssize_t k = read(w->tun_fd, buf, WORKER_BUFFER_SIZE);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        if (errno == EBADFD)
-                                /* The device was deleted: the queue stays readable-with-error
-                                 * forever. Stop polling it; the main thread shuts down. */
-                                (void) epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, w->tun_fd, NULL);
                         break;
                 }
                 if (k == 0)
                         break;
-                proto = mpt_inner_protocol(pkt, (size_t) k);
-                if (proto == 0) {
-                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
-                        continue;
-                }
-                if (s->vector_len == 0) {
-                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_PATH], 1);
-                        continue;
-                }
-                if (s->scheduler == MPT_SCHEDULER_FLOW)
-                        p = s->vector[sched_flow_hash(pkt, (size_t) k) % s->vector_len];
-                else
-                        p = s->vector[w->cursor++ % s->vector_len];
-                sp = &s->paths[p];
-                /* Each path must carry its packets in sequence order (the receiver infers loss
-                 * from it): number and send under the path's lock when workers share it. */
-                if (s->sequence && t->n_workers > 1)
-                        pthread_mutex_lock(&t->send_lock[p]);
-                if (s->sequence)
-                        seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, 1, __ATOMIC_RELAXED);
-                hl = mpt_gre_encode(pkt, proto, s->sequence, seq);
-                k2 = sendto(sp->fds[w->id], pkt - hl, (size_t) k + hl, MSG_DONTWAIT, &sp->remote.sa, sp->remote_len);
-                if (s->sequence && t->n_workers > 1)
-                        pthread_mutex_unlock(&t->send_lock[p]);
-                if (k2 < 0) {
-                        COUNTER_ADD(w->path_counters[p].drops[errno == EAGAIN || errno == ENOBUFS
-                                                                      ? MPT_DROP_SEND_BUSY
-                                                                      : MPT_DROP_SEND_ERROR],
-                                    1);
-                        continue;
-                }
-                COUNTER_ADD(w->path_counters[p].tx_packets, 1);
-                COUNTER_ADD(w->path_counters[p].tx_bytes, (uint64_t) k + hl);
+                transmit(w, s, buf, (size_t) k);
         }
 }
 
@@ -375,6 +532,7 @@ static void expire_reorder(Worker *w) {
                 return;
         pthread_mutex_lock(&t->reorder_lock);
         reorder_expire(t->reorder, now, tun_deliver, w);
+        gro_flush(w);
         reorder_publish_deadline(t);
         pthread_mutex_unlock(&t->reorder_lock);
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "offload.h"
 #include "tunnel.h"
 
 #define WORKER_BATCH 64u
 #define WORKER_BUFFER_SIZE (65536u + 64u)
 #define WORKER_HEADROOM 64u
+#define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
 
 struct Worker {
         Tunnel *tunnel;
@@ -21,8 +23,18 @@ struct Worker {
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
         uint32_t cursor;
 
+        /* Receive side: one (GRO) datagram buffer; received TCP segments coalesced for the TUN. */
         uint8_t *rx_buffer;
+        Gro gro;
+
+        /* Send side: one TUN packet, its segments' headers, and per path the iovecs of the
+         * datagrams it carries (GRE+headers, payload) for one UDP GSO send. */
         uint8_t *tx_buffer;
+        uint8_t *tx_headers;
+        OffloadSegment segs[OFFLOAD_SEGMENTS_MAX];
+        struct iovec *path_iov;     /* MPT_PATHS_MAX x 2 * OFFLOAD_SEGMENTS_MAX */
+        unsigned path_segs[MPT_PATHS_MAX];
+        uint16_t seg_path[OFFLOAD_SEGMENTS_MAX];
 
         MptSockaddr endpoint_reported[MPT_PATHS_MAX]; /* last new source reported per path */
 

@@ -250,9 +250,6 @@ static void check_device(NetdevState *s, MptDiagnostics *d) {
         if (s->packet_info.value > 0)
                 diag_add(d, file, s->packet_info.line,
                          "PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information header)");
-        if (s->vnet_header.value > 0)
-                diag_add(d, file, s->vnet_header.line,
-                         "VNetHeader=yes: mptd does not use virtio-net headers yet; set VNetHeader=no or leave it out");
 }
 
 /* Parse and verify are separate passes, but a file's problems are reported in line order; whole-file

@@ -149,6 +149,22 @@ mismatch() {
 mismatch "mode tun" "TUN device 'lab' does not match: it is not multi-queue"
 mismatch "mode tun multi_queue pi" "TUN device 'lab' does not match: it has packet information enabled"
 mismatch "mode tap multi_queue" "TUN device 'lab' does not match: it is a TAP device"
-mismatch "mode tun multi_queue vnet_hdr" "TUN device 'lab' does not match: it has a virtio-net header enabled"
+
+# ---- 4. a persistent device with a virtio-net header (VNetHeader=yes) fits: it is used with its
+# offloads, and its flags stay as they were ----
+lab_exec a ip tuntap add dev lab mode tun multi_queue vnet_hdr
+flags_before=$(tun_flags)
+it_start a
+it_start b
+got=$(lab_json a 't["device"] + " " + str(t["vnet_hdr"]) + " " + t["offloads"]')
+case "$got" in
+"attached True csum tso4 tso6"*) it_note "virtio-net header device: $got" ;;
+*) it_fail "virtio-net header device: expected it attached with TSO offloads, got '$got'" ;;
+esac
+it_ping a "$(lab_tunnel_addr b 4)" 3
+stop_side a TERM
+[ "$flags_before" = "$(tun_flags)" ] ||
+        it_fail "virtio-net header device: expected its TUN flags unchanged; before: $flags_before; after: $(tun_flags)"
+lab_exec a ip link del lab
 
 it_pass "shutdown"

@@ -250,10 +250,6 @@ static const ErrorCase error_cases[] = {
           HEAD "[Tun]\nPacketInfo=true\n[X-MPT]\n" PATH,
           TEST_FILE ":9: PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information "
                     "header)\n" },
-        { "vnet-header",
-          HEAD "[Tun]\nVNetHeader=1\n[X-MPT]\n" PATH,
-          TEST_FILE ":9: VNetHeader=yes: mptd does not use virtio-net headers yet; set VNetHeader=no or leave it "
-                    "out\n" },
         { "no-x-mpt",
           HEAD PATH,
           TEST_FILE ": no [X-MPT] section: an mpt .netdev needs one (it may be empty)\n" },
