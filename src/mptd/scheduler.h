@@ -23,3 +23,11 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len);
  * which TUN queue a received packet is written through, so that the kernel sends the flow's
  * outgoing packets through that queue too and one worker sees all of them, in order. */
 uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len);
+
+/* Assigns n consecutive segments (of one TUN packet) to paths: as many to each path as the next n
+ * slots of the vector from cursor give it, but as contiguous runs, in the order the paths first
+ * appear in those slots. Runs keep the weights exact over time (the cursor moves on by n) while
+ * each path gets a stretch of consecutive sequence numbers: the receiver can pass a run on as it
+ * arrives instead of holding most of it while the paths' packets interleave, and each run leaves
+ * in one UDP GSO send. With n == 1 it is the plain per-packet vector. Returns the new cursor. */
+uint32_t sched_assign_runs(const uint8_t *vector, size_t vector_len, uint32_t cursor, size_t n, uint16_t *ret_paths);

@@ -466,10 +466,14 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 pthread_mutex_lock(&t->tx_lock);
         if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
+        if (s->scheduler == MPT_SCHEDULER_FLOW)
+                for (int i = 0; i < n; i++)
+                        w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
+        else
+                w->cursor = sched_assign_runs(s->vector, s->vector_len, w->cursor, (size_t) n, w->seg_path);
         for (int i = 0; i < n; i++) {
                 OffloadSegment *sg = &w->segs[i];
-                unsigned p = s->scheduler == MPT_SCHEDULER_FLOW ? s->vector[flow % s->vector_len]
-                                                                : s->vector[w->cursor++ % s->vector_len];
+                unsigned p = w->seg_path[i];
                 uint16_t proto = (sg->headers[0] >> 4) == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP;
                 size_t hl = mpt_gre_encode(sg->headers, proto, s->sequence, seq + (uint32_t) i);
                 struct iovec *iov = &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX + 2 * w->path_segs[p]];
@@ -477,7 +481,6 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
                 iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
                 w->path_segs[p]++;
-                w->seg_path[i] = (uint16_t) p;
         }
         for (int i = 0; i < n; i++) {
                 unsigned p = w->seg_path[i];
