@@ -190,16 +190,18 @@ int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, s
                 return -EBADMSG;
         if (vh->gso_size == 0 || mtu <= hdr_len)
                 return -EBADMSG;
-        chunk = MIN((size_t) vh->gso_size, mtu - hdr_len);
+        /* TCP is a byte stream: cut at the MTU if gso_size would not fit. UDP datagrams keep the
+         * sizes the application gave them, whatever the MTU (the outer packet then fragments). */
+        chunk = proto == IPPROTO_TCP ? MIN((size_t) vh->gso_size, mtu - hdr_len) : vh->gso_size;
         payload = len - hdr_len;
         if (payload == 0) {
-                segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
                 /* Finish it as a plain packet. */
                 if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
                         r = finish_checksum(vh, pkt, len);
                         if (r < 0)
                                 return r;
                 }
+                segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
                 return 1;
         }
         n = DIV_ROUND_UP(payload, chunk);
@@ -322,8 +324,9 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
                 if (memcmp(pkt, g->headers, 4) != 0 || pkt[7] != g->headers[7] || memcmp(pkt + 8, g->headers + 8, 32) != 0)
                         return false;
         }
-        /* Same ports, ACK number, flags but PSH, window and options; the next sequence number. */
-        if (memcmp(th, gth, 4) != 0 || memcmp(th + 8, gth + 8, 4) != 0 || rd32(th + 4) != g->next_seq ||
+        /* Same ports, ACK number, data offset and AE, flags but PSH, window and options; the next
+         * sequence number. */
+        if (memcmp(th, gth, 4) != 0 || memcmp(th + 8, gth + 8, 4) != 0 || th[12] != gth[12] || rd32(th + 4) != g->next_seq ||
             (th[13] & (uint8_t) ~TCP_PSH) != (gth[13] & (uint8_t) ~TCP_PSH) || memcmp(th + 14, gth + 14, 2) != 0 ||
             memcmp(th + 20, gth + 20, hdr_len - ip_len - 20) != 0)
                 return false;
