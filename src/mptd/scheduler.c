@@ -123,22 +123,18 @@ static inline uint32_t mix32(uint32_t h, uint32_t v) {
         return h ^ (h >> 15);
 }
 
-uint32_t sched_assign_runs(const uint8_t *vector, size_t vector_len, uint32_t cursor, size_t n, uint16_t *ret_paths) {
-        unsigned counts[256] = {};
-        uint8_t order[256];
-        size_t n_order = 0, k = 0;
-
-        assert(vector_len > 0);
+void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
+                       uint16_t *ret_paths) {
+        assert(vector_len > 0 && run >= 1);
         for (size_t i = 0; i < n; i++) {
-                uint8_t p = vector[(cursor + i) % vector_len];
-                if (counts[p]++ == 0)
-                        order[n_order++] = p;
+                if (r->credit == 0) {
+                        r->path = vector[r->cursor++ % vector_len];
+                        r->credit = run;
+                } else if (r->credit > run)
+                        r->credit = run; /* the run length was lowered meanwhile */
+                ret_paths[i] = r->path;
+                r->credit--;
         }
-        for (size_t j = 0; j < n_order; j++)
-                for (unsigned c = 0; c < counts[order[j]]; c++)
-                        ret_paths[k++] = order[j];
-        assert(k == n);
-        return cursor + (uint32_t) n;
 }
 
 static uint32_t rd32be(const uint8_t *p) {

@@ -24,10 +24,20 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len);
  * outgoing packets through that queue too and one worker sees all of them, in order. */
 uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len);
 
-/* Assigns n consecutive segments (of one TUN packet) to paths: as many to each path as the next n
- * slots of the vector from cursor give it, but as contiguous runs, in the order the paths first
- * appear in those slots. Runs keep the weights exact over time (the cursor moves on by n) while
- * each path gets a stretch of consecutive sequence numbers: the receiver can pass a run on as it
- * arrives instead of holding most of it while the paths' packets interleave, and each run leaves
- * in one UDP GSO send. With n == 1 it is the plain per-packet vector. Returns the new cursor. */
-uint32_t sched_assign_runs(const uint8_t *vector, size_t vector_len, uint32_t cursor, size_t n, uint16_t *ret_paths);
+/* Runs of packets per path. Each slot of the sending vector grants its path `run` consecutive
+ * packets (credit), used up across TUN packets before the next slot is opened: over time every
+ * path gets exactly its vector share, while each carries stretches of consecutive sequence
+ * numbers, so that the receiver passes a run on as it arrives instead of holding most of it, and
+ * a super-packet leaves in a few large UDP GSO sends rather than one small one per path. With
+ * run == 1 it is the plain per-packet vector of the original MPT. */
+typedef struct SchedRuns {
+        uint32_t cursor; /* next vector slot */
+        uint8_t path;    /* path of the current run */
+        unsigned credit; /* packets left in the current run */
+} SchedRuns;
+
+#define SCHED_RUN_MAX 16u
+
+/* Assigns the next n packets to paths (ret_paths[0..n)). */
+void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
+                       uint16_t *ret_paths);

@@ -38,7 +38,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
                 w->registered[i] = -1;
         /* Spread the workers over the sending vector so they do not all start on path 0. */
-        w->cursor = id * 7919u;
+        w->runs.cursor = id * 7919u;
 
         w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
@@ -101,6 +101,8 @@ static void reconcile(Worker *w, const Snapshot *s) {
                 if (fd >= 0 && epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, fd, &ev) >= 0)
                         w->registered[i] = fd;
         }
+        /* A run must not go on over a path the new snapshot may have taken out. */
+        w->runs.credit = 0;
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
 
@@ -298,13 +300,15 @@ static int gro_size(struct msghdr *mh) {
         return 0;
 }
 
-static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
+/* Reads at most max receive buffers of one path; returns how many it read. */
+static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned max) {
         Tunnel *t = w->tunnel;
         int fd = w->registered[path];
         int64_t offset = clock_offset();
         usec_t latest = now_usec();
+        unsigned n;
 
-        for (unsigned n = 0; n < dataplane_options.batch; n++) {
+        for (n = 0; n < max; n++) {
                 MptSockaddr src = {};
                 struct iovec iov = { .iov_base = w->rx_buffer, .iov_len = WORKER_BUFFER_SIZE };
                 union {
@@ -363,6 +367,28 @@ static void worker_rx(Worker *w, const Snapshot *s, unsigned path) {
                         reorder_publish_deadline(t);
                         pthread_mutex_unlock(&t->reorder_lock);
                 }
+        }
+        return n;
+}
+
+/* Reads the ready paths in turns of a few buffers each, so that their packets reach the reorder
+ * buffer in about the order they arrived: draining one path first would make the others look
+ * silent to loss inference and push the window past their packets. */
+#define RX_TURN 1u
+
+static void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsigned n_ready) {
+        unsigned budget = dataplane_options.batch * 4;
+
+        while (n_ready > 0 && budget > 0) {
+                unsigned kept = 0;
+                for (unsigned i = 0; i < n_ready && budget > 0; i++) {
+                        unsigned turn = MIN(MIN(RX_TURN, dataplane_options.batch), budget);
+                        unsigned got = worker_rx(w, s, ready[i], turn);
+                        budget -= MIN(got, budget);
+                        if (got == turn)
+                                ready[kept++] = ready[i]; /* may have more */
+                }
+                n_ready = kept;
         }
 }
 
@@ -470,7 +496,8 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else
-                w->cursor = sched_assign_runs(s->vector, s->vector_len, w->cursor, (size_t) n, w->seg_path);
+                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? SCHED_RUN_MAX : 1,
+                                  (size_t) n, w->seg_path);
         for (int i = 0; i < n; i++) {
                 OffloadSegment *sg = &w->segs[i];
                 unsigned p = w->seg_path[i];
@@ -550,6 +577,7 @@ static void *worker_main(void *userdata) {
         pthread_sigmask(SIG_BLOCK, &all, NULL);
 
         while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+                unsigned ready[MPT_PATHS_MAX], n_ready;
                 const Snapshot *s;
                 int n;
 
@@ -563,6 +591,7 @@ static void *worker_main(void *userdata) {
                 if (s->generation != w->seen_generation)
                         reconcile(w, s);
 
+                n_ready = 0;
                 for (int i = 0; i < n; i++) {
                         uint64_t tag = events[i].data.u64;
                         if (tag == EV_WAKE) {
@@ -571,8 +600,9 @@ static void *worker_main(void *userdata) {
                         } else if (tag == EV_TUN)
                                 worker_tx(w, s);
                         else if (tag < s->n_paths && w->registered[tag] >= 0)
-                                worker_rx(w, s, (unsigned) tag);
+                                ready[n_ready++] = (unsigned) tag;
                 }
+                worker_rx_ready(w, s, ready, n_ready);
                 expire_reorder(w);
         }
         return NULL;

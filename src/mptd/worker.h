@@ -21,7 +21,7 @@ struct Worker {
 
         uint64_t seen_generation; /* atomic: the snapshot generation this worker uses */
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
-        uint32_t cursor;
+        SchedRuns runs; /* the weighted scheduler's position */
 
         /* Receive side: one (GRO) datagram buffer; received TCP segments coalesced for the TUN. */
         uint8_t *rx_buffer;

@@ -77,7 +77,7 @@ const MptConfKey mpt_conf_keys[] = {
         },
         {
                 .name = "ReorderWindow", .section = T(reorder_window), .type = MPT_CONF_UINT32,
-                .min = 0, .max = 65536, .def = 1024, .syntax = "PACKETS",
+                .min = 0, .max = 65536, .def = 4096, .syntax = "PACKETS",
                 .doc = "Size of the receive reorder window in packets. When it is not 0 (and "
                        "Scheduler=weighted), every data packet carries a GRE sequence number and the receiver restores the sending order "
                        "of packets that took different paths: it waits for a missing packet while later "

@@ -599,7 +599,7 @@ static void test_defaults(void) {
         g_assert_cmpuint(p->tunnel.mtu, ==, 0);
         g_assert_cmpuint(p->tunnel.local_port, ==, MPT_DEFAULT_PORT);
         g_assert_cmpuint(p->tunnel.remote_port, ==, 4754);
-        g_assert_cmpuint(p->tunnel.reorder_window, ==, 1024);
+        g_assert_cmpuint(p->tunnel.reorder_window, ==, 4096);
         g_assert_cmpuint(p->tunnel.reorder_max_delay, ==, 100 * USEC_PER_MSEC);
         g_assert_cmpint(p->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
         g_assert_cmpuint(p->tunnel.workers, ==, 0);

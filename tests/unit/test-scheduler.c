@@ -599,52 +599,49 @@ static void test_hash_symmetric(void) {
         g_assert_cmphex(sched_flow_hash_symmetric(a, 10), ==, 0);
 }
 
-/* Runs: the counts per path over the next n slots, as contiguous stretches in order of first
- * appearance; over many calls the shares are exactly the vector's. */
+/* Runs: each vector slot grants its path `run` consecutive packets, carried across calls; over
+ * time the shares are exactly the vector's. */
 static void test_assign_runs(void) {
         static const uint32_t w[3] = { 3, 2, 1 };
         uint8_t vec[MPT_VECTOR_MAX];
         size_t len = sched_build_vector(w, 3, vec);
         uint16_t paths[64];
         unsigned total[3] = {};
-        uint32_t cursor = 0;
+        SchedRuns r = {};
 
         g_assert_cmpuint(len, ==, 6);
-        /* n == 1 is the plain vector. */
+        /* run == 1 is the plain per-packet vector. */
         for (size_t i = 0; i < 12; i++) {
-                cursor = sched_assign_runs(vec, len, cursor, 1, paths);
+                sched_assign_runs(&r, vec, len, 1, 1, paths);
                 g_assert_cmpuint(paths[0], ==, vec[i % len]);
         }
-        /* n == 10 from slot 12 (= 0): counts of slots 0..9, runs in first-appearance order. */
-        cursor = sched_assign_runs(vec, len, 0, 10, paths);
-        g_assert_cmpuint(cursor, ==, 10);
-        {
-                unsigned c[3] = {}, changes = 0;
-                for (size_t i = 0; i < 10; i++) {
-                        c[paths[i]]++;
-                        if (i > 0 && paths[i] != paths[i - 1])
-                                changes++;
-                }
-                for (size_t i = 0; i < 10; i++)
-                        c[vec[i % len]]--;
-                g_assert_cmpuint(c[0] + c[1] + c[2], ==, 0);
-                g_assert_cmpuint(changes, <=, 2); /* three runs at most */
-                g_assert_cmpuint(paths[0], ==, vec[0]);
-        }
-        /* Over many batches of odd sizes the shares are exact. */
-        cursor = 0;
+        /* run == 4: slot after slot, 4 packets each, across calls of any size. */
+        r = (SchedRuns) {};
+        sched_assign_runs(&r, vec, len, 4, 10, paths);
+        for (size_t i = 0; i < 10; i++)
+                g_assert_cmpuint(paths[i], ==, vec[i / 4]);
+        sched_assign_runs(&r, vec, len, 4, 3, paths);
+        g_assert_cmpuint(paths[0], ==, vec[2]); /* the third slot's run goes on */
+        g_assert_cmpuint(paths[1], ==, vec[2]);
+        g_assert_cmpuint(paths[2], ==, vec[3]);
+        /* Credit reset (a new snapshot): the next packet opens a new slot. */
+        r.credit = 0;
+        sched_assign_runs(&r, vec, len, 4, 1, paths);
+        g_assert_cmpuint(paths[0], ==, vec[4]);
+
+        /* Over many calls of odd sizes the shares are exact (within one run). */
+        r = (SchedRuns) {};
         for (unsigned b = 0; b < 600; b++) {
                 size_t n = 1 + (b * 7) % 45;
-                cursor = sched_assign_runs(vec, len, cursor, n, paths);
+                sched_assign_runs(&r, vec, len, SCHED_RUN_MAX, n, paths);
                 for (size_t i = 0; i < n; i++)
                         total[paths[i]]++;
         }
         {
                 unsigned sum = total[0] + total[1] + total[2];
-                /* Within one vector round of the exact shares 3:2:1. */
-                g_assert_cmpint(abs((int) total[0] - (int) (sum * 3 / 6)), <=, 3);
-                g_assert_cmpint(abs((int) total[1] - (int) (sum * 2 / 6)), <=, 2);
-                g_assert_cmpint(abs((int) total[2] - (int) (sum / 6)), <=, 1);
+                g_assert_cmpint(abs((int) total[0] - (int) (sum * 3 / 6)), <=, (int) SCHED_RUN_MAX * 3);
+                g_assert_cmpint(abs((int) total[1] - (int) (sum * 2 / 6)), <=, (int) SCHED_RUN_MAX * 2);
+                g_assert_cmpint(abs((int) total[2] - (int) (sum / 6)), <=, (int) SCHED_RUN_MAX);
         }
 }
 
