@@ -1,0 +1,535 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Report of tests/bench/compare: tables with goals (stdout) and PNG plots (gnuplot).
+
+    python3 report.py RECORDS OUT_DIR "SECTION ..."
+
+RECORDS has one measurement per line, tab-separated KEY=VALUE fields; "rec" says what it is:
+  tput  one TCP run: sec (agg, single, scale, mem), ct (contender), rep, n (paths), mbit or fail,
+        cpu_ticks/hz over t0..t1 (the contender's processes), host_busy/host_total, path_bytes0/1
+  sys   system calls (perf) of the contender's processes and inner bytes delivered at b
+  rtt   idle ping: med_us, min_us
+  rss   VmRSS of mptd at a and b (KiB) at t seconds into a full-load run
+  label, info, note, mtu, offload: descriptions
+Every ratio is the median of per-repetition ratios of contenders that ran back to back.
+"""
+
+import atexit
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+records_path, out_dir, selected = sys.argv[1], sys.argv[2], sys.argv[3].split()
+
+R = []
+for line in open(records_path):
+    line = line.rstrip("\n")
+    if not line:
+        continue
+    d = {}
+    for field in line.split("\t"):
+        k, _, v = field.partition("=")
+        d[k] = v
+    R.append(d)
+
+LABEL = {r["ct"]: r["label"] for r in R if r["rec"] == "label"}
+INFO = {}
+for r in R:
+    if r["rec"] == "info":
+        INFO.setdefault(r["key"], []).append(r["value"])
+MPT_IDS = sorted({r["ct"] for r in R if r["rec"] == "label" and r["ct"].startswith("mpt") and r["ct"] != "mptcp"},
+                 key=lambda c: (len(c), c))
+OFFLOAD = {r["ct"]: r["value"] for r in R if r["rec"] == "offload"}
+MTU = {}
+for r in R:
+    if r["rec"] == "mtu":
+        MTU.setdefault((r.get("sec"), r["ct"]), set()).add(r["mtu"])
+
+
+def label(ct):
+    return LABEL.get(ct, ct)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, f="%.3f", none="-"):
+    return none if x is None else f % x
+
+
+def verdict(x, goal, ge=True):
+    if x is None:
+        return "n/a"
+    return "PASS" if (x >= goal if ge else x <= goal) else "MISS"
+
+
+def good(r):
+    return r is not None and "fail" not in r and "mbit" in r
+
+
+def mbit(r):
+    return float(r["mbit"]) if good(r) else None
+
+
+def cores(r):
+    if not good(r) or "cpu_ticks" not in r:
+        return None
+    span = float(r["t1"]) - float(r["t0"])
+    return int(r["cpu_ticks"]) / int(r["hz"]) / span if span > 0 else None
+
+
+def host_cores(r):
+    if not good(r) or "host_busy" not in r:
+        return None
+    return int(r["host_busy"]) / max(int(r["host_total"]), 1) * int(r["ncpu"])
+
+
+def paths_used(r):
+    """Paths that carried at least a fifth of the mean per-path bytes of the run."""
+    if not good(r) or not r.get("path_bytes0"):
+        return None
+    d = [int(b) - int(a) for a, b in zip(r["path_bytes0"].split(","), r["path_bytes1"].split(","))]
+    mean = sum(d) / len(d)
+    return sum(1 for x in d if x >= 0.2 * mean)
+
+
+def by_rep(sec, **match):
+    """{rep: {ct: record}} of tput records of a section (and matching fields)."""
+    out = {}
+    for r in R:
+        if r["rec"] == "tput" and r.get("sec") == sec and all(r.get(k) == v for k, v in match.items()):
+            out.setdefault(int(r["rep"]), {})[r["ct"]] = r
+    return out
+
+
+def ratios(reps, f):
+    """Per-repetition values f(cts) (None skipped)."""
+    xs = []
+    for rep in sorted(reps):
+        try:
+            x = f(reps[rep])
+        except (KeyError, ZeroDivisionError, TypeError):
+            x = None
+        if x is not None:
+            xs.append(x)
+    return xs
+
+
+def fails(reps):
+    return ["rep %d %s: %s" % (rep, ct, r["fail"]) for rep in sorted(reps) for ct, r in reps[rep].items()
+            if "fail" in r]
+
+
+def gnuplot(script):
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("  (gnuplot failed: %s)" % (getattr(e, "stderr", "") or e).strip())
+
+
+def plot_name(ct):
+    """A contender's name on a plot's x axis: short, lines separated by |."""
+    if ct in MPT_IDS and ct != "mpt":
+        return "mpt|+keys %s" % ct[3:]
+    fixed = {"raw": "raw veth", "naive": "naive|forwarder", "mptcp": "MPTCP"}
+    if ct in fixed:
+        return fixed[ct]
+    if ct in ("wgdeb", "wgnew"):
+        version = label(ct).split()[1] if len(label(ct).split()) > 1 else ""
+        return "wireguard-go|%s|%s" % (version, "(Debian)" if ct == "wgdeb" else "(offload)")
+    return label(ct)
+
+
+def xtics(cts):
+    """gnuplot xtics for bars 0, 1, ... and a footnote naming the mpt contenders with extra keys."""
+    out = ['"%s" %d' % (plot_name(ct).replace('"', "'").replace("|", "\\n"), i) for i, ct in enumerate(cts)]
+    foot = ["%s = %s" % (plot_name(ct).replace("|", " "), label(ct)) for ct in cts if ct in MPT_IDS and ct != "mpt"]
+    text = 'set xtics (%s) font ",9"\n' % ", ".join(out)
+    if foot:
+        text += 'set label 99 "%s" at screen 0.01, screen 0.02 left font ",9"\n' % "; ".join(foot).replace('"', "'")
+    return text
+
+
+TMP = tempfile.mkdtemp(prefix="mpt-compare-plot.")
+atexit.register(shutil.rmtree, TMP, True)
+STYLE = ('set terminal pngcairo size 1100,680 noenhanced font "DejaVu Sans,11"\n'
+         'set grid\nset key top left box opaque\n')
+COLORS = ["#1060c0", "#c03020", "#20a050", "#e07020", "#8040c0", "#606060", "#10a0b0", "#b08000"]
+plots = []
+
+run_info = INFO.get("run", ["?"])[0]
+print()
+print("=" * 100)
+print("compare: %s" % run_info)
+print("  mptd: %s; machine: %s" % (INFO.get("mptd", ["?"])[0], INFO.get("machine", ["?"])[0]))
+print("  %s; TCP congestion control in the namespaces: %s"
+      % (INFO.get("iperf3", ["?"])[0], INFO.get("tcp_cc", ["?"])[0]))
+print("  load average at start %s, at the end %s" % (INFO.get("load_start", ["?"])[0], INFO.get("load_end", ["?"])[0]))
+for key, what in (("wgdeb", "Debian's wireguard-go"), ("wgnew", "newer wireguard-go"), ("perf", "perf")):
+    for v in INFO.get(key, []):
+        print("  %s: %s" % (what, v))
+for r in R:
+    if r["rec"] == "note":
+        print("  note: %s" % r["text"])
+
+# ---------------------------------------------------------------------------------------------
+# 1. aggregation
+
+AGG_GOALS = {  # (family, rate): (eta goal, N with an MPTCP goal, vs-MPTCP goal)
+    ("4", "100mbit"): (0.95, 4, 1.03),
+    ("6", "100mbit"): (0.93, None, None),
+    ("4", "1gbit"): (0.93, 4, 0.95),
+}
+NO_DROP_TOLERANCE = 0.02
+
+if "aggregation" in selected:
+    cfgs = {}
+    for r in R:
+        if r["rec"] == "tput" and r.get("sec") == "agg":
+            cfgs.setdefault((r["fam"], r["rate"]), set()).add(int(r["n"]))
+    print()
+    print("1. Aggregation efficiency  η = tunnel TCP goodput / (N x single-path TCP goodput without tunnel)")
+    print("   Each repetition ran the single path, then each tunnel, back to back over the same paths;")
+    print("   Mbit/s are medians, η and \"vs MPTCP\" medians of the per-repetition ratios. \"paths\": paths that")
+    print("   carried traffic (per-veth byte counters, median).")
+    plotdata = {}
+    for (fam, rate) in sorted(cfgs, key=lambda k: (k[1] != "100mbit", k[0])):
+        goal_eta, goal_n, goal_vs = AGG_GOALS.get((fam, rate), (None, None, None))
+        print()
+        print("   IPv%s paths, %s each (tbf)%s" % (fam, rate, "" if goal_eta is None else
+                                                 "; goal η >= %.2f" % goal_eta))
+        print("     %3s  %-40s %9s %7s  %-11s %8s  %-12s %6s" % ("N", "contender", "Mbit/s", "η", "goal",
+                                                              "vs MPTCP", "goal", "paths"))
+        etas = {}
+        for n in sorted(cfgs[(fam, rate)]):
+            reps = by_rep("agg", fam=fam, rate=rate, n=str(n))
+            base = med([mbit(c.get("raw")) for c in reps.values()])
+            print("     %3d  %-40s %9s" % (n, "single path, no tunnel", fmt(base, "%.1f")))
+            cts = [c for c in MPT_IDS + ["mptcp"] if any(c in x for x in reps.values())]
+            for ct in cts:
+                eta = med(ratios(reps, lambda c: mbit(c[ct]) / (n * mbit(c["raw"]))))
+                etas.setdefault(ct, {})[n] = eta
+                plotdata.setdefault((fam, rate, ct), []).append((n, eta))
+                vs = g_vs = ""
+                g_eta = ""
+                if ct != "mptcp":
+                    if goal_eta is not None:
+                        g_eta = ">= %.2f %s" % (goal_eta, verdict(eta, goal_eta))
+                    if "mptcp" in cts:
+                        v = med(ratios(reps, lambda c: mbit(c[ct]) / mbit(c["mptcp"])))
+                        vs = fmt(v)
+                        if goal_n == n:
+                            g_vs = ">= %.2f %s" % (goal_vs, verdict(v, goal_vs))
+                used = med([paths_used(c.get(ct)) for c in reps.values()])
+                print("     %3s  %-40s %9s %7s  %-11s %8s  %-12s %6s" % (
+                    "", label(ct)[:40], fmt(med([mbit(c.get(ct)) for c in reps.values()]), "%.1f"),
+                    fmt(eta), g_eta, vs, g_vs, "%s/%d" % (fmt(used, "%.0f"), n)))
+            for f in fails(reps):
+                print("          FAILED: %s" % f)
+        ns = sorted(cfgs[(fam, rate)])
+        if len(ns) > 1:
+            for ct in MPT_IDS:
+                e = etas.get(ct, {})
+                if e.get(ns[0]) is None:
+                    continue
+                later = [(e[n], n) for n in ns[1:] if e.get(n) is not None]
+                if not later:
+                    continue
+                low, at = min(later)
+                print("     no drop as N grows (%s): lowest η %.3f at N=%d, η at N=%d %.3f; goal >= η(N=%d) - %.2f  %s"
+                      % (label(ct), low, at, ns[0], e[ns[0]], ns[0], NO_DROP_TOLERANCE,
+                         verdict(low, e[ns[0]] - NO_DROP_TOLERANCE)))
+    for v in sorted(set(INFO.get("mptcp_limit", []) + INFO.get("mptcp_endpoints", []))):
+        print("   MPTCP: %s" % v)
+
+    # plot: η against N
+    lines = []
+    k = 0
+    for (fam, rate, ct), pts in sorted(plotdata.items()):
+        fn = os.path.join(TMP, "agg-%s-%s-%s.dat" % (fam, rate, ct))
+        with open(fn, "w") as f:
+            for n, eta in pts:
+                if eta is not None:
+                    f.write("%d %.4f\n" % (n, eta))
+        style = "linespoints lw 2 pt 7 ps 1.4" if rate == "100mbit" else "points pt 5 ps 2.2"
+        dt = "" if fam == "4" else " dt 2"
+        lines.append('"%s" using 1:2 with %s%s lc rgb "%s" title "%s, IPv%s paths, %s"'
+                     % (fn, style, dt, COLORS[(MPT_IDS + ["mptcp"]).index(ct) % len(COLORS)] if ct in MPT_IDS + ["mptcp"] else COLORS[k % 8],
+                        label(ct), fam, rate))
+        k += 1
+    if lines:
+        png = os.path.join(out_dir, "compare-aggregation.png")
+        allns = sorted({n for pts in plotdata.values() for n, _ in pts})
+        gnuplot(STYLE.replace("1100,680", "1400,680") + 'set output "%s"\n' % png +
+                'set title "Aggregation efficiency: TCP goodput / (N x one path without tunnel)\\n%s"\n' % run_info +
+                'set xlabel "paths N"\nset ylabel "efficiency"\n'
+                'set key outside right top vertical font ",10"\nset yrange [0:1.1]\n'
+                'set xrange [0:%g]\nset xtics (%s)\n' % (max(allns) + 1, ", ".join(str(n) for n in allns)) +
+                'plot 0.95 with lines dt 3 lc rgb "#444444" title "goal 0.95 (IPv4 paths)", '
+                '0.93 with lines dt 4 lc rgb "#888888" title "goal 0.93 (IPv6 paths, 1 Gbit/s)", ' +
+                ", ".join(lines) + "\n")
+        plots.append(png)
+
+# ---------------------------------------------------------------------------------------------
+# 2. one unshaped path
+
+single = by_rep("single")
+offload_ct = "wgnew" if any("wgnew" in c for c in single.values()) else "wgdeb"
+SINGLE_ORDER = ["raw"] + MPT_IDS + ["wgdeb", "wgnew", "naive"]
+
+if "single" in selected and single:
+    print()
+    print("2. One unshaped veth path (IPv4 paths, IPv4 inside): TCP goodput, one stream, medians of %d"
+          % len(single))
+    print("   repetitions; ratios are medians of the per-repetition ratios (contenders ran back to back)")
+    print()
+    print("     %-48s %8s   %s" % ("contender", "Gbit/s", "each repetition"))
+    cts = [c for c in SINGLE_ORDER if any(c in x for x in single.values())]
+    for ct in cts:
+        xs = [mbit(single[rep].get(ct)) for rep in sorted(single)]
+        print("     %-48s %8s   %s" % (label(ct), fmt(med(xs) and med(xs) / 1000, "%.2f"),
+                                      " ".join(fmt(x and x / 1000, "%.2f") for x in xs)))
+    print()
+    print("     %-72s %7s  %s" % ("ratio", "median", "goal"))
+    for m in MPT_IDS:
+        for other, goal in ((offload_ct, 1.5), ("naive", 2.5), ("wgdeb" if offload_ct == "wgnew" else None, None),
+                            ("raw", None)):
+            if other is None or other not in cts:
+                continue
+            v = med(ratios(single, lambda c: mbit(c[m]) / mbit(c[other])))
+            name = "%s / %s%s" % (label(m), label(other), " (offload build)" if other == offload_ct and goal else "")
+            print("     %-72s %7s  %s" % (name[:72], fmt(v, "%.2f"),
+                                          ">= %.1f %s" % (goal, verdict(v, goal)) if goal else ""))
+    if offload_ct == "wgdeb":
+        print("     (no newer wireguard-go: Debian's, without offloads, stands in for the offload build)")
+    for ct in ("wgdeb", "wgnew"):
+        if ct in OFFLOAD:
+            print("     %s offloads on its TUN device (ethtool -k): %s" % (label(ct), OFFLOAD[ct]))
+    if ("single", "mpt") in MTU:
+        print("     mpt's tunnel MTU: %s (the naive forwarder's is the same; wireguard-go's 1440)"
+              % "/".join(sorted(MTU[("single", "mpt")])))
+    for f in fails(single):
+        print("     FAILED: %s" % f)
+
+    fn = os.path.join(TMP, "single.dat")
+    fr = os.path.join(TMP, "single-runs.dat")
+    with open(fn, "w") as f, open(fr, "w") as g:
+        for i, ct in enumerate(cts):
+            xs = [mbit(single[rep].get(ct)) for rep in sorted(single)]
+            f.write('%d %.4f "%s"\n' % (i, (med(xs) or 0) / 1000, label(ct)))
+            for x in xs:
+                if x is not None:
+                    g.write("%d %.4f\n" % (i, x / 1000))
+    png = os.path.join(out_dir, "compare-single-path.png")
+    gnuplot(STYLE + 'set output "%s"\n' % png +
+            'set title "One unshaped veth path: TCP goodput (median and each repetition)\\n%s"\n' % run_info +
+            'set ylabel "Gbit/s"\nset style fill solid 0.6\nset boxwidth 0.6\nset yrange [0:*]\n'
+            'set xrange [-0.6:%g]\nset key top right\nset bmargin 5\n' % (len(cts) - 0.4) + xtics(cts) +
+            'plot "%s" using 1:2 with boxes lc rgb "#1060c0" title "median", ' % fn +
+            '"" using 1:2:(sprintf("%%.2f", $2)) with labels offset 0,1 notitle, '
+            '"%s" using 1:2 with points pt 1 ps 1.5 lc rgb "#e07020" title "each repetition"\n' % fr)
+    plots.append(png)
+
+# ---------------------------------------------------------------------------------------------
+# 3. scaling
+
+if "scaling" in selected:
+    scale = {}
+    for r in R:
+        if r["rec"] == "tput" and r.get("sec") == "scale":
+            scale.setdefault(int(r["rep"]), {})[(r["ct"], int(r["n"]))] = r
+    ns = sorted({n for reps in scale.values() for (_, n) in reps})
+    if ns:
+        print()
+        print("3. Unshaped IPv4 paths through mpt: TCP goodput against the number of paths (one stream;")
+        print("   every N ran in each repetition, back to back); \"vs N=%d\": median of per-repetition ratios" % ns[0])
+        print()
+        print("     %3s  %-40s %8s  %8s  %-14s %s" % ("N", "contender", "Gbit/s", "vs N=%d" % ns[0], "goal", "paths"))
+        pts = {}
+        for ct in MPT_IDS:
+            for n in ns:
+                xs = [mbit(scale[rep].get((ct, n))) for rep in sorted(scale)]
+                if all(x is None for x in xs):
+                    continue
+                v = med(ratios(scale, lambda c: mbit(c[(ct, n)]) / mbit(c[(ct, ns[0])])))
+                g = ""
+                if n == ns[-1] and n > ns[0]:
+                    g = ">= 0.90 %s" % verdict(v, 0.90)
+                used = med([paths_used(scale[rep].get((ct, n))) for rep in sorted(scale)])
+                print("     %3d  %-40s %8s  %8s  %-14s %s/%d" % (n, label(ct)[:40], fmt(med(xs) and med(xs) / 1000, "%.2f"),
+                                                           fmt(v), g, fmt(used, "%.0f"), n))
+                pts.setdefault(ct, []).append((n, med(xs), xs))
+        for rep in sorted(scale):
+            for (ct, n), r in scale[rep].items():
+                if "fail" in r:
+                    print("     FAILED: rep %d %s N=%d: %s" % (rep, ct, n, r["fail"]))
+        lines = []
+        for i, (ct, p) in enumerate(sorted(pts.items())):
+            fn = os.path.join(TMP, "scale-%s.dat" % ct)
+            fr = os.path.join(TMP, "scale-%s-runs.dat" % ct)
+            with open(fn, "w") as f, open(fr, "w") as g:
+                for n, m, xs in p:
+                    if m is not None:
+                        f.write("%d %.4f\n" % (n, m / 1000))
+                    for x in xs:
+                        if x is not None:
+                            g.write("%d %.4f\n" % (n, x / 1000))
+            lines.append('"%s" using 1:2 with linespoints lw 2 pt 7 ps 1.4 lc rgb "%s" title "%s (median)"'
+                         % (fn, COLORS[i % 8], label(ct)))
+            lines.append('"%s" using 1:2 with points pt 1 ps 1.3 lc rgb "%s" notitle' % (fr, COLORS[i % 8]))
+        png = os.path.join(out_dir, "compare-scaling.png")
+        gnuplot(STYLE + 'set output "%s"\n' % png +
+                'set title "Unshaped veth paths: TCP goodput through mpt over N paths\\n%s"\n' % run_info +
+                'set xlabel "paths N"\nset ylabel "Gbit/s"\nset yrange [0:*]\nset xrange [0:%g]\nset xtics (%s)\n'
+                % (max(ns) + 1, ", ".join(str(n) for n in ns)) + "plot " + ", ".join(lines) + "\n")
+        plots.append(png)
+
+# ---------------------------------------------------------------------------------------------
+# 4. cost
+
+if "cost" in selected and single:
+    sysr, rtt = {}, {}
+    for r in R:
+        if r["rec"] == "sys" and r.get("sec") == "cost":
+            sysr.setdefault(int(r["rep"]), {})[r["ct"]] = r
+        elif r["rec"] == "rtt" and r.get("sec") == "cost":
+            rtt.setdefault(int(r["rep"]), {})[r["ct"]] = r
+
+    def gpc(r):
+        c = cores(r)
+        return mbit(r) / 1000 / c if c else None
+
+    def spm(r):
+        if r is None or "syscalls" not in r or int(r["bytes"]) <= 0:
+            return None
+        return int(r["syscalls"]) / (int(r["bytes"]) / 1e6)
+
+    def rtt_us(r):
+        return float(r["med_us"]) if r is not None and "med_us" in r else None
+
+    def added(c, ct):
+        return rtt_us(c[ct]) - rtt_us(c["raw"])
+
+    cts = [c for c in SINGLE_ORDER if any(c in x for x in single.values())]
+    print()
+    print("4. Cost on one unshaped path (the runs of section 2): CPU of the contender's processes at both")
+    print("   ends (utime + stime, /proc/PID/stat, over the middle of each run), host CPU busy (all of it:")
+    print("   iperf3, softirq, the contender), system calls of the contender's processes per MB of inner")
+    print("   packets delivered (perf raw_syscalls:sys_enter, separate runs of up to 6 s), idle ping round")
+    print("   trip (median of 50 pings 10 ms apart) and what the tunnel adds to the bare path's. Medians.")
+    print()
+    print("     %-44s %7s %9s %10s %9s %11s %8s %8s" % ("contender", "Gbit/s", "CPU cores", "Gbit/s per",
+                                                     "host busy", "syscalls", "RTT", "added"))
+    print("     %-44s %7s %9s %10s %9s %11s %8s %8s" % ("", "", "", "core", "cores", "per MB", "µs", "µs"))
+    for ct in cts:
+        col = lambda f, d=single: med([f(d[rep].get(ct)) for rep in sorted(d)])
+        print("     %-44s %7s %9s %10s %9s %11s %8s %8s" % (
+            label(ct)[:44], fmt(col(mbit) and col(mbit) / 1000, "%.2f"),
+            fmt(col(cores), "%.2f") if ct != "raw" else "-", fmt(col(gpc), "%.2f") if ct != "raw" else "-",
+            fmt(col(host_cores), "%.2f"), fmt(col(spm, sysr), "%.0f"), fmt(col(rtt_us, rtt), "%.0f"),
+            fmt(med(ratios(rtt, lambda c: added(c, ct))), "%.0f") if ct != "raw" else "-"))
+    print()
+    print("     %-72s %9s  %s" % ("goal", "median", ""))
+    for m in MPT_IDS:
+        if offload_ct in cts:
+            v = med(ratios(single, lambda c: gpc(c[m]) / gpc(c[offload_ct])))
+            print("     %-72s %9s  >= 2.0 %s" % (("%s Gbit/s per core / %s's" % (label(m), label(offload_ct)))[:72],
+                                                 fmt(v, "%.2f"), verdict(v, 2.0)))
+        v = med([spm(sysr[rep].get(m)) for rep in sorted(sysr)])
+        print("     %-72s %9s  <= 250 %s" % ("%s system calls per MB" % label(m), fmt(v, "%.0f"), verdict(v, 250, ge=False)))
+        if "naive" in cts:
+            v = med(ratios(rtt, lambda c: added(c, m) / added(c, "naive")))
+            print("     %-72s %9s  <= 1.5 %s" % (("%s added idle RTT / naive forwarder's" % label(m))[:72],
+                                                 fmt(v, "%.2f"), verdict(v, 1.5, ge=False)))
+    for rep in sorted(sysr):
+        for ct, r in sysr[rep].items():
+            if "fail" in r:
+                print("     FAILED: rep %d %s system calls: %s" % (rep, ct, r["fail"]))
+    for rep in sorted(rtt):
+        for ct, r in rtt[rep].items():
+            if "fail" in r:
+                print("     FAILED: rep %d %s ping: %s" % (rep, ct, r["fail"]))
+
+    costcts = [c for c in cts if c != "raw"]
+    fn = os.path.join(TMP, "cost.dat")
+    with open(fn, "w") as f:
+        for i, ct in enumerate(costcts):
+            col = lambda fun, d=single: med([fun(d[rep].get(ct)) for rep in sorted(d)])
+            a = med(ratios(rtt, lambda c: added(c, ct)))
+            f.write('%d %s %s %s "%s"\n' % (i, fmt(col(gpc), "%.4f", "NaN"), fmt(col(spm, sysr), "%.1f", "NaN"),
+                                            fmt(a, "%.1f", "NaN"), label(ct)))
+    png = os.path.join(out_dir, "compare-cost.png")
+    panel = ('set style fill solid 0.6\nset boxwidth 0.6\nset xrange [-0.6:%g]\nset bmargin 5\n' % (len(costcts) - 0.4) +
+             xtics(costcts) + 'unset key\n')
+    gnuplot(STYLE.replace("1100,680", "1800,640") + 'set output "%s"\n' % png +
+            'set multiplot layout 1,3 title "Cost on one unshaped path (medians)   %s"\n' % run_info + panel +
+            'set title "Gbit/s per CPU core (tunnel processes, both ends)"\nset yrange [0:*]\n'
+            'plot "%s" using 1:2 with boxes lc rgb "#1060c0", "" using 1:2:(sprintf("%%.2f", $2)) with labels offset 0,1\n' % fn +
+            'set title "system calls per MB"\nset logscale y\nset yrange [*:*]\n'
+            'plot "%s" using 1:3 with boxes lc rgb "#c03020", "" using 1:3:(sprintf("%%.0f", $3)) with labels offset 0,1, 250 with lines dt 2 lc rgb "#444444"\n' % fn +
+            'unset logscale y\nset title "added idle round-trip time, µs"\nset yrange [0:*]\n'
+            'plot "%s" using 1:4 with boxes lc rgb "#20a050", "" using 1:4:(sprintf("%%.0f", $4)) with labels offset 0,1\n' % fn +
+            "unset multiplot\n")
+    plots.append(png)
+
+# ---------------------------------------------------------------------------------------------
+# memory
+
+if "memory" in selected:
+    rss = {}
+    for r in R:
+        if r["rec"] == "rss":
+            rss.setdefault(r["ct"], []).append(r)
+    load = {r["ct"]: r for r in R if r["rec"] == "tput" and r.get("sec") == "mem"}
+    if rss:
+        print()
+        print("Memory: VmRSS of mptd at each end, idle and over a full-load TCP run through 4 unshaped paths")
+        print("   (%s); \"start\" is 5 s into the load, \"end\" its last sample"
+              % INFO.get("mem_workers", ["default workers unless -w was given"])[0])
+        print()
+        print("     %-40s %4s %9s %9s %9s %9s %9s  %s" % ("contender", "side", "idle MiB", "start MiB", "end MiB",
+                                                         "max MiB", "growth", "goals: max <= 64 MiB; flat"))
+        for ct in [c for c in MPT_IDS if c in rss]:
+            rs = rss[ct]
+            idle = [r for r in rs if r["t"] == "idle"]
+            samples = sorted((int(r["t"]), r) for r in rs if r["t"] != "idle")
+            for side in ("a", "b"):
+                if not samples:
+                    continue
+                kb = [int(r["%s_kb" % side]) / 1024 for _, r in samples]
+                i = int(idle[0]["%s_kb" % side]) / 1024 if idle else None
+                start, end, mx = kb[0], kb[-1], max(kb)
+                flat = end - start <= max(2.0, 0.05 * start)
+                print("     %-40s %4s %9s %9.1f %9.1f %9.1f %+8.1f   %s; %s (end - start <= max(2 MiB, 5 %%))"
+                      % (label(ct)[:40], side, fmt(i, "%.1f"), start, end, mx, end - start,
+                         verdict(mx, 64, ge=False), "PASS" if flat else "MISS"))
+            if ct in load:
+                print("     %-40s load: %s Mbit/s over %s s" % ("", fmt(mbit(load[ct]), "%.0f"),
+                                                             samples[-1][0] if samples else "?"))
+        lines = []
+        for i, ct in enumerate([c for c in MPT_IDS if c in rss]):
+            fn = os.path.join(TMP, "rss-%s.dat" % ct)
+            with open(fn, "w") as f:
+                for r in sorted((r for r in rss[ct] if r["t"] != "idle"), key=lambda r: int(r["t"])):
+                    f.write("%s %.2f %.2f\n" % (r["t"], int(r["a_kb"]) / 1024, int(r["b_kb"]) / 1024))
+            lines.append('"%s" using 1:2 with linespoints lw 2 pt 7 lc rgb "%s" title "%s at a"'
+                         % (fn, COLORS[(2 * i) % 8], label(ct)))
+            lines.append('"%s" using 1:3 with linespoints lw 2 pt 5 lc rgb "%s" title "%s at b"'
+                         % (fn, COLORS[(2 * i + 1) % 8], label(ct)))
+        png = os.path.join(out_dir, "compare-memory.png")
+        gnuplot(STYLE + 'set output "%s"\n' % png +
+                'set title "mptd resident memory under full load (4 unshaped paths)"\n'
+                'set xlabel "seconds into the load"\nset ylabel "VmRSS (MiB)"\nset yrange [0:*]\nset xrange [0:*]\n'
+                'set key right center\n'
+                'plot 64 with lines dt 2 lc rgb "#444444" title "goal: 64 MiB", ' + ", ".join(lines) + "\n")
+        plots.append(png)
+
+print()
+for p in plots:
+    if os.path.exists(p):
+        print("Plot: %s" % p)
