@@ -153,12 +153,12 @@ static int finish_checksum(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t
         return 0;
 }
 
-int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
-                    uint8_t *headers_scratch, size_t headroom, OffloadSegment *segs, size_t max_segs) {
+static int segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu, uint8_t *headers_scratch,
+                   size_t headroom, size_t first, OffloadSegment *segs, size_t max_segs, bool whole, size_t *ret_total) {
         const size_t slot = headroom + OFFLOAD_HEADERS_MAX;
         uint8_t gso = vh->gso_type & (uint8_t) ~VIRTIO_NET_HDR_GSO_ECN;
         uint8_t proto;
-        size_t ip_len, hdr_len, chunk, payload, n;
+        size_t ip_len, hdr_len, chunk, payload, n, end;
         int family, r;
         uint32_t seq0 = 0, addr_sum;
         uint16_t id0 = 0;
@@ -172,7 +172,10 @@ int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, s
                         if (r < 0)
                                 return r;
                 }
+                if (first > 0)
+                        return -EINVAL;
                 segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
+                *ret_total = 1;
                 return 1;
         }
         if (gso == VIRTIO_NET_HDR_GSO_TCPV4 || gso == VIRTIO_NET_HDR_GSO_TCPV6)
@@ -201,12 +204,18 @@ int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, s
                         if (r < 0)
                                 return r;
                 }
+                if (first > 0)
+                        return -EINVAL;
                 segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
+                *ret_total = 1;
                 return 1;
         }
         n = DIV_ROUND_UP(payload, chunk);
-        if (n > max_segs || n > OFFLOAD_SEGMENTS_MAX)
+        if (first >= n)
+                return -EINVAL;
+        if (whole && (n > max_segs || n > OFFLOAD_SEGMENTS_MAX))
                 return -E2BIG;
+        end = first + MIN(MIN(max_segs, (size_t) OFFLOAD_SEGMENTS_MAX), n - first);
 
         if (family == AF_INET) {
                 id0 = rd16(pkt + 4);
@@ -216,8 +225,8 @@ int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, s
         if (proto == IPPROTO_TCP)
                 seq0 = rd32(pkt + ip_len + 4);
 
-        for (size_t i = 0; i < n; i++) {
-                uint8_t *h = headers_scratch + i * slot + headroom;
+        for (size_t i = first; i < end; i++) {
+                uint8_t *h = headers_scratch + (i - first) * slot + headroom;
                 const uint8_t *data = pkt + hdr_len + i * chunk;
                 size_t plen = MIN(chunk, payload - i * chunk);
                 size_t l4 = hdr_len - ip_len;
@@ -261,9 +270,23 @@ int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, s
                         c = csum_fold(sum);
                         wr16(th + 6, c ?: 0xffff);
                 }
-                segs[i] = (OffloadSegment) { .headers = h, .headers_len = hdr_len, .payload = data, .payload_len = plen };
+                segs[i - first] = (OffloadSegment) { .headers = h, .headers_len = hdr_len, .payload = data, .payload_len = plen };
         }
-        return (int) n;
+        *ret_total = n;
+        return (int) (end - first);
+}
+
+int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
+                    uint8_t *headers_scratch, size_t headroom, OffloadSegment *segs, size_t max_segs) {
+        size_t total;
+
+        return segment(vh, pkt, len, mtu, headers_scratch, headroom, 0, segs, max_segs, true, &total);
+}
+
+int offload_segment_from(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
+                         uint8_t *headers_scratch, size_t headroom, size_t first, OffloadSegment *segs,
+                         size_t max_segs, size_t *ret_total) {
+        return segment(vh, pkt, len, mtu, headers_scratch, headroom, first, segs, max_segs, false, ret_total);
 }
 
 /* ---- GRO ---- */

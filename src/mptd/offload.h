@@ -55,6 +55,16 @@ uint32_t csum_pseudo(int family, const uint8_t *src, const uint8_t *dst, uint8_t
 int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
                     uint8_t *headers_scratch, size_t headroom, OffloadSegment *segs, size_t max_segs);
 
+/* The same, a window at a time, for packets of more segments than fit at once (UDP GSO with small
+ * datagrams, TCP with a small MSS): produces segments first, first + 1, ... (at most max_segs and
+ * OFFLOAD_SEGMENTS_MAX of them) into segs[0...] and the scratch area, and stores the packet's
+ * number of segments in *ret_total. pkt is not modified between windows (only a packet that needs
+ * no splitting is, and it is one segment). Returns the number produced, or -EBADMSG, or -E2BIG
+ * when max_segs is 0, or -EINVAL when first is past the end. */
+int offload_segment_from(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
+                         uint8_t *headers_scratch, size_t headroom, size_t first, OffloadSegment *segs,
+                         size_t max_segs, size_t *ret_total);
+
 /* Coalescing of received TCP segments into super-packets for the TUN device. */
 #define GRO_SEGMENTS_MAX 64u
 #define GRO_BYTES_MAX 65000u

@@ -126,15 +126,26 @@ static inline uint32_t mix32(uint32_t h, uint32_t v) {
 void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
                        uint16_t *ret_paths) {
         assert(vector_len > 0 && run >= 1);
-        for (size_t i = 0; i < n; i++) {
-                if (r->credit == 0) {
+        for (size_t i = 0; i < n;) {
+                unsigned chunk = (unsigned) MIN(n - i, (size_t) run);
+
+                /* A path's deficit stays below 2 * run: it is topped up only when it cannot
+                 * cover a chunk (< run), so one quantum always suffices. */
+                if (!r->active || r->deficit[r->path] < chunk) {
                         r->path = vector[r->cursor++ % vector_len];
-                        r->credit = run;
-                } else if (r->credit > run)
-                        r->credit = run; /* the run length was lowered meanwhile */
-                ret_paths[i] = r->path;
-                r->credit--;
+                        r->deficit[r->path] = MIN(r->deficit[r->path], run - 1) + run;
+                        r->active = true;
+                }
+                r->deficit[r->path] -= chunk;
+                for (unsigned k = 0; k < chunk; k++)
+                        ret_paths[i + k] = r->path;
+                i += chunk;
         }
+}
+
+void sched_runs_reset(SchedRuns *r) {
+        memset(r->deficit, 0, sizeof r->deficit);
+        r->active = false;
 }
 
 static uint32_t rd32be(const uint8_t *p) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "macro.h"
+#include "profile.h"
 
 /* Longest sending vector we build. Longer exact vectors are approximated by scaling the weights
  * (largest remainder), which keeps every share within 1/MPT_VECTOR_MAX of its exact value,
@@ -24,20 +25,26 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len);
  * outgoing packets through that queue too and one worker sees all of them, in order. */
 uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len);
 
-/* Runs of packets per path. Each slot of the sending vector grants its path `run` consecutive
- * packets (credit), used up across TUN packets before the next slot is opened: over time every
- * path gets exactly its vector share, while each carries stretches of consecutive sequence
- * numbers, so that the receiver passes a run on as it arrives instead of holding most of it, and
- * a super-packet leaves in a few large UDP GSO sends rather than one small one per path. With
- * run == 1 it is the plain per-packet vector of the original MPT. */
+/* Runs of packets per path, by deficit round robin over the sending vector. Each slot of the
+ * vector grants its path a quantum of `run` packets (segments); a TUN packet's segments (in
+ * chunks of at most `run`) go to the current path while its deficit covers the whole chunk, else
+ * to the next slot's path, and what a path leaves unused it keeps for its next turn. Over time
+ * every path gets exactly its vector share, a super-packet leaves whole in one UDP GSO send on
+ * one path, and each path carries stretches of consecutive sequence numbers, which the receiver
+ * passes on as they arrive. With run == 1 it is the plain per-packet vector of the original MPT. */
 typedef struct SchedRuns {
         uint32_t cursor; /* next vector slot */
         uint8_t path;    /* path of the current run */
-        unsigned credit; /* packets left in the current run */
+        bool active;     /* path is valid (false: the next chunk opens a slot) */
+        uint32_t deficit[MPT_PATHS_MAX];
 } SchedRuns;
 
-#define SCHED_RUN_MAX 16u
+#define SCHED_RUN_MAX 64u
+#define SCHED_RUN_LIMIT 256u
 
-/* Assigns the next n packets to paths (ret_paths[0..n)). */
+/* Assigns the n segments of one TUN packet to paths (ret_paths[0..n)). */
 void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
                        uint16_t *ret_paths);
+
+/* A new path table: deficits and the current run start over (the cursor stays). */
+void sched_runs_reset(SchedRuns *r);

@@ -214,7 +214,7 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
         return t->tun.fds[sched_flow_hash_symmetric(pkt, len) % t->tun.n_fds];
 }
 
-DataplaneOptions dataplane_options = { .offload = true, .batch = WORKER_BATCH };
+DataplaneOptions dataplane_options = { .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX };
 
 void dataplane_options_load(void) {
         const char *e;
@@ -226,6 +226,9 @@ void dataplane_options_load(void) {
         e = getenv("MPT_DEBUG_BATCH");
         if (e && safe_atou(e, &v) >= 0 && v >= 1)
                 dataplane_options.batch = MIN(v, WORKER_BATCH);
+        e = getenv("MPT_DEBUG_RUN");
+        if (e && safe_atou(e, &v) >= 0 && v >= 1)
+                dataplane_options.run = MIN(v, SCHED_RUN_LIMIT);
 }
 
 int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len) {

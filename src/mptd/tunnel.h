@@ -245,6 +245,7 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
+        unsigned run;   /* consecutive packets per path (scheduler runs), 1..SCHED_RUN_LIMIT */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;

@@ -102,7 +102,7 @@ static void reconcile(Worker *w, const Snapshot *s) {
                         w->registered[i] = fd;
         }
         /* A run must not go on over a path the new snapshot may have taken out. */
-        w->runs.credit = 0;
+        sched_runs_reset(&w->runs);
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
 
@@ -455,48 +455,18 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
         }
 }
 
-static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
+/* Numbers w->segs[0..n), assigns them to paths and sends them; tx_lock is held. */
+static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow) {
         Tunnel *t = w->tunnel;
-        struct virtio_net_hdr vh = {};
-        uint8_t *pkt = buf;
-        uint32_t seq = 0, flow = 0;
-        int n;
+        uint32_t seq = 0;
 
-        if (t->tun.vnet_hdr) {
-                if (len < VNET_HDR_LEN) {
-                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
-                        return;
-                }
-                memcpy(&vh, buf, VNET_HDR_LEN);
-                pkt = buf + VNET_HDR_LEN;
-                len -= VNET_HDR_LEN;
-        }
-        if (mpt_inner_protocol(pkt, len) == 0) {
-                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
-                return;
-        }
-        n = offload_segment(&vh, pkt, len, t->mtu, w->tx_headers, WORKER_GRE_ROOM, w->segs, OFFLOAD_SEGMENTS_MAX);
-        if (n < 0) {
-                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
-                return;
-        }
-        if (s->vector_len == 0) {
-                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_PATH], (uint64_t) n);
-                return;
-        }
-        if (s->scheduler == MPT_SCHEDULER_FLOW)
-                flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
-
-        /* Numbering and sending in one step (see tx_lock in tunnel.h). */
-        if (t->n_workers > 1)
-                pthread_mutex_lock(&t->tx_lock);
         if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else
-                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? SCHED_RUN_MAX : 1,
+                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? dataplane_options.run : 1,
                                   (size_t) n, w->seg_path);
         for (int i = 0; i < n; i++) {
                 OffloadSegment *sg = &w->segs[i];
@@ -516,6 +486,56 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 send_path(w, s, p, &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX], w->path_segs[p]);
                 w->path_segs[p] = 0;
         }
+}
+
+static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
+        Tunnel *t = w->tunnel;
+        struct virtio_net_hdr vh = {};
+        uint8_t *pkt = buf;
+        uint32_t flow = 0;
+        size_t total;
+        int n;
+
+        if (t->tun.vnet_hdr) {
+                if (len < VNET_HDR_LEN) {
+                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                        return;
+                }
+                memcpy(&vh, buf, VNET_HDR_LEN);
+                pkt = buf + VNET_HDR_LEN;
+                len -= VNET_HDR_LEN;
+        }
+        if (mpt_inner_protocol(pkt, len) == 0) {
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                return;
+        }
+        n = offload_segment_from(&vh, pkt, len, t->mtu, w->tx_headers, WORKER_GRE_ROOM, 0, w->segs,
+                                 OFFLOAD_SEGMENTS_MAX, &total);
+        if (n < 0) {
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_MALFORMED], 1);
+                return;
+        }
+        if (s->vector_len == 0) {
+                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_PATH], (uint64_t) total);
+                return;
+        }
+        if (s->scheduler == MPT_SCHEDULER_FLOW)
+                flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
+
+        /* Numbering and sending in one step (see tx_lock in tunnel.h). A packet of more segments
+         * than fit at once is done a window of OFFLOAD_SEGMENTS_MAX at a time. */
+        if (t->n_workers > 1)
+                pthread_mutex_lock(&t->tx_lock);
+        for (size_t done = 0;;) {
+                transmit_segments(w, s, n, flow);
+                done += (size_t) n;
+                if (done >= total)
+                        break;
+                n = offload_segment_from(&vh, pkt, len, t->mtu, w->tx_headers, WORKER_GRE_ROOM, done, w->segs,
+                                         OFFLOAD_SEGMENTS_MAX, &total);
+                if (n <= 0) /* cannot happen: the first window checked the packet */
+                        break;
+        }
         if (t->n_workers > 1)
                 pthread_mutex_unlock(&t->tx_lock);
 }
@@ -529,6 +549,11 @@ static void worker_tx(Worker *w, const Snapshot *s) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
+                        /* Drained: runs are for traffic that comes in batches. A packet after
+                         * a pause opens the next slot, so that sparse traffic (pings, voice)
+                         * is interleaved packet by packet as the vector says. */
+                        if (errno == EAGAIN)
+                                w->runs.active = false;
                         break;
                 }
                 if (k == 0)

@@ -744,6 +744,59 @@ static void test_max_segs_exact(void) {
         run_done(&run);
 }
 
+/* More segments than fit at once (UDP GSO with 100-byte datagrams, TCP with a 64-byte MSS): window
+ * after window, the segments are the ones one call would make if it could, numbered on from the
+ * previous window, each with valid checksums; the packet stays as it was. */
+static void test_windows(const void *data) {
+        const bool tcp = GPOINTER_TO_INT(data);
+        const size_t payload_len = 30000, gso_size = tcp ? 64 : 100;
+        g_autofree uint8_t *payload = payload_new(payload_len, 9);
+        Pkt p = pkt_base(tcp ? AF_INET : AF_INET6, tcp ? IPPROTO_TCP : IPPROTO_UDP, payload, payload_len);
+        size_t ip_len = pkt_ip_len(&p), hdr_len = pkt_hdr_len(&p), len, total = 0, done = 0;
+        struct virtio_net_hdr vh = {
+                .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+                .gso_type = tcp ? VIRTIO_NET_HDR_GSO_TCPV4 : VIRTIO_NET_HDR_GSO_UDP_L4,
+                .hdr_len = (uint16_t) hdr_len,
+                .gso_size = (uint16_t) gso_size,
+                .csum_start = (uint16_t) ip_len,
+                .csum_offset = tcp ? 16 : 6,
+        };
+        g_autofree uint8_t *pkt = pkt_new(&p, CSUM_PARTIAL, &len);
+        g_autofree uint8_t *before = g_memdup2(pkt, len);
+        g_autofree uint8_t *scratch = g_malloc(OFFLOAD_SEGMENTS_MAX * (OFFLOAD_HEADERS_MAX + 8));
+        OffloadSegment segs[OFFLOAD_SEGMENTS_MAX];
+        size_t n = (payload_len + gso_size - 1) / gso_size, windows = 0;
+
+        /* One call refuses it. */
+        g_assert_cmpint(offload_segment(&vh, pkt, len, 1500, scratch, 8, segs, OFFLOAD_SEGMENTS_MAX), ==, -E2BIG);
+        while (done < n) {
+                int r = offload_segment_from(&vh, pkt, len, 1500, scratch, 8, done, segs, OFFLOAD_SEGMENTS_MAX, &total);
+                g_assert_cmpint(r, ==, (int) MIN((size_t) OFFLOAD_SEGMENTS_MAX, n - done));
+                g_assert_cmpuint(total, ==, n);
+                for (int k = 0; k < r; k++) {
+                        size_t i = done + (size_t) k, seg_len;
+                        g_autofree uint8_t *seg = segment_join(&segs[k], &seg_len);
+                        size_t plen = MIN(gso_size, payload_len - i * gso_size);
+
+                        g_assert_cmpuint(seg_len, ==, hdr_len + plen);
+                        g_assert_cmpmem(seg + hdr_len, plen, payload + i * gso_size, plen);
+                        g_assert_cmphex(ref_l4_sum(seg, seg_len), ==, 0xffff);
+                        if (tcp) {
+                                g_assert_cmphex(get16(seg + 4), ==, (uint16_t) (p.ip_id + i));
+                                g_assert_cmphex(get32(seg + ip_len + 4), ==, (uint32_t) (p.seq + i * gso_size));
+                        } else
+                                g_assert_cmpuint(get16(seg + ip_len + 4), ==, 8 + plen);
+                }
+                done += (size_t) r;
+                windows++;
+        }
+        g_assert_cmpuint(windows, ==, (n + OFFLOAD_SEGMENTS_MAX - 1) / OFFLOAD_SEGMENTS_MAX);
+        g_assert_cmpmem(pkt, len, before, len);
+        /* Past the end: refused. */
+        g_assert_cmpint(offload_segment_from(&vh, pkt, len, 1500, scratch, 8, n, segs, OFFLOAD_SEGMENTS_MAX, &total), ==,
+                        -EINVAL);
+}
+
 /* ---- offload_segment(): packets that need no splitting ---- */
 
 static void test_plain(void) {
@@ -1821,6 +1874,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/offload/csum/large", test_csum_large);
         g_test_add_func("/mpt/offload/csum/fold", test_csum_fold);
         g_test_add_func("/mpt/offload/csum/pseudo", test_csum_pseudo);
+        g_test_add_data_func("/mpt/offload/segment/windows-uso6-100", GINT_TO_POINTER(0), test_windows);
+        g_test_add_data_func("/mpt/offload/segment/windows-tso4-mss64", GINT_TO_POINTER(1), test_windows);
 
         g_test_add_func("/mpt/offload/plain", test_plain);
         for (size_t i = 0; i < G_N_ELEMENTS(csum_cases); i++) {

@@ -605,7 +605,7 @@ static void test_assign_runs(void) {
         static const uint32_t w[3] = { 3, 2, 1 };
         uint8_t vec[MPT_VECTOR_MAX];
         size_t len = sched_build_vector(w, 3, vec);
-        uint16_t paths[64];
+        uint16_t paths[160];
         unsigned total[3] = {};
         SchedRuns r = {};
 
@@ -615,24 +615,37 @@ static void test_assign_runs(void) {
                 sched_assign_runs(&r, vec, len, 1, 1, paths);
                 g_assert_cmpuint(paths[0], ==, vec[i % len]);
         }
-        /* run == 4: slot after slot, 4 packets each, across calls of any size. */
+        /* run == 4: a packet's segments in chunks of 4, each chunk on the path whose deficit
+         * covers it; a slot's leftover stays with its path for its next turn. */
         r = (SchedRuns) {};
         sched_assign_runs(&r, vec, len, 4, 10, paths);
         for (size_t i = 0; i < 10; i++)
                 g_assert_cmpuint(paths[i], ==, vec[i / 4]);
+        /* vec[2] has 2 left: a 3-segment packet goes whole to the next slot's path... */
         sched_assign_runs(&r, vec, len, 4, 3, paths);
-        g_assert_cmpuint(paths[0], ==, vec[2]); /* the third slot's run goes on */
-        g_assert_cmpuint(paths[1], ==, vec[2]);
-        g_assert_cmpuint(paths[2], ==, vec[3]);
-        /* Credit reset (a new snapshot): the next packet opens a new slot. */
-        r.credit = 0;
+        for (size_t i = 0; i < 3; i++)
+                g_assert_cmpuint(paths[i], ==, vec[3]);
+        /* ... and a 1-segment one still fits there. */
+        sched_assign_runs(&r, vec, len, 4, 1, paths);
+        g_assert_cmpuint(paths[0], ==, vec[3]);
+        /* Reset (a new snapshot): the next packet opens a new slot. */
+        sched_runs_reset(&r);
         sched_assign_runs(&r, vec, len, 4, 1, paths);
         g_assert_cmpuint(paths[0], ==, vec[4]);
+
+        /* Whole packets: every packet up to a run long stays on one path. */
+        r = (SchedRuns) {};
+        for (unsigned b = 0; b < 200; b++) {
+                size_t n = 1 + (b * 13) % SCHED_RUN_MAX;
+                sched_assign_runs(&r, vec, len, SCHED_RUN_MAX, n, paths);
+                for (size_t i = 1; i < n; i++)
+                        g_assert_cmpuint(paths[i], ==, paths[0]);
+        }
 
         /* Over many calls of odd sizes the shares are exact (within one run). */
         r = (SchedRuns) {};
         for (unsigned b = 0; b < 600; b++) {
-                size_t n = 1 + (b * 7) % 45;
+                size_t n = 1 + (b * 7) % 150;
                 sched_assign_runs(&r, vec, len, SCHED_RUN_MAX, n, paths);
                 for (size_t i = 0; i < n; i++)
                         total[paths[i]]++;

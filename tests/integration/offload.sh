@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# offload.sh: super-packets of every size reach the other end whole and in order, over 2 paths.
+#
+#   - UDP GSO (UDP_SEGMENT) sends from an application inside the tunnel, with datagrams of 100,
+#     1000 and 1400 bytes (120 of 100 bytes in one send: the kernel's limit is 128): every
+#     datagram arrives at b, with its size and content, and at most 1 % out of order (the
+#     reorder buffer's business, tested elsewhere; a late packet on a busy machine is no error);
+#   - TCP with an 88-byte MSS (iperf3 -M): super-packets of many small segments; the transfer
+#     completes (packets of more segments than mptd makes at once are tested in test-offload);
+#   - nothing is dropped as tun-malformed at a, nothing by b's reorder buffer as late.
+# In the -plain variant (no offloads) the kernel splits the super-packets itself; the same holds.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+lab_init
+it_require iperf3 python3
+lab_log "offload: UDP GSO and small-MSS TCP through a 2-path tunnel"
+lab_topology 2 none 4
+it_profiles 2 4 4
+it_start a
+it_start b
+it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
+it_snap a before
+it_snap b before
+
+# Receiver at b: counts datagrams per size class and checks each one's content (its first 8
+# bytes are a sequence number, the rest a pattern of that number); stops after 3 s of silence.
+lab_exec b python3 - >"$LAB_DIR/udp-rx.txt" 2>&1 <<'EOF' &
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.bind(("10.77.0.2", 9000))
+s.settimeout(15)
+got, bad, order, last = {}, 0, 0, {}
+try:
+    while True:
+        d = s.recv(65536)
+        s.settimeout(3)
+        seq, = struct.unpack("!Q", d[:8])
+        size = len(d)
+        if d[8:] != bytes([(seq + i) & 0xff for i in range(size - 8)]):
+            bad += 1
+        if seq <= last.get(size, -1):
+            order += 1
+        last[size] = seq
+        got[size] = got.get(size, 0) + 1
+except socket.timeout:
+    pass
+print("got", " ".join("%d:%d" % kv for kv in sorted(got.items())), "bad", bad, "reordered", order)
+EOF
+rx_pid=$!
+LAB_PIDS+=("$rx_pid")
+sleep 0.5
+
+# Sender at a: for each size, 20 sends of one UDP_SEGMENT super-packet (as many datagrams as fit
+# in 12000 bytes), 50 ms apart (the receive buffer keeps up).
+lab_exec a python3 - >"$LAB_DIR/udp-tx.txt" 2>&1 <<'EOF' || it_fail "UDP GSO sender failed: $(cat "$LAB_DIR/udp-tx.txt")"
+import socket, struct, time
+UDP_SEGMENT = 103
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("10.77.0.2", 9000))
+sent = {}
+seq = 0
+for size in (100, 1000, 1400):
+    s.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, size)
+    per = 12000 // size
+    for k in range(20):
+        buf = b""
+        for i in range(per):
+            buf += struct.pack("!Q", seq) + bytes([(seq + j) & 0xff for j in range(size - 8)])
+            seq += 1
+        s.send(buf)
+        sent[size] = sent.get(size, 0) + per
+        time.sleep(0.05)
+print("sent", " ".join("%d:%d" % kv for kv in sorted(sent.items())))
+EOF
+wait "$rx_pid" || true
+sent=$(sed -n 's/^sent //p' "$LAB_DIR/udp-tx.txt")
+got=$(sed -n 's/^got \(.*\) bad.*/\1/p' "$LAB_DIR/udp-rx.txt")
+it_note "UDP GSO: sent $sent; received $(cat "$LAB_DIR/udp-rx.txt")"
+[ -n "$sent" ] && [ "$got" = "$sent" ] ||
+        it_soft_fail "UDP GSO: sent '$sent' but received '$got'"
+read -r bad reordered < <(sed -n 's/.* bad \([0-9]*\) reordered \([0-9]*\)$/\1 \2/p' "$LAB_DIR/udp-rx.txt")
+[ "${bad:-1}" = 0 ] && [ "${reordered:-999}" -le 28 ] ||
+        it_soft_fail "UDP GSO: damaged or reordered datagrams: $(cat "$LAB_DIR/udp-rx.txt")"
+
+# TCP with small segments: many segments per super-packet.
+mbit=$(lab_iperf_tcp 10.77.0.2 3 -M 88 || true)
+if [[ "$mbit" =~ ^[0-9.]+$ ]] && it_lt 1 "$mbit"; then
+        it_note "TCP MSS 88: $mbit Mbit/s"
+else
+        it_soft_fail "TCP with MSS 88 failed: '$mbit'"
+fi
+
+it_snap a after
+it_snap b after
+python3 - "$LAB_DIR/snap-a-before.json" "$LAB_DIR/snap-a-after.json" >"$LAB_DIR/malformed.txt" <<'EOF'
+import json, sys
+a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
+print(b["drops"]["tun-malformed"] - a["drops"]["tun-malformed"])
+EOF
+[ "$(cat "$LAB_DIR/malformed.txt")" = 0 ] ||
+        it_soft_fail "a dropped $(cat "$LAB_DIR/malformed.txt") packets from the TUN device as tun-malformed"
+it_finish offload
