@@ -477,6 +477,13 @@ int main(int argc, char **argv) {
         g_main_loop_run(loop);
         /* quit: SIGTERM/SIGINT, NetworkManager gone, or the connection stopped. */
         stop_mptd((MptService *) plugin);
+        /* Signals still queued (a Failure and the state changes after mptd died) must reach
+         * NetworkManager before our bus name goes away, or it sees only a vanished service. */
+        {
+                g_autoptr(GDBusConnection) bus = nm_vpn_service_plugin_get_connection(plugin);
+                if (bus)
+                        (void) g_dbus_connection_flush_sync(bus, NULL, NULL);
+        }
         g_object_unref(plugin);
         return 0;
 }
