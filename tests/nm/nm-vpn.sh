@@ -8,7 +8,8 @@
 #   import of a native profile, nmcli connection add with vpn.data, up (traffic over both paths,
 #   per-path counters at the peer), down (mptd, device and profile file gone), mptd killed
 #   (NetworkManager fails the connection, with the reason in its log), bad vpn.data (the
-#   plugin's message), import of a broken file (FILE:LINE), export and re-import (same vpn.data).
+#   plugin's message), import of a broken file (FILE:LINE), export and re-import (same vpn.data),
+#   NetworkManager's exit (mptd stopped).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -278,5 +279,15 @@ case "$out" in
 *"$LAB_DIR/broken.conf:6: invalid Weight= 'heavy': expected 0..10000"*) ;;
 *) lab_die "unexpected import error: $out" ;;
 esac
+
+# ---- NetworkManager exits: the service stops mptd ----
+step "NetworkManager exits"
+up_and_ping mpt-add
+pid=$(tunnel_pid)
+kill -TERM "$NM_PID"
+wait "$NM_PID" 2>/dev/null || true
+NM_PID=
+wait_until 30 proc_gone "$pid" || lab_die "mptd (pid $pid) outlived NetworkManager"
+wait_until 20 dev_gone || lab_die "device lab left behind after NetworkManager exited"
 
 lab_log "PASS"
