@@ -408,8 +408,12 @@ static PathRow *editor_add_row(MptEditor *self) {
         row->port = new_entry(NULL, NULL, "default", "UDP port of the other end of this path");
         row->weight = new_entry(NULL, NULL, "1", "Share of the outgoing traffic (0 to 10000)");
         row->local = new_entry(NULL, NULL, "automatic", "Local address the path is bound to");
+        entry_set_width(row->interface, 8);
+        entry_set_width(row->remote, 15);
+        entry_set_width(row->local, 15);
         entry_set_width(row->port, 6);
         entry_set_width(row->weight, 6);
+        gtk_widget_set_hexpand(row->interface, FALSE);
         gtk_widget_set_hexpand(row->port, FALSE);
         gtk_widget_set_hexpand(row->weight, FALSE);
         row->backup = gtk_check_button_new();
@@ -558,6 +562,15 @@ static void editor_build(MptEditor *self) {
         box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 6);
         gtk_widget_set_name(box, "mpt-editor");
         self->widget = g_object_ref_sink(box);
+        /* The problem, if any, on top: visible whatever page is shown and however the host
+         * scrolls the editor. */
+        self->error_label = gtk_label_new(NULL);
+        gtk_widget_set_name(self->error_label, "mpt-error");
+        label_set_wrap(self->error_label);
+        gtk_label_set_xalign(GTK_LABEL(self->error_label), 0.0f);
+        gtk_widget_set_margin_start(self->error_label, 6);
+        gtk_widget_set_margin_end(self->error_label, 6);
+        box_add(box, self->error_label);
         notebook = gtk_notebook_new();
         gtk_widget_set_name(notebook, "mpt-notebook");
         box_add(box, notebook);
@@ -580,7 +593,8 @@ static void editor_build(MptEditor *self) {
                 NULL, NULL
 #endif
         );
-        gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(scrolled), GTK_POLICY_AUTOMATIC, GTK_POLICY_AUTOMATIC);
+        /* All columns always visible: the dialog grows sideways instead of scrolling. */
+        gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(scrolled), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
         gtk_scrolled_window_set_min_content_height(GTK_SCROLLED_WINDOW(scrolled), 120);
         gtk_scrolled_window_set_propagate_natural_height(GTK_SCROLLED_WINDOW(scrolled), TRUE);
         gtk_scrolled_window_set_propagate_natural_width(GTK_SCROLLED_WINDOW(scrolled), TRUE);
@@ -618,14 +632,6 @@ static void editor_build(MptEditor *self) {
         for (size_t j = 0; j < N_ALL_PATHS; j++, y++)
                 self->all_paths[j] = field_row(page, y, &all_paths_fields[j]);
 
-        self->error_label = gtk_label_new(NULL);
-        gtk_widget_set_name(self->error_label, "mpt-error");
-        label_set_wrap(self->error_label);
-        gtk_label_set_xalign(GTK_LABEL(self->error_label), 0.0f);
-        gtk_label_set_selectable(GTK_LABEL(self->error_label), TRUE);
-        gtk_widget_set_margin_start(self->error_label, 12);
-        gtk_widget_set_margin_end(self->error_label, 12);
-        box_add(box, self->error_label);
 }
 
 static void editor_connect_signals(MptEditor *self) {
