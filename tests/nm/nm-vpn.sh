@@ -1,0 +1,293 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The NetworkManager VPN plugin against a real NetworkManager (1.42) in a network namespace on a
+# private system bus: namespace a runs NetworkManager, which runs nm-mpt-service and through it
+# mptd; namespace b runs the peer's mptd. Two veth paths join them.
+#
+#   import of a native profile, nmcli connection add with vpn.data, up (traffic over both paths,
+#   per-path counters at the peer), down (mptd, device and profile file gone), mptd killed
+#   (NetworkManager fails the connection, with the reason in its log), bad vpn.data (the
+#   plugin's message), import of a broken file (FILE:LINE), export and re-import (same vpn.data),
+#   NetworkManager's exit (mptd stopped).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/netns.sh"
+
+: "${MESON_BUILD_ROOT:?run through meson test}"
+BUILD=$MESON_BUILD_ROOT
+SERVICE=$BUILD/plugins/networkmanager/service/nm-mpt-service
+PLUGIN=$BUILD/plugins/networkmanager/editor-plugin/libnm-vpn-plugin-mpt.so
+
+[ -x /usr/sbin/NetworkManager ] || lab_skip "needs NetworkManager (network-manager)"
+command -v nmcli >/dev/null || lab_skip "needs nmcli"
+command -v dbus-daemon >/dev/null || lab_skip "needs dbus-daemon"
+[ -x "$SERVICE" ] && [ -f "$PLUGIN" ] || lab_die "plugin not built: $SERVICE $PLUGIN"
+
+lab_init
+
+T=$LAB_DIR/nm
+export T
+CREATED_RUN_NM=
+NM_PID=
+DBUS_PID=
+
+nm_cleanup() {
+        local rc=$?
+        # NetworkManager first: its VPN service then stops mptd (watch-peer).
+        if [ -n "$NM_PID" ]; then
+                kill -TERM "$NM_PID" 2>/dev/null || true
+                for _ in $(seq 100); do kill -0 "$NM_PID" 2>/dev/null || break; sleep 0.1; done
+                kill -KILL "$NM_PID" 2>/dev/null || true
+                wait "$NM_PID" 2>/dev/null || true
+        fi
+        if [ -n "$DBUS_PID" ]; then
+                kill -TERM "$DBUS_PID" 2>/dev/null || true
+                wait "$DBUS_PID" 2>/dev/null || true
+        fi
+        [ -n "$CREATED_RUN_NM" ] && rmdir /run/NetworkManager 2>/dev/null
+        # For a closer look at a failure: MPT_NM_KEEP_LOGS=DIR keeps NetworkManager's log.
+        if [ -n "${MPT_NM_KEEP_LOGS:-}" ]; then
+                cp "$LAB_DIR/nm.log" "$MPT_NM_KEEP_LOGS/" 2>/dev/null || true
+        fi
+        (exit "$rc")
+        lab_cleanup
+}
+trap nm_cleanup EXIT
+
+step() {
+        lab_log "== $*"
+}
+
+# ---- lab: two IPv4 paths, the peer's mptd in b ----
+lab_topology 2 none 4
+lab_profiles 2 4 4
+lab_start b
+
+# ---- private bus, NetworkManager in a ----
+mkdir -p "$T/etc/system-connections" "$T/etc/VPN" "$T/run" "$T/lib" "$T/sysconf.d" "$T/vpn-user" \
+        "$T/dbusrun" "$T/dbus-system.d" "$LAB_DIR/run-a"
+cp "$here/../../plugins/networkmanager/nm-mpt-service.conf" "$T/dbus-system.d/"
+cat > "$T/dbus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$T/dbusrun/system_bus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/><allow receive_type="method_return"/>
+    <allow receive_type="error"/><allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+  </policy>
+  <includedir>/usr/share/dbus-1/system.d</includedir>
+  <includedir>$T/dbus-system.d</includedir>
+</busconfig>
+EOF
+dbus-daemon --config-file="$T/dbus.conf" --nofork >"$LAB_DIR/dbus.log" 2>&1 &
+DBUS_PID=$!
+for _ in $(seq 100); do [ -S "$T/dbusrun/system_bus_socket" ] && break; sleep 0.05; done
+[ -S "$T/dbusrun/system_bus_socket" ] || lab_die "dbus-daemon did not start"
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/dbusrun/system_bus_socket
+export NM_VPN_PLUGIN_DIR=$T/vpn-user
+
+cat > "$T/etc/NetworkManager.conf" <<EOF
+[main]
+plugins=keyfile
+auth-polkit=false
+dns=none
+rc-manager=unmanaged
+systemd-resolved=false
+hostname-mode=none
+no-auto-default=*
+dhcp=internal
+
+[keyfile]
+path=/etc/NetworkManager/system-connections
+unmanaged-devices=*,except:interface-name:pa0
+
+[connectivity]
+enabled=false
+
+[logging]
+level=DEBUG
+domains=ALL,VPN_PLUGIN:TRACE,VPN:TRACE
+EOF
+for d in "$T/etc/VPN" "$T/vpn-user"; do
+        cat > "$d/nm-mpt-service.name" <<EOF
+[VPN Connection]
+name=mpt
+service=org.freedesktop.NetworkManager.mpt
+program=$SERVICE
+supports-multiple-connections=true
+
+[libnm]
+plugin=$PLUGIN
+EOF
+        chmod 0644 "$d/nm-mpt-service.name"
+done
+# libnm refuses plugin files that others may write.
+chmod go-w "$SERVICE" "$PLUGIN"
+
+if [ ! -d /run/NetworkManager ]; then
+        mkdir /run/NetworkManager
+        CREATED_RUN_NM=1
+fi
+# The VPN service and mptd inherit NetworkManager's environment: the build tree's mptd, the
+# lab's runtime directory for a (so lab_ctl a reaches the tunnel).
+MPT_NM_MPTD=$MPTD MPT_RUNTIME_DIR=$LAB_DIR/run-a \
+        ip netns exec "$(lab_ns a)" "$here/nm-in-ns.sh" >"$LAB_DIR/nm.log" 2>&1 &
+NM_PID=$!
+for _ in $(seq 200); do
+        [ "$(nmcli -t -f RUNNING general 2>/dev/null)" = running ] && break
+        kill -0 "$NM_PID" 2>/dev/null || lab_die "NetworkManager exited"
+        sleep 0.05
+done
+[ "$(nmcli -t -f RUNNING general)" = running ] || lab_die "NetworkManager did not start"
+
+# A VPN needs an activated base connection with a default route.
+nmcli connection add type ethernet ifname pa0 con-name base ipv4.method manual \
+        ipv4.addresses "$(lab_path_addr a 0 4)/24" ipv4.gateway "$(lab_path_addr b 0 4)" ipv6.method disabled >/dev/null
+nmcli --wait 60 connection up base >/dev/null || lab_die "base connection did not come up"
+
+# helpers
+vpn_data() { nmcli -g vpn.data connection show "$1"; }
+tunnel_pid() { lab_json a "t['pid']"; }
+wait_until() { # TIMEOUT_S COMMAND...: polls until COMMAND succeeds
+        local end=$((SECONDS + $1))
+        shift
+        while [ "$SECONDS" -le "$end" ]; do
+                "$@" && return 0
+                sleep 0.1
+        done
+        return 1
+}
+dev_gone() { ! lab_exec a ip link show lab >/dev/null 2>&1; }
+proc_gone() { [ ! -d "/proc/$1" ] || [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ]; }
+not_active() { ! nmcli -t -f NAME connection show --active | grep -qx "$1"; }
+up_and_ping() { # CONNECTION
+        nmcli --wait 90 connection up "$1" >"$LAB_DIR/up.out" 2>&1 ||
+                lab_die "nmcli connection up $1 failed: $(cat "$LAB_DIR/up.out")"
+        lab_exec a ip -4 addr show dev lab | grep -q "inet $(lab_tunnel_addr a 4)/24" ||
+                lab_die "tunnel address missing: $(lab_exec a ip addr show dev lab)"
+        wait_until 20 lab_exec a ping -c 1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null ||
+                lab_die "no ping through the tunnel"
+}
+down_and_check() { # CONNECTION
+        local pid
+        pid=$(tunnel_pid)
+        nmcli --wait 60 connection down "$1" >/dev/null || lab_die "nmcli connection down $1 failed"
+        wait_until 20 proc_gone "$pid" || lab_die "mptd (pid $pid) still runs after down"
+        wait_until 20 dev_gone || lab_die "device lab still exists after down"
+        [ ! -e "$LAB_DIR/run-a/lab.nm.conf" ] || lab_die "the private profile file is left behind"
+}
+
+# ---- import a native profile ----
+step "import"
+out=$(nmcli connection import type mpt file "$LAB_DIR/a.conf" 2>&1) || lab_die "import failed: $out"
+imported_uuid=$(printf '%s\n' "$out" | grep -o '[0-9a-f]\{8\}-[0-9a-f-]\{27\}' | head -n 1)
+[ -n "$imported_uuid" ] || lab_die "no uuid in: $out"
+data=$(vpn_data "$imported_uuid")
+for want in "Name = lab" "Path0.Interface = pa0" "Path1.Remote = $(lab_path_addr b 1 4)" \
+            "Address = $(lab_tunnel_addr a 4)/24" "Peer = $(lab_tunnel_addr b 4)"; do
+        case ", $data, " in *", $want, "*) ;; *) lab_die "imported vpn.data lacks '$want': $data" ;; esac
+done
+nmcli connection modify "$imported_uuid" ipv4.never-default yes ipv6.method ignore
+
+step "up (imported) and ping"
+up_and_ping "$imported_uuid"
+lab_exec a ip -d link show lab | grep -q "tun type tun" || lab_die "lab is not a TUN device"
+[ "$(stat -c %a "$LAB_DIR/run-a/lab.nm.conf")" = 600 ] || lab_die "the private profile file is not 0600"
+step "export and re-import"
+nmcli connection export "$imported_uuid" "$LAB_DIR/export.conf" >/dev/null || lab_die "export failed"
+"$MPTD" --check "$LAB_DIR/export.conf" >/dev/null || lab_die "mptd refuses the export: $(cat "$LAB_DIR/export.conf")"
+cp "$LAB_DIR/export.conf" "$LAB_DIR/reimport.conf"
+out=$(nmcli connection import type mpt file "$LAB_DIR/reimport.conf" 2>&1) || lab_die "re-import failed: $out"
+re_uuid=$(printf '%s\n' "$out" | grep -o '[0-9a-f]\{8\}-[0-9a-f-]\{27\}' | head -n 1)
+[ "$(vpn_data "$re_uuid")" = "$(vpn_data "$imported_uuid")" ] ||
+        lab_die "round trip differs: '$(vpn_data "$re_uuid")' vs '$(vpn_data "$imported_uuid")'"
+nmcli connection delete "$re_uuid" >/dev/null
+step "down (imported)"
+down_and_check "$imported_uuid"
+
+# ---- nmcli connection add with vpn.data ----
+step "add"
+nmcli connection add type vpn con-name mpt-add vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+        vpn.data "Name=lab, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4)" \
+        >/dev/null || lab_die "nmcli connection add failed"
+step "up (added), traffic over both paths"
+up_and_ping mpt-add
+before0=$(lab_json b "p['p0']['rx_packets']")
+before1=$(lab_json b "p['p1']['rx_packets']")
+lab_iperf_tcp "$(lab_tunnel_addr b 4)" 3 >"$LAB_DIR/iperf.mbit"
+after0=$(lab_json b "p['p0']['rx_packets']")
+after1=$(lab_json b "p['p1']['rx_packets']")
+lab_log "iperf3 through the tunnel: $(cat "$LAB_DIR/iperf.mbit") Mbit/s; peer rx packets p0 +$((after0 - before0)), p1 +$((after1 - before1))"
+[ $((after0 - before0)) -gt 100 ] && [ $((after1 - before1)) -gt 100 ] || lab_die "traffic did not use both paths"
+step "down (added)"
+down_and_check mpt-add
+
+# ---- mptd dies: NetworkManager fails the connection ----
+step "mptd killed"
+up_and_ping mpt-add
+pid=$(tunnel_pid)
+nmcli monitor >"$LAB_DIR/monitor.out" 2>&1 &
+monitor_pid=$!
+LAB_PIDS+=("$monitor_pid")
+kill -KILL "$pid"
+wait_until 30 not_active mpt-add || lab_die "the connection is still active after mptd died"
+wait_until 20 dev_gone || lab_die "device lab left behind after mptd died"
+grep -q "mptd (pid $pid) for tunnel 'lab' was killed by signal 9" "$LAB_DIR/nm.log" ||
+        lab_die "the service did not log mptd's death"
+grep -q '"mpt-add".*set state: failed (was activated)' "$LAB_DIR/nm.log" ||
+        lab_die "NetworkManager did not fail the connection: $(grep '"mpt-add"' "$LAB_DIR/nm.log" | tail -n 5)"
+kill "$monitor_pid" 2>/dev/null || true
+wait "$monitor_pid" 2>/dev/null || true
+lab_log "nmcli monitor: $(tr '\n' '|' < "$LAB_DIR/monitor.out")"
+state=$(nmcli -g GENERAL.STATE connection show mpt-add 2>/dev/null || true)
+[ -z "$state" ] || lab_die "connection state after failure: $state"
+
+# ---- bad vpn.data: the plugin's message ----
+step "bad vpn.data"
+nmcli connection add type vpn con-name mpt-bad vpn-type mpt \
+        vpn.data "Address=10.78.0.1/24, Path0.Interface=pa1, Path0.Remote=not-an-ip" >/dev/null ||
+        lab_die "nmcli connection add (bad) failed"
+if nmcli --wait 60 connection up mpt-bad >"$LAB_DIR/bad.out" 2>&1; then
+        lab_die "a connection with a bad Remote= came up"
+fi
+lab_log "nmcli: $(cat "$LAB_DIR/bad.out")"
+grep -q "vpn.data: Path0.Remote: invalid Remote= 'not-an-ip': not an IPv4 or IPv6 address" "$LAB_DIR/nm.log" ||
+        lab_die "the plugin's message is not in NetworkManager's log"
+
+# ---- import of a broken file ----
+step "broken import"
+printf '[Tunnel]\nName=broken\n[Path]\nInterface=pa0\nRemote=10.0.0.1\nWeight=heavy\n' > "$LAB_DIR/broken.conf"
+if out=$(nmcli connection import type mpt file "$LAB_DIR/broken.conf" 2>&1); then
+        lab_die "a broken file was imported: $out"
+fi
+lab_log "nmcli: $out"
+case "$out" in
+*"$LAB_DIR/broken.conf:6: invalid Weight= 'heavy': expected 0..10000"*) ;;
+*) lab_die "unexpected import error: $out" ;;
+esac
+
+# ---- NetworkManager exits: the service stops mptd ----
+step "NetworkManager exits"
+up_and_ping mpt-add
+pid=$(tunnel_pid)
+kill -TERM "$NM_PID"
+wait "$NM_PID" 2>/dev/null || true
+NM_PID=
+wait_until 30 proc_gone "$pid" || lab_die "mptd (pid $pid) outlived NetworkManager"
+wait_until 20 dev_gone || lab_die "device lab left behind after NetworkManager exited"
+
+lab_log "PASS"
