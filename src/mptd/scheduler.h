@@ -39,7 +39,7 @@ typedef struct SchedRuns {
         uint32_t deficit[MPT_PATHS_MAX];
 } SchedRuns;
 
-#define SCHED_RUN_MAX 64u
+#define SCHED_RUN_MAX 16u
 #define SCHED_RUN_LIMIT 256u
 
 /* Assigns the n segments of one TUN packet to paths (ret_paths[0..n)). */
