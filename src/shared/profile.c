@@ -421,6 +421,9 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         diag_add(d, file, TLINE(p, "Peer"), "Peer= takes an address without a prefix length");
         }
 
+        if (p->tunnel.firewall_mark != 0 && !p->tunnel.firewall)
+                diag_add(d, file, TLINE(p, "FirewallMark"), "FirewallMark= needs Firewall=yes");
+
         if (p->n_paths == 0)
                 diag_add(d, file, 0, "no [%s] section: a tunnel needs at least one path",
                          section_title(p, MPT_SECTION_PATH));

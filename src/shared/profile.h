@@ -53,6 +53,8 @@ typedef struct MptTunnelConfig {
         usec_t reorder_max_delay;
         MptScheduler scheduler;
         uint32_t workers; /* 0: one per CPU */
+        bool firewall;         /* maintain the nftables table mpt-NAME */
+        uint32_t firewall_mark; /* OR-ed into the mark of accepted data packets; 0: none */
 
         unsigned line;                                /* of the [Tunnel] header; 0 if none */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
