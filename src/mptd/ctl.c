@@ -381,8 +381,10 @@ int ctl_server_new(sd_event *event, const char *name, gid_t group, CtlServer **r
         if (r < 0)
                 return log_error_errno(errno, "%s: failed to bind control socket %s: %m", name, s->path);
         if (group != (gid_t) -1 && chown(s->path, (uid_t) -1, group) < 0)
-                return log_error_errno(errno, "%s: failed to give control socket %s to group %u: %m", name, s->path,
-                                       (unsigned) group);
+                return log_error_errno(errno, "%s: failed to give control socket %s to group %u: %m%s", name,
+                                       s->path, (unsigned) group,
+                                       errno == EPERM ? " (mptd needs CAP_CHOWN for --control-group, unless it "
+                                                        "is a member of the group)" : "");
         if (listen(s->fd, 16) < 0)
                 return log_error_errno(errno, "%s: failed to listen on %s: %m", name, s->path);
         s->event = sd_event_ref(event);
