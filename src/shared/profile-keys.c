@@ -37,7 +37,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "(systemd-networkd, NetworkManager) configures the addresses.",
         },
         {
-                .name = "Peer", .section = T(peers), .type = MPT_CONF_PREFIX_LIST,
+                .name = "Peer", .section = T(peers), .type = MPT_CONF_PREFIX_LIST, .flags = MPT_CONF_HOST,
                 .syntax = "ADDRESS",
                 .default_doc = "none",
                 .doc = "The tunnel address of the other end, at most one per family. It is written into "

@@ -155,6 +155,8 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         int r;
 
 #define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
+        if ((k->flags & MPT_CONF_HOST) && strchr(value, '/'))
+                FAIL("invalid %s= '%s': takes an address without a prefix length", k->name, value);
         r = prefix_from_string(value, &pfx);
         if (r == -ERANGE)
                 FAIL("invalid %s= '%s': prefix length out of range", k->name, value);

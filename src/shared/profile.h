@@ -111,6 +111,7 @@ enum {
         MPT_CONF_AUTO = 1 << 0,     /* the word "auto" is accepted and stored as 0 */
         MPT_CONF_ZERO_OFF = 1 << 1, /* 0 is accepted outside [min, max] and means off */
         MPT_CONF_REQUIRED = 1 << 2, /* verify: must be set */
+        MPT_CONF_HOST = 1 << 3,     /* MPT_CONF_PREFIX_LIST of addresses: no prefix length */
 };
 
 typedef struct MptConfKey {

@@ -9,6 +9,8 @@
 #   - while mptd runs, "nft list table inet mpt-lab" shows the sets remote4/remote6 holding the
 #     other end's path addresses, the input chain accepting the data port from them (with the
 #     FirewallMark=), and the MSS clamp at the tunnel MTU - 40 / - 60 in forward and output;
+#   - a host firewall with a drop policy in its own table lets the tunnel through with the one
+#     rule "meta mark & MARK == MARK accept", and does not without it;
 #   - with path MTU discovery blackholed (c and s drop ICMP "fragmentation needed" / "packet too
 #     big"), a 20 MB TCP transfer c -> s through the tunnel completes and c's connection uses an
 #     MSS no larger than the tunnel MTU - 40; the clamp rule counted the SYNs. Without the tables
@@ -57,6 +59,32 @@ check "the IPv4 clamp out of the tunnel" "iifname \"lab\" meta nfproto ipv4 .* m
 check "the IPv6 clamp" "oifname \"lab\" meta nfproto ipv6 .* maxseg size > $mss6 .* maxseg size set $mss6"
 check "an output chain" "type filter hook output priority mangle; policy accept;"
 [ "$(printf '%s\n' "$ruleset" | grep -c 'maxseg size set')" = 6 ] || it_soft_fail "expected 6 clamp rules"
+
+# A host firewall that drops by default lets the tunnel in with one rule on FirewallMark=, as
+# mptd(8) tells; without that rule nothing passes (an accept in mpt's table cannot help).
+host_fw() { # with or without the mark rule
+        lab_exec a nft -f - <<EOF
+table inet host
+delete table inet host
+table inet host {
+        chain input {
+                type filter hook input priority filter; policy drop;
+                iifname "lo" accept
+                iifname "lab" accept
+                $1
+        }
+}
+EOF
+}
+host_fw "meta mark & 65536 == 65536 accept"
+lab_exec b ping -c 5 -i 0.2 -W 1 "$(lab_tunnel_addr a 4)" >/dev/null ||
+        it_soft_fail "with a drop-policy host firewall accepting FirewallMark=65536, pings b -> a failed"
+host_fw ""
+if lab_exec b ping -c 3 -i 0.2 -W 1 "$(lab_tunnel_addr a 4)" >/dev/null; then
+        it_soft_fail "control: the drop-policy host firewall without the mark rule let the tunnel through"
+fi
+lab_exec a nft delete table inet host
+it_wait_ping b "$(lab_tunnel_addr a 4)" 10 || it_fail "no ping b -> a after the host firewall went"
 
 # c behind a, s behind b, both with 1500-byte links, PMTU discovery blackholed.
 lab_add_ns c

@@ -243,7 +243,7 @@ static const KeyVector key_vectors[] = {
           .bad = { "foo", "ff02::1", "10.0.0.3/" },
           .message = { "invalid Peer= 'foo': expected ADDRESS",
                        "invalid Peer= 'ff02::1': multicast addresses are not allowed",
-                       "invalid Peer= '10.0.0.3/': expected ADDRESS" } },
+                       "invalid Peer= '10.0.0.3/': takes an address without a prefix length" } },
         { "Tunnel.Route",
           .good = { "192.168.0.0/16", "2001:db8::/32", "0.0.0.0/0", "10.9.9.9" },
           .bad = { "10.0.0.0/40", "route", "239.0.0.0/8" },
