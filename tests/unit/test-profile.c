@@ -954,7 +954,7 @@ static const VerifyVector verify_vectors[] = {
           { TEST_FILE ":3: more than one IPv6 Peer= address" } },
         { "peer-prefix",
           "[Tunnel]\nPeer=10.0.0.0/24\n" P_OK,
-          { TEST_FILE ":2: Peer= takes an address without a prefix length" } },
+          { TEST_FILE ":2: invalid Peer= '10.0.0.0/24': takes an address without a prefix length" } },
         /* Parse and verify problems together, reported in line order. */
         { "all-errors-in-order",
           "[Tunnel]\n"                 /* 1 */
