@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <systemd/sd-daemon.h>
 
 #include "ctl.h"
@@ -202,16 +203,26 @@ static bool have_cap_net_admin(void) {
         return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
 }
 
+/* Since Linux 5.7, SO_BINDTODEVICE on a socket not yet bound to a device needs no privilege. */
+static bool kernel_needs_net_raw(void) {
+        struct utsname u;
+        unsigned major, minor;
+
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+                return true;
+        return major < 5 || (major == 5 && minor < 7);
+}
+
 /* What mptd needs while it runs: CAP_NET_ADMIN (rtnetlink: the TUN device, addresses, routes,
  * MTU; nftables; SO_RCVBUFFORCE) and, on kernels before 5.7, CAP_NET_RAW for SO_BINDTODEVICE
  * when a path binds again. Everything else goes, before any thread starts (capabilities are per
  * thread): from the bounding set (when we may change it), the ambient, inheritable, permitted
  * and effective sets; and no exec can ever gain privileges again (PR_SET_NO_NEW_PRIVS). */
-#define KEEP_CAPS ((UINT64_C(1) << CAP_NET_ADMIN) | (UINT64_C(1) << CAP_NET_RAW))
-
 static int drop_privileges(void) {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
         struct __user_cap_data_struct d[2] = {};
+        const uint64_t KEEP_CAPS = (UINT64_C(1) << CAP_NET_ADMIN) |
+                                   (kernel_needs_net_raw() ? UINT64_C(1) << CAP_NET_RAW : 0);
         uint64_t eff, perm;
         bool may_setpcap;
 
@@ -243,7 +254,7 @@ static int drop_privileges(void) {
                 return log_error_errno(errno, "Failed to drop capabilities: %m");
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return log_error_errno(errno, "Failed to set no_new_privs: %m");
-        log_debug("Dropped every capability but CAP_NET_ADMIN and CAP_NET_RAW (have: %s%s).",
+        log_debug("Dropped every capability but CAP_NET_ADMIN (and CAP_NET_RAW before Linux 5.7); have: %s%s.",
                   eff & (UINT64_C(1) << CAP_NET_ADMIN) ? "cap_net_admin " : "",
                   eff & (UINT64_C(1) << CAP_NET_RAW) ? "cap_net_raw" : "");
         return 0;
