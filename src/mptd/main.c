@@ -221,7 +221,7 @@ static bool kernel_needs_net_raw(void) {
 static int drop_privileges(void) {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
         struct __user_cap_data_struct d[2] = {};
-        const uint64_t KEEP_CAPS = (UINT64_C(1) << CAP_NET_ADMIN) |
+        const uint64_t keep = (UINT64_C(1) << CAP_NET_ADMIN) |
                                    (kernel_needs_net_raw() ? UINT64_C(1) << CAP_NET_RAW : 0);
         uint64_t eff, perm;
         bool may_setpcap;
@@ -236,7 +236,7 @@ static int drop_privileges(void) {
                 int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
                 if (r < 0)
                         break; /* past the last capability the kernel knows */
-                if (r == 0 || (KEEP_CAPS & (UINT64_C(1) << cap)))
+                if (r == 0 || (keep & (UINT64_C(1) << cap)))
                         continue;
                 if (!may_setpcap)
                         break; /* unprivileged: the bounding set cannot matter with no_new_privs */
@@ -246,8 +246,8 @@ static int drop_privileges(void) {
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return log_error_errno(errno, "Failed to clear the ambient capabilities: %m");
 
-        eff &= KEEP_CAPS;
-        perm &= KEEP_CAPS;
+        eff &= keep;
+        perm &= keep;
         d[0] = (struct __user_cap_data_struct) { .effective = (uint32_t) eff, .permitted = (uint32_t) perm };
         d[1] = (struct __user_cap_data_struct) { .effective = (uint32_t) (eff >> 32), .permitted = (uint32_t) (perm >> 32) };
         if (syscall(SYS_capset, &h, d) < 0)
