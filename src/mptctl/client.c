@@ -36,7 +36,8 @@ int client_connect(const char *tunnel, int *ret_fd) {
                 if (r == -ENOENT || r == -ECONNREFUSED)
                         fprintf(stderr, "mptctl: tunnel '%s' is not running (no mptd listens on %s)\n", tunnel, path);
                 else if (r == -EACCES || r == -EPERM)
-                        fprintf(stderr, "mptctl: permission denied on %s (run as root)\n", path);
+                        fprintf(stderr, "mptctl: permission denied on %s: only root, the user mptd runs as and "
+                                "members of mptd's --control-group may use it\n", path);
                 else
                         fprintf(stderr, "mptctl: cannot connect to %s: %s\n", path, strerror(-r));
                 return r;

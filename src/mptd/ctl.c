@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@ struct CtlServer {
         CtlConnection *connections;
         unsigned n_connections;
         uint64_t refused;
+        gid_t group; /* members may use the socket too; (gid_t) -1: none */
 };
 
 struct CtlConnection {
@@ -195,6 +197,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
 
 static void handle_request(CtlConnection *c, const char *buf, size_t len, bool authorized) {
         Tunnel *t = c->server->tunnel;
+        char denied[160];
         _cleanup_free_ char *reply = NULL, *msg = NULL;
         const char *err = NULL;
         CtlRequest req;
@@ -202,9 +205,21 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
         size_t reply_len;
         int r;
 
-        if (!authorized)
-                r = -EPERM, err = "permission denied: only root may use the control socket";
-        else {
+        if (!authorized) {
+                struct group *g = c->server->group != (gid_t) -1 ? getgrgid(c->server->group) : NULL;
+
+                if (c->server->group == (gid_t) -1)
+                        snprintf(denied, sizeof denied, "permission denied: only root and the user mptd runs as "
+                                 "may use the control socket of tunnel '%s'", t->name);
+                else if (g)
+                        snprintf(denied, sizeof denied, "permission denied: only root, the user mptd runs as and "
+                                 "members of group '%s' may use the control socket of tunnel '%s'", g->gr_name, t->name);
+                else
+                        snprintf(denied, sizeof denied, "permission denied: only root, the user mptd runs as and "
+                                 "members of group %u may use the control socket of tunnel '%s'",
+                                 (unsigned) c->server->group, t->name);
+                r = -EPERM, err = denied;
+        } else {
                 r = ctl_request_parse(buf, len, &req, &err);
                 if (r >= 0 && req.command != CTL_COMMAND_SHOW) {
                         Path *p = tunnel_find_path(t, req.path);
@@ -231,11 +246,33 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
                 log_debug_errno(errno, "Failed to send control reply, ignoring: %m");
 }
 
+/* The peer's credentials as the kernel recorded them at connect(): root, our own user, or (with a
+ * control group) a member of it, by primary or supplementary group. */
+static bool peer_authorized(CtlServer *srv, int fd) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        gid_t groups[256];
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred)
+                return false;
+        if (cred.uid == 0 || cred.uid == geteuid())
+                return true;
+        if (srv->group == (gid_t) -1)
+                return false;
+        if (cred.gid == srv->group)
+                return true;
+        len = sizeof groups;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+                return false; /* ERANGE: more groups than we look at; refuse rather than guess */
+        for (size_t i = 0; i < len / sizeof(gid_t); i++)
+                if (groups[i] == srv->group)
+                        return true;
+        return false;
+}
+
 static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         CtlConnection *c = userdata;
         char buf[MPT_CTL_REQUEST_MAX + 1];
-        struct ucred cred;
-        socklen_t len = sizeof cred;
         ssize_t n;
 
         if (revents & EPOLLIN) {
@@ -250,10 +287,8 @@ static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *use
                         connection_free(c);
                         return 0;
                 }
-                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                        cred.uid = (uid_t) -1;
                 /* A message longer than the buffer arrives cut; MSG_TRUNC gives its real size. */
-                handle_request(c, buf, MIN((size_t) n, sizeof buf), cred.uid == 0 || cred.uid == geteuid());
+                handle_request(c, buf, MIN((size_t) n, sizeof buf), peer_authorized(c->server, fd));
                 return 0;
         }
         if (revents & (EPOLLHUP | EPOLLERR))
@@ -301,7 +336,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-int ctl_server_new(sd_event *event, const char *name, CtlServer **ret) {
+int ctl_server_new(sd_event *event, const char *name, gid_t group, CtlServer **ret) {
         _cleanup_(ctl_server_freep) CtlServer *s = NULL;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         const char *dir = ctl_runtime_dir();
@@ -312,6 +347,7 @@ int ctl_server_new(sd_event *event, const char *name, CtlServer **ret) {
         if (!s)
                 return log_oom();
         s->fd = -EBADF;
+        s->group = group;
         r = ctl_socket_path(name, &s->path);
         if (r < 0)
                 return log_error_errno(r, "%s: control socket path is unusable: %m", name);
@@ -337,11 +373,18 @@ int ctl_server_new(sd_event *event, const char *name, CtlServer **ret) {
         s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (s->fd < 0)
                 return log_error_errno(errno, "%s: failed to create control socket: %m", name);
-        old = umask(0177);
+        /* 0600, or 0660 for the control group: connect() needs write permission on the file. The
+         * peer's credentials are checked again for every request (SO_PEERCRED). */
+        old = umask(group == (gid_t) -1 ? 0177 : 0117);
         r = bind(s->fd, (struct sockaddr *) &sa, sizeof sa);
         umask(old);
         if (r < 0)
                 return log_error_errno(errno, "%s: failed to bind control socket %s: %m", name, s->path);
+        if (group != (gid_t) -1 && chown(s->path, (uid_t) -1, group) < 0)
+                return log_error_errno(errno, "%s: failed to give control socket %s to group %u: %m%s", name,
+                                       s->path, (unsigned) group,
+                                       errno == EPERM ? " (mptd needs CAP_CHOWN for --control-group, unless it "
+                                                        "is a member of the group)" : "");
         if (listen(s->fd, 16) < 0)
                 return log_error_errno(errno, "%s: failed to listen on %s: %m", name, s->path);
         s->event = sd_event_ref(event);

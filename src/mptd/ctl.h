@@ -8,7 +8,9 @@ typedef struct CtlServer CtlServer;
 
 /* Claims RUNTIME_DIR/NAME.sock (mode 0600): refuses when a live mptd already serves that name,
  * replaces a stale socket. Requests are served once a tunnel is attached. */
-int ctl_server_new(sd_event *event, const char *name, CtlServer **ret);
+/* group: members of this group may use the socket too (mode 0660); (gid_t) -1: only root and our
+ * own user (mode 0600). */
+int ctl_server_new(sd_event *event, const char *name, gid_t group, CtlServer **ret);
 void ctl_server_attach(CtlServer *s, Tunnel *t);
 CtlServer *ctl_server_free(CtlServer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CtlServer *, ctl_server_free);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <getopt.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <systemd/sd-daemon.h>
 
 #include "ctl.h"
@@ -18,6 +21,7 @@ static LogTarget arg_log_target = LOG_TARGET_AUTO;
 static bool arg_check;
 static const char *arg_profile;
 static const char *arg_netdev;
+static gid_t arg_control_group = (gid_t) -1;
 
 static void help(void) {
         printf("Usage: mptd [OPTIONS] PROFILE\n"
@@ -30,6 +34,7 @@ static void help(void) {
                "                          to the TUN device systemd-networkd created from it\n"
                "  -c --check              Check the profile and exit\n"
                "  -w --workers=N          Data-plane threads (overrides Workers=)\n"
+               "     --control-group=GROUP  Members of GROUP may use the control socket too\n"
                "     --log-level=LEVEL    err, warning, notice, info (default) or debug\n"
                "     --log-target=TARGET  auto (default), console or journal\n"
                "  -h --help               Show this help\n"
@@ -39,7 +44,7 @@ static void help(void) {
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_NETDEV };
+        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_NETDEV, ARG_CONTROL_GROUP };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -48,6 +53,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
                 { "netdev", required_argument, NULL, ARG_NETDEV },
+                { "control-group", required_argument, NULL, ARG_CONTROL_GROUP },
                 {}
         };
         int c;
@@ -91,6 +97,20 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_NETDEV:
                         arg_netdev = optarg;
                         break;
+                case ARG_CONTROL_GROUP: {
+                        struct group *g = getgrnam(optarg);
+                        unsigned gid;
+
+                        if (g)
+                                arg_control_group = g->gr_gid;
+                        else if (safe_atou(optarg, &gid) >= 0 && gid != (unsigned) -1)
+                                arg_control_group = (gid_t) gid;
+                        else {
+                                fprintf(stderr, "mptd: invalid --control-group '%s': no such group\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                }
                 case '?':
                         return -EINVAL;
                 default:
@@ -183,6 +203,63 @@ static bool have_cap_net_admin(void) {
         return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
 }
 
+/* Since Linux 5.7, SO_BINDTODEVICE on a socket not yet bound to a device needs no privilege. */
+static bool kernel_needs_net_raw(void) {
+        struct utsname u;
+        unsigned major, minor;
+
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+                return true;
+        return major < 5 || (major == 5 && minor < 7);
+}
+
+/* What mptd needs while it runs: CAP_NET_ADMIN (rtnetlink: the TUN device, addresses, routes,
+ * MTU; nftables; SO_RCVBUFFORCE) and, on kernels before 5.7, CAP_NET_RAW for SO_BINDTODEVICE
+ * when a path binds again. Everything else goes, before any thread starts (capabilities are per
+ * thread): from the bounding set (when we may change it), the ambient, inheritable, permitted
+ * and effective sets; and no exec can ever gain privileges again (PR_SET_NO_NEW_PRIVS). */
+static int drop_privileges(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        const uint64_t keep = (UINT64_C(1) << CAP_NET_ADMIN) |
+                                   (kernel_needs_net_raw() ? UINT64_C(1) << CAP_NET_RAW : 0);
+        uint64_t eff, perm;
+        bool may_setpcap;
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return log_error_errno(errno, "Failed to read capabilities: %m");
+        eff = d[0].effective | ((uint64_t) d[1].effective << 32);
+        perm = d[0].permitted | ((uint64_t) d[1].permitted << 32);
+        may_setpcap = eff & (UINT64_C(1) << CAP_SETPCAP);
+
+        for (unsigned long cap = 0; cap < 64; cap++) {
+                int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+                if (r < 0)
+                        break; /* past the last capability the kernel knows */
+                if (r == 0 || (keep & (UINT64_C(1) << cap)))
+                        continue;
+                if (!may_setpcap)
+                        break; /* unprivileged: the bounding set cannot matter with no_new_privs */
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+                        return log_error_errno(errno, "Failed to drop capability %lu from the bounding set: %m", cap);
+        }
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                return log_error_errno(errno, "Failed to clear the ambient capabilities: %m");
+
+        eff &= keep;
+        perm &= keep;
+        d[0] = (struct __user_cap_data_struct) { .effective = (uint32_t) eff, .permitted = (uint32_t) perm };
+        d[1] = (struct __user_cap_data_struct) { .effective = (uint32_t) (eff >> 32), .permitted = (uint32_t) (perm >> 32) };
+        if (syscall(SYS_capset, &h, d) < 0)
+                return log_error_errno(errno, "Failed to drop capabilities: %m");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return log_error_errno(errno, "Failed to set no_new_privs: %m");
+        log_debug("Dropped every capability but CAP_NET_ADMIN (and CAP_NET_RAW before Linux 5.7); have: %s%s.",
+                  eff & (UINT64_C(1) << CAP_NET_ADMIN) ? "cap_net_admin " : "",
+                  eff & (UINT64_C(1) << CAP_NET_RAW) ? "cap_net_raw" : "");
+        return 0;
+}
+
 static unsigned default_workers(void) {
         cpu_set_t set;
         int n;
@@ -254,7 +331,12 @@ static int run(int argc, char *argv[]) {
 
         /* Claim the name first: a second mptd for the same tunnel stops here, before it touches
          * the first one's device. */
-        r = ctl_server_new(event, profile->tunnel.name, &ctl);
+        r = ctl_server_new(event, profile->tunnel.name, arg_control_group, &ctl);
+        if (r < 0)
+                return 1;
+        /* The profile is read and the control socket exists (chown needs CAP_CHOWN); from here on
+         * nothing needs more than the network capabilities. Before tunnel_new() starts threads. */
+        r = drop_privileges();
         if (r < 0)
                 return 1;
         r = tunnel_new(event, profile, workers, &tunnel);

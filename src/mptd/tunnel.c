@@ -185,6 +185,8 @@ int tunnel_publish(Tunnel *t) {
         }
         for (unsigned i = 0; i < t->n_workers; i++)
                 worker_wake(t->workers[i]);
+        if (t->running)
+                (void) tunnel_update_firewall(t, false);
         if (t->retired && t->reclaim_timer) {
                 (void) sd_event_source_set_time_relative(t->reclaim_timer, 1 * USEC_PER_MSEC);
                 (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_ONESHOT);
@@ -425,6 +427,74 @@ void tunnel_update_mtu(Tunnel *t) {
         }
         log_tunnel_info(t, "The paths' links changed: MTU %u -> %u.", t->mtu, mtu);
         t->mtu = mtu;
+        (void) tunnel_update_firewall(t, false);
+}
+
+static int address_compare(const void *a, const void *b) {
+        const MptAddress *x = a, *y = b;
+
+        if (x->family != y->family)
+                return x->family < y->family ? -1 : 1;
+        return memcmp(&x->addr, &y->addr, sizeof x->addr);
+}
+
+int tunnel_update_firewall(Tunnel *t, bool startup) {
+        _cleanup_free_ MptAddress *remotes = NULL;
+        const char *what = "batch";
+        size_t n = 0, u = 0;
+        int r;
+
+        if (!t->profile->tunnel.firewall || !t->nft)
+                return 0;
+
+        /* Every configured remote, and where each path sends now (it follows the other end). */
+        remotes = calloc(2 * t->n_paths + 1, sizeof(MptAddress));
+        if (!remotes)
+                return log_oom_tunnel(t);
+        for (size_t i = 0; i < t->n_paths; i++) {
+                MptAddress a;
+                uint16_t port;
+
+                if (address_is_set(&t->paths[i]->config->remote))
+                        remotes[n++] = t->paths[i]->config->remote;
+                if (t->paths[i]->remote_len > 0 && sockaddr_to_address(&t->paths[i]->remote, &a, &port) >= 0)
+                        remotes[n++] = a;
+        }
+        qsort(remotes, n, sizeof(MptAddress), address_compare);
+        for (size_t i = 0; i < n; i++)
+                if (u == 0 || address_compare(&remotes[u - 1], &remotes[i]) != 0)
+                        remotes[u++] = remotes[i];
+
+        if (t->fw_applied && t->fw_mtu == t->mtu && t->fw_n_remotes == u &&
+            (u == 0 || memcmp(t->fw_remotes, remotes, u * sizeof(MptAddress)) == 0))
+                return 0;
+
+        r = nft_apply(t->nft, &(NftRuleset) {
+                        .tunnel = t->name,
+                        .ifname = t->tun.ifname,
+                        .port = t->profile->tunnel.local_port,
+                        .mark = t->profile->tunnel.firewall_mark,
+                        .mtu = t->mtu,
+                        .remotes = remotes,
+                        .n_remotes = u,
+                }, &what);
+        if (r < 0) {
+                if (startup)
+                        return log_tunnel_error_errno(t, r, "Failed to write nftables table 'inet mpt-%s' (the "
+                                                      "kernel refused the %s): %m. Set Firewall=no to run "
+                                                      "without it.", t->name, what);
+                log_tunnel_warning_errno(t, r, "Failed to update nftables table 'inet mpt-%s' (%s), ignoring: %m",
+                                         t->name, what);
+                return r;
+        }
+        log_tunnel_debug(t, "nftables table 'inet mpt-%s' written: %zu remote address%s, MTU %u.", t->name, u,
+                         u == 1 ? "" : "es", t->mtu);
+        free(t->fw_remotes);
+        t->fw_remotes = TAKE_PTR(remotes);
+        t->fw_n_remotes = u;
+        t->fw_mtu = t->mtu;
+        t->fw_applied = true;
+        return 0;
 }
 
 static int compute_mtu(Tunnel *t) {
@@ -724,6 +794,16 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                         return r;
         }
 
+        if (profile->tunnel.firewall) {
+                r = nft_open(&t->nft);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to open nftables netlink socket: %m. Set "
+                                                      "Firewall=no to run without the firewall table.");
+                r = tunnel_update_firewall(t, true);
+                if (r < 0)
+                        return r;
+        }
+
         r = tunnel_publish(t);
         if (r < 0)
                 return r;
@@ -763,6 +843,14 @@ Tunnel *tunnel_free(Tunnel *t) {
         if (t->rtnl)
                 unconfigure_device(t);
         tun_close(&t->tun);
+        if (t->nft) {
+                int r = nft_remove(t->nft, t->name);
+                if (r < 0)
+                        log_tunnel_warning_errno(t, r, "Failed to delete nftables table 'inet mpt-%s', ignoring: %m",
+                                                 t->name);
+                nft_close(t->nft);
+        }
+        free(t->fw_remotes);
 
         sd_event_source_disable_unref(t->ka_source);
         sd_event_source_disable_unref(t->reclaim_timer);

@@ -20,6 +20,7 @@
 #include <systemd/sd-event.h>
 
 #include "netlink.h"
+#include "nft.h"
 #include "profile.h"
 #include "reorder.h"
 #include "scheduler.h"
@@ -209,6 +210,13 @@ struct Tunnel {
         int *pending_close; /* retired sockets, handed to the next retired snapshot */
         size_t n_pending_close;
 
+        /* The nftables table (Firewall=yes): what was last written, to rewrite it only on change. */
+        Nft *nft;
+        bool fw_applied;
+        uint32_t fw_mtu;
+        MptAddress *fw_remotes;
+        size_t fw_n_remotes;
+
         usec_t started;
         bool running; /* set up; events after this are news */
         unsigned paths_up;
@@ -268,6 +276,9 @@ void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);
 void tunnel_schedule_refresh(Tunnel *t);
 /* Recomputes the automatic MTU from the paths' links and applies it when it changed. */
 void tunnel_update_mtu(Tunnel *t);
+/* Writes the nftables table again when the remotes or the MTU changed (Firewall=yes). At start a
+ * failure is an error; later it is logged and retried at the next change. */
+int tunnel_update_firewall(Tunnel *t, bool startup);
 /* Retires sockets: they are closed once no worker can use them any more. */
 void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n);
 

@@ -17,6 +17,36 @@ static char *strip(char *s) {
         return s;
 }
 
+/* Well-formed UTF-8: no overlong forms, surrogates or code points above U+10FFFF. */
+static bool utf8_valid(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                unsigned n;
+                uint32_t c;
+
+                if (*p < 0x80) {
+                        p++;
+                        continue;
+                }
+                if (*p >= 0xc2 && *p <= 0xdf)
+                        n = 1, c = *p & 0x1f;
+                else if (*p >= 0xe0 && *p <= 0xef)
+                        n = 2, c = *p & 0x0f;
+                else if (*p >= 0xf0 && *p <= 0xf4)
+                        n = 3, c = *p & 0x07;
+                else
+                        return false;
+                for (unsigned i = 1; i <= n; i++) {
+                        if ((p[i] & 0xc0) != 0x80)
+                                return false; /* also stops at the terminating NUL */
+                        c = (c << 6) | (p[i] & 0x3f);
+                }
+                if ((n == 2 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) || (n == 3 && (c < 0x10000 || c > 0x10ffff)))
+                        return false;
+                p += n + 1;
+        }
+        return true;
+}
+
 static bool has_control_chars(const char *s) {
         for (const unsigned char *p = (const unsigned char *) s; *p; p++)
                 if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
@@ -58,6 +88,11 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
                         continue;
                 if (has_control_chars(l)) {
                         diag_add(d, filename, line, "line contains control characters");
+                        continue;
+                }
+                /* (Comments may be in any encoding: they are skipped above.) */
+                if (!utf8_valid(l)) {
+                        diag_add(d, filename, line, "line is not valid UTF-8");
                         continue;
                 }
 

@@ -37,7 +37,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "(systemd-networkd, NetworkManager) configures the addresses.",
         },
         {
-                .name = "Peer", .section = T(peers), .type = MPT_CONF_PREFIX_LIST,
+                .name = "Peer", .section = T(peers), .type = MPT_CONF_PREFIX_LIST, .flags = MPT_CONF_HOST,
                 .syntax = "ADDRESS",
                 .default_doc = "none",
                 .doc = "The tunnel address of the other end, at most one per family. It is written into "
@@ -107,6 +107,31 @@ const MptConfKey mpt_conf_keys[] = {
                 .default_doc = "auto",
                 .doc = "Number of data-plane threads. Each owns one queue of the multi-queue TUN device "
                        "and its own socket per path. \"auto\" starts one per CPU the process may run on.",
+        },
+
+        {
+                .name = "Firewall", .section = T(firewall), .type = MPT_CONF_BOOL,
+                .def = 1, .syntax = "BOOLEAN",
+                .doc = "Whether mptd keeps an nftables table \"inet mpt-NAME\" for the tunnel while it runs "
+                       "(written with libnftnl in one atomic batch, replaced when a killed mptd left one "
+                       "behind, deleted when mptd stops). Its input chain (priority filter - 10) accepts, "
+                       "counts and optionally marks (FirewallMark=) UDP datagrams to LocalPort= from the "
+                       "configured and learned remote addresses, kept in the sets remote4 and remote6; its "
+                       "forward and output chains clamp the MSS of TCP SYNs through the tunnel device to "
+                       "the tunnel MTU minus 40 (IPv4) or 60 (IPv6). An accept in this table cannot overrule "
+                       "a drop in another table (nftables evaluates every base chain of a hook, and any drop "
+                       "is final): with a host firewall that drops by default, set FirewallMark= and accept "
+                       "that mark in the host firewall, or accept the data port there (see mptd(8), "
+                       "\"Firewall and MTU\"). \"no\" leaves nftables alone.",
+        },
+        {
+                .name = "FirewallMark", .section = T(firewall_mark), .type = MPT_CONF_UINT32,
+                .min = 0, .max = UINT32_MAX, .def = 0, .syntax = "MARK",
+                .default_doc = "0 (no mark)",
+                .doc = "Bits (a decimal number) that the firewall table ORs into the packet mark of data "
+                       "datagrams it accepts from the tunnel's remotes, so that a host firewall that drops by "
+                       "default can let exactly those in with one static rule, for example \"meta mark & "
+                       "65536 == 65536 accept\" for FirewallMark=65536. Needs Firewall=yes. 0 sets no mark.",
         },
 
         /* [Path] */

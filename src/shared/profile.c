@@ -155,6 +155,8 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         int r;
 
 #define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
+        if ((k->flags & MPT_CONF_HOST) && strchr(value, '/'))
+                FAIL("invalid %s= '%s': takes an address without a prefix length", k->name, value);
         r = prefix_from_string(value, &pfx);
         if (r == -ERANGE)
                 FAIL("invalid %s= '%s': prefix length out of range", k->name, value);
@@ -420,6 +422,9 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 if (pf->prefixlen != family_address_size(pf->family) * 8)
                         diag_add(d, file, TLINE(p, "Peer"), "Peer= takes an address without a prefix length");
         }
+
+        if (p->tunnel.firewall_mark != 0 && !p->tunnel.firewall)
+                diag_add(d, file, TLINE(p, "FirewallMark"), "FirewallMark= needs Firewall=yes");
 
         if (p->n_paths == 0)
                 diag_add(d, file, 0, "no [%s] section: a tunnel needs at least one path",

@@ -53,6 +53,8 @@ typedef struct MptTunnelConfig {
         usec_t reorder_max_delay;
         MptScheduler scheduler;
         uint32_t workers; /* 0: one per CPU */
+        bool firewall;         /* maintain the nftables table mpt-NAME */
+        uint32_t firewall_mark; /* OR-ed into the mark of accepted data packets; 0: none */
 
         unsigned line;                                /* of the [Tunnel] header; 0 if none */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
@@ -109,6 +111,7 @@ enum {
         MPT_CONF_AUTO = 1 << 0,     /* the word "auto" is accepted and stored as 0 */
         MPT_CONF_ZERO_OFF = 1 << 1, /* 0 is accepted outside [min, max] and means off */
         MPT_CONF_REQUIRED = 1 << 2, /* verify: must be set */
+        MPT_CONF_HOST = 1 << 3,     /* MPT_CONF_PREFIX_LIST of addresses: no prefix length */
 };
 
 typedef struct MptConfKey {

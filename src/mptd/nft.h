@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The tunnel's nftables table, through libnftnl (no shelling out to nft). One table per tunnel,
+ * "inet mpt-NAME", always written as a whole in one atomic batch (add, delete, add again and fill),
+ * so that a table left behind by a killed mptd is replaced and no half-written state is ever
+ * visible:
+ *
+ *   table inet mpt-NAME {
+ *       set remote4 { type ipv4_addr; elements = { ... } }   configured and learned remotes
+ *       set remote6 { type ipv6_addr; elements = { ... } }
+ *       chain input {                                       priority filter - 10
+ *           udp dport PORT ip saddr @remote4 counter [meta mark set mark | MARK] accept
+ *           udp dport PORT ip6 saddr @remote6 counter [meta mark set mark | MARK] accept
+ *       }
+ *       chain forward {                                     priority mangle (-150)
+ *           oifname/iifname TUN, IPv4/IPv6 TCP SYN with MSS above the tunnel's: clamp it
+ *       }
+ *       chain output { ... the same for oifname TUN ... }   priority mangle (-150)
+ *   }
+ *
+ * An accept verdict ends only the evaluation of its own base chain: a drop in another table's
+ * chain at the same hook (the host firewall) still drops the packet. That is why the accept rule
+ * can also set a packet mark (FirewallMark=): a default-drop host firewall lets the data port in
+ * with one static rule ("meta mark & MARK == MARK accept") while mptd keeps the set of remote
+ * addresses current. See mptd(8), "Firewall and MTU". */
+
+#include "in-addr-util.h"
+
+typedef struct NftRuleset {
+        const char *tunnel;     /* table "mpt-<tunnel>" */
+        const char *ifname;     /* the TUN device */
+        uint16_t port;          /* LocalPort= */
+        uint32_t mark;          /* 0: do not mark */
+        uint32_t mtu;           /* of the TUN device: MSS is clamped to mtu - 40 (IPv4), mtu - 60 (IPv6) */
+        const MptAddress *remotes;
+        size_t n_remotes;
+} NftRuleset;
+
+typedef struct Nft Nft;
+
+int nft_open(Nft **ret);
+Nft *nft_close(Nft *n);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Nft *, nft_close);
+
+/* Creates or atomically replaces the tunnel's table. On failure nothing changed; *ret_what
+ * (static) names the object the kernel refused. */
+int nft_apply(Nft *n, const NftRuleset *rs, const char **ret_what);
+/* Deletes the tunnel's table; 0 also when there was none. */
+int nft_remove(Nft *n, const char *tunnel);

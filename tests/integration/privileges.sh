@@ -1,0 +1,117 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Least privilege.
+#
+# Asserts:
+#   - mptd started as root keeps only CAP_NET_ADMIN (and CAP_NET_RAW on kernels before 5.7) in
+#     its effective, permitted and bounding sets, in every thread, no inheritable or ambient
+#     capabilities, and NoNewPrivs;
+#   - the control socket: with --control-group=GID, "nobody" is refused (mptctl says permission
+#     denied), "nobody" with that supplementary group is served; and when the socket file is
+#     opened up by hand (mode 0666), mptd itself refuses "nobody" (SO_PEERCRED) with a clear
+#     message, and still serves root;
+#   - mptd runs as an unprivileged user on a persistent multi-queue TUN device created for that
+#     user (ip tuntap ... user), with only ambient CAP_NET_ADMIN and CAP_NET_RAW: traffic flows,
+#     also after a path binds again to a new address, and it keeps only what it needs.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+lab_init
+it_require setpriv python3
+NOBODY=65534
+GROUP=4242 # no such group needs to exist: gids are numbers
+# nobody must reach the runtime directories and profiles inside the lab directory.
+chmod 711 "$LAB_DIR"
+
+lab_topology 2 none 4
+it_profiles 2 4 4
+chmod 644 "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
+it_start a "$LAB_DIR/a.conf" --control-group="$GROUP"
+it_start b
+it_ping a "$(lab_tunnel_addr b 4)" 5
+
+# Capabilities: bit 12 (CAP_NET_ADMIN), and bit 13 (CAP_NET_RAW) on kernels before 5.7, where
+# SO_BINDTODEVICE needs it.
+want=0000000000001000
+IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+if [ "$kmaj" -lt 5 ] || { [ "$kmaj" = 5 ] && [ "$kmin" -lt 7 ]; }; then want=0000000000003000; fi
+check_caps() { # pid, description, expected bounding set
+        local pid=$1 what=$2 bnd=$3 task st
+        for task in /proc/"$pid"/task/*; do
+                st=$(cat "$task/status") || continue
+                for f in "CapEff:$want" "CapPrm:$want" "CapInh:0000000000000000" "CapAmb:0000000000000000" \
+                         "CapBnd:$bnd" "NoNewPrivs:1"; do
+                        grep -qx "${f%%:*}:[[:space:]]*${f#*:}" <<<"$st" ||
+                                it_soft_fail "$what, thread $(basename "$task"): expected ${f%%:*} ${f#*:}, got: $(grep "^${f%%:*}:" <<<"$st")"
+                done
+        done
+        it_note "$what: $(ls /proc/"$pid"/task | wc -l) threads checked"
+}
+check_caps "$LAB_PID_a" "mptd as root" "$want"
+
+# The control socket.
+sock="$LAB_DIR/run-a/lab.sock"
+mode=$(stat -c '%a %g' "$sock")
+[ "$mode" = "660 $GROUP" ] || it_soft_fail "expected the control socket to be mode 660, group $GROUP; it is $mode"
+as_nobody() {
+        setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$@"
+}
+out=$(MPT_RUNTIME_DIR="$LAB_DIR/run-a" as_nobody "$MPTCTL" show lab 2>&1) &&
+        it_soft_fail "nobody (not in group $GROUP) was served: $out"
+grep -q "permission denied" <<<"$out" || it_soft_fail "expected 'permission denied' for nobody, got: $out"
+it_note "nobody: $out"
+MPT_RUNTIME_DIR="$LAB_DIR/run-a" setpriv --reuid="$NOBODY" --regid="$NOBODY" --groups="$GROUP" \
+        "$MPTCTL" show lab >/dev/null 2>&1 || it_soft_fail "nobody with supplementary group $GROUP was refused"
+MPT_RUNTIME_DIR="$LAB_DIR/run-a" setpriv --reuid="$NOBODY" --regid="$GROUP" --clear-groups \
+        "$MPTCTL" show lab >/dev/null 2>&1 || it_soft_fail "nobody with primary group $GROUP was refused"
+chmod 666 "$sock"
+out=$(MPT_RUNTIME_DIR="$LAB_DIR/run-a" as_nobody "$MPTCTL" show lab 2>&1) &&
+        it_soft_fail "with the socket opened up, nobody was served: $out"
+grep -q "permission denied: only root, the user mptd runs as and members of group $GROUP may use the control socket of tunnel 'lab'" <<<"$out" ||
+        it_soft_fail "expected mptd's own refusal, got: $out"
+it_note "nobody, socket mode 0666: $out"
+lab_ctl a show lab >/dev/null || it_soft_fail "root was refused"
+
+# mptd as nobody on a TUN device created for nobody.
+lab_stop a
+lab_exec a ip tuntap add dev lab mode tun user "$NOBODY" multi_queue
+mkdir -p "$LAB_DIR/run-nobody"
+chown "$NOBODY" "$LAB_DIR/run-nobody"
+MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" ip netns exec "$(lab_ns a)" \
+        setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups \
+        --inh-caps=+net_admin,+net_raw --ambient-caps=+net_admin,+net_raw \
+        "$MPTD" --log-target=console -w 2 "$LAB_DIR/a.conf" >>"$LAB_DIR/mptd-a-nobody.log" 2>&1 &
+pid=$!
+LAB_PIDS+=("$pid")
+ok=
+for _ in $(seq 100); do
+        if MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" show lab >/dev/null 2>&1; then ok=1; break; fi
+        kill -0 "$pid" 2>/dev/null || it_fail "mptd as nobody exited: $(tail -n 5 "$LAB_DIR/mptd-a-nobody.log")"
+        sleep 0.1
+done
+[ -n "$ok" ] || it_fail "mptd as nobody did not answer within 10 s"
+[ "$(stat -c %u /proc/"$pid")" = "$NOBODY" ] || it_fail "mptd does not run as nobody"
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "no ping through the tunnel of mptd running as nobody"
+lab_exec a ping -c 20 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost with mptd as nobody"
+# A new address on p0's interface: the path binds a new socket to the device (SO_BINDTODEVICE).
+lab_exec a ip addr flush dev pa0
+lab_exec a ip addr add 10.77.100.11/24 dev pa0
+ok=
+for _ in $(seq 100); do
+        if MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" show lab 2>/dev/null | grep -q "local: 10.77.100.11:4754"; then ok=1; break; fi
+        sleep 0.1
+done
+[ -n "$ok" ] || it_soft_fail "mptd as nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a-nobody.log")"
+lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_soft_fail "no ping through the tunnel after p0 moved to a new address"
+# Unprivileged, mptd cannot shrink the bounding set (no CAP_SETPCAP); no_new_privs makes that moot.
+check_caps "$pid" "mptd as nobody" "$(awk '/^CapBnd:/ {print $2}' /proc/self/status)"
+kill -TERM "$pid"
+wait "$pid" || it_soft_fail "mptd as nobody did not exit cleanly (status $?)"
+lab_exec a ip link show lab >/dev/null 2>&1 || it_soft_fail "mptd removed the persistent TUN device it did not create"
+
+it_finish "least privilege"
