@@ -23,6 +23,7 @@
 #include "profile.h"
 #include "reorder.h"
 #include "scheduler.h"
+#include "secure.h"
 #include "tun.h"
 #include "wire.h"
 
@@ -202,6 +203,19 @@ struct Tunnel {
         uint32_t peer_session;
         uint64_t peer_restarts;
 
+        /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
+         * has its own counter (atomic; the nonce is path id and counter), reserved before a
+         * datagram is sealed. Receive state (the peer's epoch, one anti-replay window per sender
+         * path) is shared by the workers under secure_lock; keys for the peer's epochs are
+         * derived by each worker from the PSK and cached. */
+        bool secure;
+        uint64_t epoch;
+        uint8_t tx_key[MPT_KEY_SIZE];
+        uint64_t tx_counter[MPT_PATHS_MAX]; /* atomic: next counter per path */
+        pthread_mutex_t secure_lock;
+        MptSecureRx secure_rx;
+        uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
+
         RtnlMonitor *monitor;
         sd_event_source *refresh_event; /* coalesces kernel events into one refresh */
         bool refresh_all;
@@ -260,6 +274,11 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);
 /* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
 void tunnel_reset_reorder(Tunnel *t);
 bool tunnel_reorder_has_delivered(Tunnel *t);
+
+/* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
+ * the tag after it) for path index path, in place. Returns the datagram's length, or 0 when
+ * the path's counter is exhausted (counted as counter-exhausted by the caller). Any thread. */
+size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len);
 
 /* Called by workers: hands a control event to the main thread. */
 void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);

@@ -46,6 +46,11 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
         if (!w->rx_buffer || !w->tx_buffer || !w->tx_headers || !w->path_iov)
                 goto oom;
+        if (t->secure) {
+                w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
+                if (!w->tx_crypt)
+                        goto oom;
+        }
         w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (w->epoll_fd < 0)
                 goto fail;
@@ -80,6 +85,9 @@ Worker *worker_free(Worker *w) {
         free(w->tx_buffer);
         free(w->tx_headers);
         free(w->path_iov);
+        free(w->tx_crypt);
+        explicit_bzero(w->rx_key, sizeof w->rx_key);
+        explicit_bzero(w->rx_try_key, sizeof w->rx_try_key);
         return mfree(w);
 }
 
@@ -290,6 +298,53 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
         handle_data(w, (unsigned) p, &f, now);
 }
 
+/* Secure mode: authenticates and decrypts one datagram in place. The header is checked first
+ * (cheap drops: malformed, reflected, old epoch, replayed), then the tag; only then is the
+ * counter recorded, so that forged datagrams cannot move the anti-replay window. On success the
+ * plaintext is at buf + MPT_SECURE_HEADER_SIZE and *len is its length. */
+static bool secure_open(Worker *w, unsigned counted, uint8_t *buf, size_t *len) {
+        Tunnel *t = w->tunnel;
+        MptSecureHeader h;
+        const uint8_t *key;
+        bool new_epoch = false;
+        int reason;
+
+        reason = mpt_secure_parse(buf, *len, &h);
+        if (reason < 0) {
+                pthread_mutex_lock(&t->secure_lock);
+                reason = mpt_secure_rx_check(&t->secure_rx, &h);
+                pthread_mutex_unlock(&t->secure_lock);
+        }
+        if (reason < 0) {
+                if (h.epoch == w->rx_epoch)
+                        key = w->rx_key;
+                else {
+                        /* A newer epoch (the other end restarted): its key, kept aside until a
+                         * datagram under it authenticates. */
+                        mpt_secure_derive(t->profile->tunnel.psk.bytes, h.epoch, w->rx_try_key);
+                        key = w->rx_try_key;
+                }
+                reason = mpt_secure_open(buf, *len, key);
+                if (reason < 0 && key == w->rx_try_key) {
+                        memcpy(w->rx_key, w->rx_try_key, sizeof w->rx_key);
+                        w->rx_epoch = h.epoch;
+                }
+        }
+        if (reason < 0) {
+                pthread_mutex_lock(&t->secure_lock);
+                reason = mpt_secure_rx_accept(&t->secure_rx, &h, &new_epoch);
+                pthread_mutex_unlock(&t->secure_lock);
+                if (new_epoch)
+                        __atomic_add_fetch(&t->peer_epochs, 1, __ATOMIC_RELAXED);
+        }
+        if (reason >= 0) {
+                COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
+                return false;
+        }
+        *len -= MPT_SECURE_OVERHEAD;
+        return true;
+}
+
 static int gro_size(struct msghdr *mh) {
         for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
                 if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
@@ -359,7 +414,16 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 if (t->reorder_enabled)
                         pthread_mutex_lock(&t->reorder_lock);
                 for (size_t off = 0; off < (size_t) k; off += seg) {
-                        handle_datagram(w, path, p, new_endpoint, &src, w->rx_buffer + off, MIN(seg, (size_t) k - off), now);
+                        uint8_t *d = w->rx_buffer + off;
+                        size_t dl = MIN(seg, (size_t) k - off);
+
+                        /* Only what authenticates goes on: nothing else may move an endpoint. */
+                        if (t->secure) {
+                                if (!secure_open(w, p >= 0 ? (unsigned) p : path, d, &dl))
+                                        continue;
+                                d += MPT_SECURE_HEADER_SIZE;
+                        }
+                        handle_datagram(w, path, p, new_endpoint, &src, d, dl, now);
                         new_endpoint = false; /* reported once per buffer is plenty */
                 }
                 gro_flush(w);
@@ -460,6 +524,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         struct virtio_net_hdr vh = {};
         uint8_t *pkt = buf;
         uint32_t seq = 0, flow = 0;
+        size_t crypt_used = 0;
         int n;
 
         if (t->tun.vnet_hdr) {
@@ -505,8 +570,27 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 size_t hl = mpt_gre_encode(sg->headers, proto, s->sequence, seq + (uint32_t) i);
                 struct iovec *iov = &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX + 2 * w->path_segs[p]];
 
-                iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
-                iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+                if (t->secure) {
+                        /* Each datagram is its own AEAD message, sealed in a copy: segments of
+                         * equal size stay of equal size (plus the constant overhead), so one UDP
+                         * GSO send still carries them. */
+                        uint8_t *d = w->tx_crypt + crypt_used, *m = d + MPT_SECURE_HEADER_SIZE;
+                        size_t dl;
+
+                        memcpy(m, sg->headers - hl, hl + sg->headers_len);
+                        memcpy(m + hl + sg->headers_len, sg->payload, sg->payload_len);
+                        dl = tunnel_seal(t, p, d, hl + sg->headers_len + sg->payload_len);
+                        if (dl == 0) {
+                                COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                                continue;
+                        }
+                        crypt_used += dl;
+                        iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
+                        iov[1] = (struct iovec) {};
+                } else {
+                        iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
+                        iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+                }
                 w->path_segs[p]++;
         }
         for (int i = 0; i < n; i++) {

@@ -229,9 +229,10 @@ const MptConfKey mpt_conf_keys[] = {
                 .def = 0, .syntax = "BOOLEAN",
                 .doc = "By default, when well-formed traffic of this path starts arriving from a new address "
                        "or port (the other end roamed, or a NAT on the way changed its mapping), mptd "
-                       "follows it: it sends to where the traffic comes from, as WireGuard does. Without "
-                       "authentication anyone who can send such a datagram can redirect the path, so sites "
-                       "with static endpoints should set PinRemote=yes: datagrams from anywhere but "
+                       "follows it: it sends to where the traffic comes from, as WireGuard does. In secure "
+                       "mode only datagrams that authenticate count; in compat mode anyone who can send "
+                       "such a datagram can redirect the path. Sites with static endpoints should set "
+                       "PinRemote=yes: datagrams from anywhere but "
                        "Remote= and RemotePort= are then dropped (counted as unknown-source). Paths that "
                        "share a local socket (same interface and local address) follow a new source only "
                        "when a keepalive from it names the path by its token.",
