@@ -194,11 +194,15 @@ lab_shape() {
 }
 
 # lab_key: the pre-shared key of this lab run (one fresh key per run, from mptctl genkey).
+# Call lab_key_init in the lab's shell (not in a $(...) subshell) before lab_key is used in one.
 LAB_KEY=
-lab_key() {
+lab_key_init() {
         if [ -z "$LAB_KEY" ]; then
                 LAB_KEY=$("$MPTCTL" genkey) || lab_die "mptctl genkey failed"
         fi
+}
+lab_key() {
+        lab_key_init
         printf '%s\n' "$LAB_KEY"
 }
 
@@ -213,7 +217,8 @@ lab_profiles() {
         elif [ "${MPT_LAB_MODE:-secure}" = compat ]; then
                 mode_line="Mode=compat"
         else
-                mode_line="Key=$(lab_key)"
+                lab_key_init
+                mode_line="Key=$LAB_KEY"
         fi
         for side in a b; do
                 other=b
