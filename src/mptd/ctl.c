@@ -102,7 +102,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "workers", "%u", t->n_workers);
         ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
         ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
-        ctl_writer_field(w, "cipher", "%s", t->secure ? MPT_SECURE_CIPHER : "none");
+        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
         if (t->secure) {
                 uint64_t peer_epoch;
                 pthread_mutex_lock(&t->secure_lock);

@@ -35,13 +35,23 @@ static uint64_t now_realtime_nsec(void) {
         return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
-size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len) {
+MptCipher tunnel_tx_cipher(Tunnel *t) {
+        return t->aes && __atomic_load_n(&t->secure_rx.peer_aes, __ATOMIC_RELAXED) ? MPT_CIPHER_AES256_GCM
+                                                                                   : MPT_CIPHER_CHACHA20_POLY1305;
+}
+
+size_t tunnel_seal_from(Tunnel *t, unsigned path, uint8_t *buf, const uint8_t *m, size_t len) {
         uint64_t counter;
 
         assert(path < MPT_PATHS_MAX);
         if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
                 return 0;
-        return mpt_secure_seal(buf, len, t->tx_key, (uint16_t) path, t->epoch, counter);
+        return mpt_secure_seal_from(buf, m, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                    (uint16_t) path, counter);
+}
+
+size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len) {
+        return tunnel_seal_from(t, path, buf, buf + MPT_SECURE_HEADER_SIZE, len);
 }
 
 Path *tunnel_find_path(Tunnel *t, const char *name) {
@@ -241,6 +251,9 @@ void dataplane_options_load(void) {
         e = getenv("MPT_DEBUG_BATCH");
         if (e && safe_atou(e, &v) >= 0 && v >= 1)
                 dataplane_options.batch = MIN(v, WORKER_BATCH);
+        e = getenv("MPT_DEBUG_CIPHER");
+        if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
+                dataplane_options.no_aes = true;
 }
 
 int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len) {
@@ -649,7 +662,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 t->epoch = ((uint64_t) now_realtime_nsec() & ~UINT64_C(0xffff)) | rnd;
                 if (t->epoch == 0)
                         t->epoch = 1;
-                mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->tx_key);
+                t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
+                mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
                 t->secure_rx.own_epoch = t->epoch;
                 for (size_t i = 0; i < MPT_PATHS_MAX; i++)
                         t->tx_counter[i] = 1;
@@ -812,7 +826,7 @@ Tunnel *tunnel_free(Tunnel *t) {
         pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);
         pthread_mutex_destroy(&t->secure_lock);
-        explicit_bzero(t->tx_key, sizeof t->tx_key);
+        mpt_secure_keys_wipe(&t->tx_keys);
         free(t->address_added);
         free(t->route_added);
         rtnl_close(t->rtnl);

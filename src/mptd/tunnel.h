@@ -209,8 +209,9 @@ struct Tunnel {
          * path) is shared by the workers under secure_lock; keys for the peer's epochs are
          * derived by each worker from the PSK and cached. */
         bool secure;
+        bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
         uint64_t epoch;
-        uint8_t tx_key[MPT_KEY_SIZE];
+        MptSecureKeys tx_keys;
         uint64_t tx_counter[MPT_PATHS_MAX]; /* atomic: next counter per path */
         pthread_mutex_t secure_lock;
         MptSecureRx secure_rx;
@@ -255,10 +256,12 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 
 /* Data-plane switches for testing both code paths (environment, read once at start):
  *   MPT_DEBUG_OFFLOAD=0  no TUN offloads (no virtio-net header), no UDP GSO and GRO
- *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching */
+ *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching
+ *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions */
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
+        bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;
@@ -279,6 +282,10 @@ bool tunnel_reorder_has_delivered(Tunnel *t);
  * the tag after it) for path index path, in place. Returns the datagram's length, or 0 when
  * the path's counter is exhausted (counted as counter-exhausted by the caller). Any thread. */
 size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len);
+/* The same, sealing the plaintext m (len bytes, not overlapping buf) into buf. */
+size_t tunnel_seal_from(Tunnel *t, unsigned path, uint8_t *buf, const uint8_t *m, size_t len);
+/* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
+MptCipher tunnel_tx_cipher(Tunnel *t);
 
 /* Called by workers: hands a control event to the main thread. */
 void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);

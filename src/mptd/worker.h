@@ -44,9 +44,8 @@ struct Worker {
         /* Secure mode: sealed datagrams of the TUN packet being sent; the receive key of the
          * peer's current epoch, and one being tried for a newer epoch. */
         uint8_t *tx_crypt;
-        uint64_t rx_epoch; /* 0: none */
-        uint8_t rx_key[MPT_KEY_SIZE];
-        uint8_t rx_try_key[MPT_KEY_SIZE];
+        MptSecureKeys rx_keys;     /* epoch 0: none yet */
+        MptSecureKeys rx_try_keys;
 
         PathCounters path_counters[MPT_PATHS_MAX];
         PathCounters tunnel_counters; /* drops not tied to a path */

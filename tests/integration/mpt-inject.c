@@ -9,8 +9,8 @@
  *   garbage      100 random bytes, first byte FF                        bad-version
  *   truncated    E1 and 15 more bytes                                    too-short
  *   oversized    60000 bytes: a plausible header (--epoch), random rest   auth-failed
- *   bad-version  a well-formed datagram but version byte E2              bad-version
- *   bad-header   reserved byte 1                                         bad-header
+ *   bad-version  a well-formed datagram but version byte E3              bad-version
+ *   bad-header   a reserved flag bit set                                 bad-header
  *   compat       plain GRE-in-UDP with an ICMP echo request (compat mode) compat-packet
  *   wrong-key    sealed with a random key under --epoch                   auth-failed
  *   stale        sealed with --key under --epoch minus 1                  stale-epoch
@@ -127,7 +127,7 @@ int main(int argc, char *argv[]) {
         struct sockaddr_in to = {}, from = {};
         bool spoof = false, have_to = false;
         uint64_t epoch = 0, own_epoch = 0, counter = 1;
-        uint8_t key[MPT_KEY_SIZE];
+        MptSecureKeys keys;
         MptKey psk = {};
         unsigned count = 1;
         const char *what;
@@ -190,13 +190,13 @@ int main(int argc, char *argv[]) {
                 } else if (streq(what, "truncated")) {
                         len = 16;
                         randombytes_buf(buf, len);
-                        buf[0] = MPT_SECURE_V1;
+                        buf[0] = MPT_SECURE_V1_CHACHA;
                 } else if (streq(what, "oversized")) {
                         len = 60000;
                         randombytes_buf(buf, len);
-                        mpt_secure_derive(psk.bytes, epoch, key);
+                        mpt_secure_derive(psk.bytes, epoch, false, &keys);
                         /* A plausible header, then anything: the tag cannot match. */
-                        mpt_secure_seal(buf, 8, key, 62, epoch, counter + i);
+                        mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, 62, counter + i);
                 } else if (streq(what, "bad-version") || streq(what, "bad-header") || streq(what, "wrong-key") ||
                            streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay")) {
                         uint64_t e = epoch;
@@ -217,12 +217,13 @@ int main(int argc, char *argv[]) {
                         /* GRE of an experimental protocol type (88B5): even when authentic,
                          * nothing for the TUN device. */
                         plain = compat_frame(buf + MPT_SECURE_HEADER_SIZE, 0x88b5);
-                        mpt_secure_derive(psk.bytes, e, key);
-                        len = mpt_secure_seal(buf, plain, key, path, e, streq(what, "replay") ? counter : counter + i);
+                        mpt_secure_derive(psk.bytes, e, false, &keys);
+                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, path,
+                                              streq(what, "replay") ? counter : counter + i);
                         if (streq(what, "bad-version"))
-                                buf[0] = 0xe2;
+                                buf[0] = 0xe3;
                         if (streq(what, "bad-header"))
-                                buf[1] = 1;
+                                buf[1] = 0x80;
                 } else if (streq(what, "compat")) {
                         len = compat_frame(buf, MPT_ETH_P_IP);
                 } else {
@@ -236,7 +237,7 @@ int main(int argc, char *argv[]) {
                 /* No burst: the receiver's socket buffer must not be what drops them. */
                 usleep(2000);
         }
-        sodium_memzero(key, sizeof key);
+        mpt_secure_keys_wipe(&keys);
         sodium_memzero(&psk, sizeof psk);
         close(fd);
         return 0;

@@ -19,6 +19,14 @@ static const uint8_t vec_psk[32] = { 0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
 #define VEC_DGRAM                                                                                   \
         "e1000003187a3c5e9d2b41f7000000000000002ad2088c6f6b47e4ce2b2c69a404ca24503d00de46521f52a7" \
         "49b7c5565c4e43bd74b91d1270530d7707081455def68e44"
+/* The same with AES-256-GCM (version E2) and the flag "can receive AES-256-GCM". */
+#define VEC_KEY_AES "001f6b645b68489c8df92c404ca52752339f50165dc38eb32683ee74ea1bf1fd"
+#define VEC_DGRAM_AES                                                                               \
+        "e2010003187a3c5e9d2b41f7000000000000002abdbfe012c7a785c2a4a0648bdaff3d3f190ed77ca766a682" \
+        "6f25b3ace5b7064c9cc7d50f11c2bc693a828a020f09a563"
+
+/* AES-256-GCM needs AES instructions; where there are none, its cases are skipped. */
+static bool have_aes;
 
 static size_t unhex(const char *s, uint8_t *out, size_t size) {
         size_t n = strlen(s) / 2;
@@ -32,41 +40,73 @@ static size_t unhex(const char *s, uint8_t *out, size_t size) {
         return n;
 }
 
-static void test_vector_key(void) {
+typedef struct CipherVector {
+        MptCipher cipher;
+        uint8_t flags;
+        const char *key, *dgram;
+} CipherVector;
+
+static const CipherVector cipher_vectors[] = {
+        { MPT_CIPHER_CHACHA20_POLY1305, 0, VEC_KEY, VEC_DGRAM },
+        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, VEC_KEY_AES, VEC_DGRAM_AES },
+};
+
+static void test_vector_key(const void *data) {
+        const CipherVector *v = data;
         uint8_t key[MPT_KEY_SIZE], want[MPT_KEY_SIZE];
 
-        unhex(VEC_KEY, want, sizeof want);
-        mpt_secure_derive(vec_psk, VEC_EPOCH, key);
+        unhex(v->key, want, sizeof want);
+        mpt_secure_derive_key(vec_psk, VEC_EPOCH, v->cipher, key);
         g_assert_cmpmem(key, sizeof key, want, sizeof want);
 }
 
-static void test_vector_seal(void) {
-        uint8_t key[MPT_KEY_SIZE], buf[256], want[256];
+static void test_vector_seal(const void *data) {
+        const CipherVector *v = data;
+        uint8_t buf[256], want[256];
+        MptSecureKeys k;
         size_t n, plain, want_n;
 
-        mpt_secure_derive(vec_psk, VEC_EPOCH, key);
+        if (v->cipher == MPT_CIPHER_AES256_GCM && !have_aes) {
+                g_test_skip("no AES instructions");
+                return;
+        }
+        mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k);
         plain = unhex(VEC_PLAIN, buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_OVERHEAD);
-        want_n = unhex(VEC_DGRAM, want, sizeof want);
-        n = mpt_secure_seal(buf, plain, key, 3, VEC_EPOCH, 42);
+        want_n = unhex(v->dgram, want, sizeof want);
+        n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, 3, 42);
         g_assert_cmpuint(n, ==, plain + MPT_SECURE_OVERHEAD);
         g_assert_cmpmem(buf, n, want, want_n);
 }
 
-static void test_vector_open(void) {
-        uint8_t key[MPT_KEY_SIZE], buf[256], plain[256];
+static void test_vector_open(const void *data) {
+        const CipherVector *v = data;
+        uint8_t buf[256], plain[256];
         MptSecureHeader h;
+        MptSecureKeys k;
         size_t n, plain_n;
 
-        mpt_secure_derive(vec_psk, VEC_EPOCH, key);
-        n = unhex(VEC_DGRAM, buf, sizeof buf);
+        mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k);
+        n = unhex(v->dgram, buf, sizeof buf);
         plain_n = unhex(VEC_PLAIN, plain, sizeof plain);
         g_assert_cmpint(mpt_secure_parse(buf, n, &h), ==, -1);
-        g_assert_cmpuint(h.version, ==, MPT_SECURE_V1);
+        g_assert_cmpint(h.cipher, ==, v->cipher);
+        g_assert_cmpuint(h.flags, ==, v->flags);
         g_assert_cmpuint(h.path_id, ==, 3);
         g_assert_cmpuint(h.epoch, ==, VEC_EPOCH);
         g_assert_cmpuint(h.counter, ==, 42);
-        g_assert_cmpint(mpt_secure_open(buf, n, key), ==, -1);
+        if (v->cipher == MPT_CIPHER_AES256_GCM && !have_aes) {
+                /* Without AES instructions: refused as a version this end cannot read. */
+                g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, MPT_DROP_BAD_VERSION);
+                return;
+        }
+        g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, -1);
         g_assert_cmpmem(buf + MPT_SECURE_HEADER_SIZE, n - MPT_SECURE_OVERHEAD, plain, plain_n);
+        /* Keys without AES-256-GCM (a CPU without AES instructions) cannot open it. */
+        if (v->cipher == MPT_CIPHER_AES256_GCM) {
+                n = unhex(v->dgram, buf, sizeof buf);
+                mpt_secure_derive(vec_psk, VEC_EPOCH, false, &k);
+                g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, MPT_DROP_BAD_VERSION);
+        }
 }
 
 /* ---- round trips and tampering ---- */
@@ -76,17 +116,21 @@ typedef struct Sealed {
         size_t len;
         uint8_t plain[2048 - MPT_SECURE_OVERHEAD];
         size_t plain_len;
-        uint8_t key[MPT_KEY_SIZE];
+        MptSecureKeys key;
 } Sealed;
+
+/* The cipher the tests below use: both in turn, where the CPU can do AES-256-GCM. */
+static MptCipher cur_cipher = MPT_CIPHER_CHACHA20_POLY1305;
 
 static void seal_random(Sealed *s, size_t plain_len, uint16_t path, uint64_t epoch, uint64_t counter) {
         g_assert_cmpuint(plain_len, <=, sizeof s->plain);
         for (size_t i = 0; i < plain_len; i++)
                 s->plain[i] = (uint8_t) g_test_rand_int();
         s->plain_len = plain_len;
-        mpt_secure_derive(vec_psk, epoch, s->key);
+        mpt_secure_derive(vec_psk, epoch, have_aes, &s->key);
         memcpy(s->buf + MPT_SECURE_HEADER_SIZE, s->plain, plain_len);
-        s->len = mpt_secure_seal(s->buf, plain_len, s->key, path, epoch, counter);
+        s->len = mpt_secure_seal(s->buf, plain_len, &s->key, cur_cipher, have_aes ? MPT_SECURE_FLAG_AES : 0, path,
+                                 counter);
 }
 
 static void test_round_trip(void) {
@@ -105,24 +149,31 @@ static void test_round_trip(void) {
                 g_assert_cmpuint(h.path_id, ==, i % MPT_PATHS_MAX);
                 g_assert_cmpuint(h.epoch, ==, 7 + i);
                 g_assert_cmpuint(h.counter, ==, 1 + i);
-                g_assert_cmpint(mpt_secure_open(s.buf, s.len, s.key), ==, -1);
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
                 g_assert_cmpmem(s.buf + MPT_SECURE_HEADER_SIZE, s.len - MPT_SECURE_OVERHEAD, s.plain, s.plain_len);
         }
 }
 
 static void test_wrong_key(void) {
         Sealed s;
-        uint8_t other_psk[MPT_KEY_SIZE], key[MPT_KEY_SIZE];
+        uint8_t other_psk[MPT_KEY_SIZE];
+        MptSecureKeys key;
 
         seal_random(&s, 100, 0, 1000, 1);
         /* Another PSK, one bit off. */
         memcpy(other_psk, vec_psk, sizeof other_psk);
         other_psk[31] ^= 1;
-        mpt_secure_derive(other_psk, 1000, key);
-        g_assert_cmpint(mpt_secure_open(s.buf, s.len, key), ==, MPT_DROP_AUTH_FAILED);
-        /* The right PSK, but the key of another epoch. */
-        mpt_secure_derive(vec_psk, 1001, key);
-        g_assert_cmpint(mpt_secure_open(s.buf, s.len, key), ==, MPT_DROP_AUTH_FAILED);
+        mpt_secure_derive(other_psk, 1000, have_aes, &key);
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
+        /* The right PSK, but the keys of another epoch. */
+        mpt_secure_derive(vec_psk, 1001, have_aes, &key);
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
+        /* The other cipher's key of the right epoch: the version byte is authenticated too. */
+        if (have_aes) {
+                mpt_secure_derive(vec_psk, 1000, have_aes, &key);
+                s.buf[0] = s.buf[0] == MPT_SECURE_V1_CHACHA ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
+        }
 }
 
 /* Every single bit flipped, anywhere in the datagram (clear header, ciphertext or tag), makes
@@ -146,12 +197,16 @@ static void test_tamper_every_bit(void) {
                                 g_assert_cmpuint(i, <, MPT_SECURE_HEADER_SIZE);
                                 continue;
                         }
-                        g_assert_cmpint(mpt_secure_open(copy, s.len, s.key), ==, MPT_DROP_AUTH_FAILED);
+                        if (!have_aes && copy[0] == MPT_SECURE_V1_AESGCM) {
+                                g_assert_cmpint(mpt_secure_open(copy, s.len, &s.key), ==, MPT_DROP_BAD_VERSION);
+                                continue;
+                        }
+                        g_assert_cmpint(mpt_secure_open(copy, s.len, &s.key), ==, MPT_DROP_AUTH_FAILED);
                 }
         /* Truncated by one byte, or extended by one: fails as well. */
-        g_assert_cmpint(mpt_secure_open(s.buf, s.len - 1, s.key), ==, MPT_DROP_AUTH_FAILED);
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len - 1, &s.key), ==, MPT_DROP_AUTH_FAILED);
         s.buf[s.len] = 0;
-        g_assert_cmpint(mpt_secure_open(s.buf, s.len + 1, s.key), ==, MPT_DROP_AUTH_FAILED);
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len + 1, &s.key), ==, MPT_DROP_AUTH_FAILED);
 }
 
 typedef struct ParseVector {
@@ -170,11 +225,14 @@ static const ParseVector parse_vectors[] = {
         { "compat-gre", "00000800450000", MPT_DROP_COMPAT_PACKET },
         { "compat-gre-seq", "10000800000000014500", MPT_DROP_COMPAT_PACKET },
         { "compat-keepalive", "00000800a1", MPT_DROP_COMPAT_PACKET },
-        { "version-e2", "e2000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "version-e3", "e3000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "version-e2-aes", "e2000003187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "flag-aes", "e1010003187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
         { "version-e0", "e0000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
         { "garbage-ff", "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", MPT_DROP_BAD_VERSION },
         { "gre-routing-bit", "40000800", MPT_DROP_BAD_VERSION },
-        { "reserved", "e1010003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "reserved-flag", "e1020003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "reserved-flags", "e1800003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "path-id-64", "e1000040187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "path-id-ffff", "e100ffff187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "epoch-0", "e10000030000000000000000000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
@@ -269,7 +327,7 @@ static void test_replay_model(void) {
 /* ---- epochs ---- */
 
 static MptSecureHeader hdr(uint16_t path, uint64_t epoch, uint64_t counter) {
-        return (MptSecureHeader) { .version = MPT_SECURE_V1, .path_id = path, .epoch = epoch, .counter = counter };
+        return (MptSecureHeader) { .version = MPT_SECURE_V1_CHACHA, .path_id = path, .epoch = epoch, .counter = counter };
 }
 
 static void test_epochs(void) {
@@ -287,6 +345,7 @@ static void test_epochs(void) {
         g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
         g_assert_true(new_epoch);
         g_assert_cmpuint(rx.peer_epoch, ==, 1000);
+        g_assert_false(rx.peer_aes);
         g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_REPLAYED);
         g_assert_false(new_epoch);
         /* Windows are per sender path: the same counter on another path is new. */
@@ -296,13 +355,16 @@ static void test_epochs(void) {
         h = hdr(0, 1000, 2);
         g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
 
-        /* The peer restarts: a newer epoch, counters from 1 again. */
+        /* The peer restarts: a newer epoch, counters from 1 again; now it can do AES-256-GCM. */
         h = hdr(0, 2000, 1);
+        h.flags = MPT_SECURE_FLAG_AES;
         g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, -1);
         g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
         g_assert_true(new_epoch);
         g_assert_cmpuint(rx.peer_epoch, ==, 2000);
+        g_assert_true(rx.peer_aes);
         h = hdr(1, 2000, 1);
+        h.flags = MPT_SECURE_FLAG_AES;
         g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
         g_assert_false(new_epoch);
 
@@ -313,6 +375,7 @@ static void test_epochs(void) {
         h = hdr(5, 1999, 1);
         g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_STALE_EPOCH);
         g_assert_cmpuint(rx.peer_epoch, ==, 2000);
+        g_assert_true(rx.peer_aes); /* a refused datagram changes nothing */
 }
 
 /* ---- counters ---- */
@@ -392,7 +455,7 @@ static void test_exchange_replay_and_restart(void) {
                 captured[i] = s;
                 g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
                 g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_open(s.buf, s.len, s.key), ==, -1);
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
                 g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
                 g_assert_cmpint(new_epoch, ==, i == 0);
         }
@@ -408,7 +471,7 @@ static void test_exchange_replay_and_restart(void) {
                 MptSecureHeader h;
                 seal_random(&s, 60, 2, 9001, 1);
                 g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_open(s.buf, s.len, s.key), ==, -1);
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
                 g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
                 g_assert_true(new_epoch);
         }
@@ -436,16 +499,49 @@ static void test_key_base64(void) {
         g_assert_cmpint(mpt_key_from_base64("", &k), ==, -EINVAL);
 }
 
+/* Runs a test once per cipher this CPU can do. */
+static void each_cipher(const void *data) {
+        void (*test)(void) = (void (*)(void)) (uintptr_t) data;
+
+        for (MptCipher c = 0; c < _MPT_CIPHER_MAX; c++) {
+                if (c == MPT_CIPHER_AES256_GCM && !have_aes) {
+                        g_test_message("no AES instructions: AES-256-GCM not tested here");
+                        continue;
+                }
+                cur_cipher = c;
+                test();
+        }
+        cur_cipher = MPT_CIPHER_CHACHA20_POLY1305;
+}
+
+static void test_cipher_enum(void) {
+        for (MptCipher c = 0; c < _MPT_CIPHER_MAX; c++)
+                g_assert_cmpint(mpt_cipher_from_string(mpt_cipher_to_string(c)), ==, c);
+        g_assert_cmpstr(mpt_cipher_to_string(MPT_CIPHER_CHACHA20_POLY1305), ==, "chacha20-poly1305");
+        g_assert_cmpstr(mpt_cipher_to_string(MPT_CIPHER_AES256_GCM), ==, "aes-256-gcm");
+        g_assert_cmpint(mpt_cipher_from_string("aes"), ==, -EINVAL);
+}
+
+#define ADD_EACH(path, fn) g_test_add_data_func(path, (const void *) (uintptr_t) (fn), each_cipher)
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_assert_cmpint(mpt_secure_init(), ==, 0);
+        have_aes = mpt_secure_aes_available();
 
-        g_test_add_func("/mpt/secure/vector/key", test_vector_key);
-        g_test_add_func("/mpt/secure/vector/seal", test_vector_seal);
-        g_test_add_func("/mpt/secure/vector/open", test_vector_open);
-        g_test_add_func("/mpt/secure/round-trip", test_round_trip);
-        g_test_add_func("/mpt/secure/wrong-key", test_wrong_key);
-        g_test_add_func("/mpt/secure/tamper-every-bit", test_tamper_every_bit);
+        for (size_t i = 0; i < G_N_ELEMENTS(cipher_vectors); i++) {
+                const char *c = mpt_cipher_to_string(cipher_vectors[i].cipher);
+                g_autofree char *k = g_strdup_printf("/mpt/secure/vector/%s/key", c);
+                g_autofree char *s = g_strdup_printf("/mpt/secure/vector/%s/seal", c);
+                g_autofree char *o = g_strdup_printf("/mpt/secure/vector/%s/open", c);
+                g_test_add_data_func(k, &cipher_vectors[i], test_vector_key);
+                g_test_add_data_func(s, &cipher_vectors[i], test_vector_seal);
+                g_test_add_data_func(o, &cipher_vectors[i], test_vector_open);
+        }
+        g_test_add_func("/mpt/secure/cipher-enum", test_cipher_enum);
+        ADD_EACH("/mpt/secure/round-trip", test_round_trip);
+        ADD_EACH("/mpt/secure/wrong-key", test_wrong_key);
+        ADD_EACH("/mpt/secure/tamper-every-bit", test_tamper_every_bit);
         for (size_t i = 0; i < G_N_ELEMENTS(parse_vectors); i++) {
                 g_autofree char *name = g_strdup_printf("/mpt/secure/parse/%s", parse_vectors[i].name);
                 g_test_add_data_func(name, &parse_vectors[i], test_parse);
@@ -456,7 +552,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/secure/epochs", test_epochs);
         g_test_add_func("/mpt/secure/counter/reserve", test_counter_reserve);
         g_test_add_func("/mpt/secure/counter/threads", test_counter_threads);
-        g_test_add_func("/mpt/secure/exchange", test_exchange_replay_and_restart);
+        ADD_EACH("/mpt/secure/exchange", test_exchange_replay_and_restart);
         g_test_add_func("/mpt/secure/key-base64", test_key_base64);
 
         return g_test_run();
