@@ -93,7 +93,7 @@ int verb_keys(int argc, char **argv) {
                 _cleanup_free_ char *v = NULL;
                 const char *def;
 
-                if (profile_format_value(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, &v) < 0)
+                if (profile_format_value_shown(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, &v) < 0)
                         return -ENOMEM;
                 def = k->default_doc ?: v;
                 if (arg_json) {

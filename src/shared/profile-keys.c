@@ -39,7 +39,7 @@ const MptConfKey mpt_conf_keys[] = {
         },
         {
                 .name = "Key", .section = T(key), .type = MPT_CONF_KEY,
-                .flags = MPT_CONF_SECRET, .syntax = "BASE64",
+                .flags = MPT_CONF_SECRET, .syntax = "KEY",
                 .default_doc = "none",
                 .doc = "The tunnel's pre-shared key: the base64 text of 32 random bytes, as "
                        "\"mptctl genkey\" prints it. Both ends need the same key; use a different key for "

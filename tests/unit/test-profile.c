@@ -896,6 +896,28 @@ typedef struct {
 #define P_OK "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
 
 static const VerifyVector verify_vectors[] = {
+        /* Secure mode and its key (these fixtures name Mode= or a key, so they load as written). */
+        { "secure-without-key",
+          "[Tunnel]\nMode=secure\n" P_OK,
+          { TEST_FILE ":2: secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or Mode=compat "
+                      "for original MPT peers" } },
+        { "compat-with-key",
+          "[Tunnel]\nMode=compat\nKey=" KEY1 "\n" P_OK,
+          { TEST_FILE ":3: Mode=compat sends everything in the clear and takes no key; remove Key= or use "
+                      "Mode=secure" } },
+        { "compat-with-key-file",
+          "[Tunnel]\nKeyFile=test.key\nMode=compat\n" P_OK,
+          { TEST_FILE ":2: Mode=compat sends everything in the clear and takes no key; remove KeyFile= or use "
+                      "Mode=secure" } },
+        { "key-and-key-file",
+          "[Tunnel]\nKey=" KEY1 "\nKeyFile=test.key\n" P_OK,
+          { TEST_FILE ":3: Key= and KeyFile= are both set; use one of them" } },
+        { "bad-key-no-follow-up",
+          "[Tunnel]\nKey=short\n" P_OK,
+          { TEST_FILE ":2: " KEY_MSG } },
+        { "bad-mode-no-follow-up",
+          "[Tunnel]\nMode=strict\n" P_OK,
+          { TEST_FILE ":2: invalid Mode= 'strict': expected secure|compat" } },
         { "unknown-key-hint",
           "[Tunnel]\n" P_OK "Wieght=2\n",
           { TEST_FILE ":5: unknown key 'Wieght' in [Path]; did you mean 'Weight'?" } },
@@ -1033,6 +1055,33 @@ static void test_verify_ok_cases(void) {
                     "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
                     "[Path]\nInterface=eth1\nRemote=192.0.2.1\n");
         g_assert_cmpuint(d->n_paths, ==, 2);
+}
+
+/* The key in use (psk) comes from Key= or from KeyFile=, and secure mode is the default. */
+static void test_secure_keys(void) {
+        g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL;
+        MptKey want = {};
+        g_autofree char *shown = NULL, *written = NULL;
+        const MptConfKey *k = conf_key_lookup(MPT_SECTION_TUNNEL, "Key");
+
+        g_assert_cmpint(mpt_key_from_base64(KEY1, &want), ==, 0);
+        a = load_ok("[Tunnel]\nKey=" KEY1 "\n" P_OK);
+        g_assert_cmpint(a->tunnel.mode, ==, MPT_MODE_SECURE);
+        g_assert_true(a->tunnel.psk.set);
+        g_assert_cmpmem(a->tunnel.psk.bytes, MPT_KEY_SIZE, want.bytes, MPT_KEY_SIZE);
+        b = load_ok("[Tunnel]\nKeyFile=test.key\n" P_OK);
+        g_assert_true(b->tunnel.psk.set);
+        g_assert_cmpmem(b->tunnel.psk.bytes, MPT_KEY_SIZE, want.bytes, MPT_KEY_SIZE);
+        g_assert_false(b->tunnel.key.set);
+        c = load_ok("[Tunnel]\nMode=compat\n" P_OK);
+        g_assert_false(c->tunnel.psk.set);
+
+        /* mptctl shows "(hidden)", never the key; a file written from the profile keeps it. */
+        g_assert_true(k->flags & MPT_CONF_SECRET);
+        g_assert_cmpint(profile_format_value_shown(k, &a->tunnel, &shown), ==, 0);
+        g_assert_cmpstr(shown, ==, "(hidden)");
+        g_assert_cmpint(profile_to_text(a, &written), ==, 0);
+        g_assert_nonnull(strstr(written, "Key=" KEY1 "\n"));
 }
 
 static void test_too_many_paths(void) {
@@ -1335,6 +1384,7 @@ int main(int argc, char *argv[]) {
                 g_test_add_data_func(tp, &verify_vectors[i], test_verify);
         }
         g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
+        g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
