@@ -19,6 +19,7 @@ static void help(void) {
                "  path TUNNEL PATH up|down           Take a path out of or back into use\n"
                "  check FILE...                      Check profiles; every problem as FILE:LINE\n"
                "  keys                               List the profile keys\n"
+               "  genkey                             Print a new random key for Key= or KeyFile=\n"
                "\n"
                "Options:\n"
                "  -j --json     JSON output\n"
@@ -38,6 +39,7 @@ static const struct {
         { "path", verb_path },
         { "check", verb_check },
         { "keys", verb_keys },
+        { "genkey", verb_genkey },
 };
 
 int main(int argc, char *argv[]) {

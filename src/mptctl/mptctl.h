@@ -27,3 +27,4 @@ int verb_path(int argc, char **argv);
 int verb_check(int argc, char **argv);
 int verb_monitor(int argc, char **argv);
 int verb_keys(int argc, char **argv);
+int verb_genkey(int argc, char **argv);

@@ -223,6 +223,12 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 get(r, "paths_total"), get(r, "scheduler"), get(r, "workers"),
                                 streq(get(r, "workers"), "1") ? "" : "s");
                         fprintf(f, "  ports: local %s, remote %s\n", get(r, "local_port"), get(r, "remote_port"));
+                        if (streq(get(r, "mode"), "secure"))
+                                fprintf(f, "  mode: secure (%s), epoch %s, peer epoch %s (%s seen)\n", get(r, "cipher"),
+                                        get(r, "epoch"), streq(get(r, "peer_epochs"), "0") ? "none" : get(r, "peer_epoch"),
+                                        get(r, "peer_epochs"));
+                        else
+                                fprintf(f, "  mode: %s (no authentication, no encryption)\n", get(r, "mode"));
                         if (!streq(get(r, "reorder_window"), "0")) {
                                 format_usec(get(r, "reorder_max_delay_us"), a, sizeof a);
                                 fprintf(f, "  reorder: window %s, max delay %s; delivered %s, held %s, lost %s, "

@@ -103,6 +103,17 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "mtu", "%" PRIu32, t->mtu);
         ctl_writer_field(w, "workers", "%u", t->n_workers);
         ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
+        ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
+        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
+        if (t->secure) {
+                uint64_t peer_epoch;
+                pthread_mutex_lock(&t->secure_lock);
+                peer_epoch = t->secure_rx.peer_epoch;
+                pthread_mutex_unlock(&t->secure_lock);
+                ctl_writer_field(w, "epoch", "0x%016" PRIx64, t->epoch);
+                ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, peer_epoch);
+                ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
+        }
         ctl_writer_field(w, "local_port", "%u", c->local_port);
         ctl_writer_field(w, "remote_port", "%u", c->remote_port);
         ctl_writer_field(w, "reorder_window", "%" PRIu32, c->reorder_window);

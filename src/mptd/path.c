@@ -532,8 +532,22 @@ void path_update_state(Path *p, const char *reason) {
 /* ---- keepalives ---- */
 
 static void send_frame(Path *p, const uint8_t *buf, size_t len) {
+        Tunnel *t = p->tunnel;
+        uint8_t sealed[MPT_SECURE_OVERHEAD + MAX(MPT_KEEPALIVE_EXT_SIZE, MPT_PATH_STATUS_SIZE)];
+
         if (!path_can_send(p))
                 return;
+        if (t->secure) {
+                /* Control frames are sealed like data: authenticated and encrypted. */
+                assert(len <= sizeof sealed - MPT_SECURE_OVERHEAD);
+                memcpy(sealed + MPT_SECURE_HEADER_SIZE, buf, len);
+                len = tunnel_seal(t, p->index, sealed, len);
+                if (len == 0) {
+                        COUNTER_ADD(p->counters.drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                        return;
+                }
+                buf = sealed;
+        }
         if (sendto(p->fds[0], buf, len, MSG_DONTWAIT, &p->remote.sa, p->remote_len) < 0) {
                 COUNTER_ADD(p->counters.drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
                                                                                   : MPT_DROP_SEND_ERROR],

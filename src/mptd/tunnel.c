@@ -29,6 +29,31 @@ usec_t now_usec(void) {
         return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
+static uint64_t now_realtime_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+MptCipher tunnel_tx_cipher(Tunnel *t) {
+        return t->aes && __atomic_load_n(&t->secure_rx.peer_aes, __ATOMIC_RELAXED) ? MPT_CIPHER_AES256_GCM
+                                                                                   : MPT_CIPHER_CHACHA20_POLY1305;
+}
+
+size_t tunnel_seal_from(Tunnel *t, unsigned path, uint8_t *buf, const uint8_t *m, size_t len) {
+        uint64_t counter;
+
+        assert(path < MPT_PATHS_MAX);
+        if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
+                return 0;
+        return mpt_secure_seal_from(buf, m, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                    (uint16_t) path, counter);
+}
+
+size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len) {
+        return tunnel_seal_from(t, path, buf, buf + MPT_SECURE_HEADER_SIZE, len);
+}
+
 Path *tunnel_find_path(Tunnel *t, const char *name) {
         for (size_t i = 0; i < t->n_paths; i++)
                 if (streq(t->paths[i]->name, name))
@@ -231,6 +256,9 @@ void dataplane_options_load(void) {
         e = getenv("MPT_DEBUG_RUN");
         if (e && safe_atou(e, &v) >= 0 && v >= 1)
                 dataplane_options.run = MIN(v, SCHED_RUN_LIMIT);
+        e = getenv("MPT_DEBUG_CIPHER");
+        if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
+                dataplane_options.no_aes = true;
 }
 
 int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len) {
@@ -683,6 +711,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         pthread_mutex_init(&t->reorder_lock, NULL);
         pthread_mutex_init(&t->tx_lock, NULL);
         pthread_mutex_init(&t->ka_lock, NULL);
+        pthread_mutex_init(&t->secure_lock, NULL);
         t->reorder_deadline = USEC_INFINITY;
         do
                 if (getrandom(&t->session, sizeof t->session, 0) != sizeof t->session)
@@ -691,6 +720,28 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         /* Start the sequence space at a random point: a restarted peer is then told apart from
          * a slightly reordered one by the receiver's resynchronisation, not by luck. */
         (void) !getrandom(&t->tx_seq, sizeof(uint32_t), 0);
+
+        if (profile->tunnel.mode == MPT_MODE_SECURE) {
+                uint16_t rnd = 0;
+
+                assert(profile->tunnel.psk.set); /* profile_verify() */
+                r = mpt_secure_init();
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to initialise libsodium: %m");
+                /* The epoch grows from one run to the next (the other end never goes back to an
+                 * older one): wall-clock nanoseconds, the low 16 bits random so that both ends
+                 * never pick the same one. */
+                (void) !getrandom(&rnd, sizeof rnd, 0);
+                t->epoch = ((uint64_t) now_realtime_nsec() & ~UINT64_C(0xffff)) | rnd;
+                if (t->epoch == 0)
+                        t->epoch = 1;
+                t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
+                mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
+                t->secure_rx.own_epoch = t->epoch;
+                for (size_t i = 0; i < MPT_PATHS_MAX; i++)
+                        t->tx_counter[i] = 1;
+                t->secure = true;
+        }
 
         r = rtnl_open(&t->rtnl);
         if (r < 0)
@@ -865,6 +916,8 @@ Tunnel *tunnel_free(Tunnel *t) {
         pthread_mutex_destroy(&t->reorder_lock);
         pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);
+        pthread_mutex_destroy(&t->secure_lock);
+        mpt_secure_keys_wipe(&t->tx_keys);
         free(t->address_added);
         free(t->route_added);
         rtnl_close(t->rtnl);

@@ -24,6 +24,7 @@
 #include "profile.h"
 #include "reorder.h"
 #include "scheduler.h"
+#include "secure.h"
 #include "tun.h"
 #include "wire.h"
 
@@ -203,6 +204,20 @@ struct Tunnel {
         uint32_t peer_session;
         uint64_t peer_restarts;
 
+        /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
+         * has its own counter (atomic; the nonce is path id and counter), reserved before a
+         * datagram is sealed. Receive state (the peer's epoch, one anti-replay window per sender
+         * path) is shared by the workers under secure_lock; keys for the peer's epochs are
+         * derived by each worker from the PSK and cached. */
+        bool secure;
+        bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
+        uint64_t epoch;
+        MptSecureKeys tx_keys;
+        uint64_t tx_counter[MPT_PATHS_MAX]; /* atomic: next counter per path */
+        pthread_mutex_t secure_lock;
+        MptSecureRx secure_rx;
+        uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
+
         RtnlMonitor *monitor;
         sd_event_source *refresh_event; /* coalesces kernel events into one refresh */
         bool refresh_all;
@@ -249,11 +264,13 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 
 /* Data-plane switches for testing both code paths (environment, read once at start):
  *   MPT_DEBUG_OFFLOAD=0  no TUN offloads (no virtio-net header), no UDP GSO and GRO
- *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching */
+ *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching
+ *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions */
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
         unsigned run;   /* consecutive packets per path (scheduler runs), 1..SCHED_RUN_LIMIT */
+        bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;
@@ -269,6 +286,15 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);
 /* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
 void tunnel_reset_reorder(Tunnel *t);
 bool tunnel_reorder_has_delivered(Tunnel *t);
+
+/* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
+ * the tag after it) for path index path, in place. Returns the datagram's length, or 0 when
+ * the path's counter is exhausted (counted as counter-exhausted by the caller). Any thread. */
+size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len);
+/* The same, sealing the plaintext m (len bytes, not overlapping buf) into buf. */
+size_t tunnel_seal_from(Tunnel *t, unsigned path, uint8_t *buf, const uint8_t *m, size_t len);
+/* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
+MptCipher tunnel_tx_cipher(Tunnel *t);
 
 /* Called by workers: hands a control event to the main thread. */
 void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);

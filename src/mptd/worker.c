@@ -46,6 +46,11 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
         if (!w->rx_buffer || !w->tx_buffer || !w->tx_headers || !w->path_iov)
                 goto oom;
+        if (t->secure) {
+                w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
+                if (!w->tx_crypt)
+                        goto oom;
+        }
         w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (w->epoll_fd < 0)
                 goto fail;
@@ -80,6 +85,9 @@ Worker *worker_free(Worker *w) {
         free(w->tx_buffer);
         free(w->tx_headers);
         free(w->path_iov);
+        free(w->tx_crypt);
+        mpt_secure_keys_wipe(&w->rx_keys);
+        mpt_secure_keys_wipe(&w->rx_try_keys);
         return mfree(w);
 }
 
@@ -290,6 +298,75 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
         handle_data(w, (unsigned) p, &f, now);
 }
 
+/* Secure mode: authenticates and decrypts the datagrams of one receive buffer in place (seg
+ * bytes each, the last one maybe shorter), a few dozen at a time. Headers are checked first
+ * (cheap drops: malformed, reflected, old epoch, replayed), then the tags; only then are the
+ * counters recorded, so that forged datagrams cannot move the anti-replay window. The shared
+ * receive state is locked twice per run of datagrams, not per datagram. A datagram that fails
+ * is counted and gets its first byte zeroed, which no secure datagram has; one that passes keeps
+ * its header, and its plaintext is at MPT_SECURE_HEADER_SIZE, MPT_SECURE_OVERHEAD bytes shorter. */
+#define SECURE_RUN 64u
+
+static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t len, size_t seg) {
+        Tunnel *t = w->tunnel;
+        MptSecureHeader h[SECURE_RUN];
+        int reason[SECURE_RUN];
+        uint64_t new_epochs = 0;
+
+        for (size_t base = 0; base < len; base += seg * SECURE_RUN) {
+                size_t n = MIN((size_t) SECURE_RUN, DIV_ROUND_UP(len - base, seg));
+
+                for (size_t i = 0; i < n; i++) {
+                        size_t off = base + i * seg;
+                        reason[i] = mpt_secure_parse(buf + off, MIN(seg, len - off), &h[i]);
+                }
+                pthread_mutex_lock(&t->secure_lock);
+                for (size_t i = 0; i < n; i++)
+                        if (reason[i] < 0)
+                                reason[i] = mpt_secure_rx_check(&t->secure_rx, &h[i]);
+                pthread_mutex_unlock(&t->secure_lock);
+
+                for (size_t i = 0; i < n; i++) {
+                        size_t off = base + i * seg;
+                        const MptSecureKeys *keys;
+
+                        if (reason[i] >= 0)
+                                continue;
+                        if (h[i].epoch == w->rx_keys.epoch)
+                                keys = &w->rx_keys;
+                        else {
+                                /* A newer epoch (the other end restarted): its keys, kept aside
+                                 * until a datagram under it authenticates. */
+                                if (h[i].epoch != w->rx_try_keys.epoch)
+                                        mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
+                                                          &w->rx_try_keys);
+                                keys = &w->rx_try_keys;
+                        }
+                        reason[i] = mpt_secure_open(buf + off, MIN(seg, len - off), keys);
+                        if (reason[i] < 0 && keys == &w->rx_try_keys)
+                                w->rx_keys = w->rx_try_keys;
+                }
+
+                pthread_mutex_lock(&t->secure_lock);
+                for (size_t i = 0; i < n; i++) {
+                        bool new_epoch;
+                        if (reason[i] >= 0)
+                                continue;
+                        reason[i] = mpt_secure_rx_accept(&t->secure_rx, &h[i], &new_epoch);
+                        new_epochs += new_epoch;
+                }
+                pthread_mutex_unlock(&t->secure_lock);
+
+                for (size_t i = 0; i < n; i++)
+                        if (reason[i] >= 0) {
+                                COUNTER_ADD(w->path_counters[counted].drops[reason[i]], 1);
+                                buf[base + i * seg] = 0;
+                        }
+        }
+        if (new_epochs > 0)
+                __atomic_add_fetch(&t->peer_epochs, new_epochs, __ATOMIC_RELAXED);
+}
+
 static int gro_size(struct msghdr *mh) {
         for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
                 if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
@@ -356,10 +433,25 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 seg = (size_t) gro_size(&mh);
                 if (seg == 0 || seg > (size_t) k)
                         seg = (size_t) k;
+                /* Secure mode: every datagram is authenticated and decrypted first, outside the
+                 * reorder lock (so that the workers do it in parallel); what fails is skipped
+                 * below. */
+                if (t->secure)
+                        secure_open_buffer(w, p >= 0 ? (unsigned) p : path, w->rx_buffer, (size_t) k, seg);
                 if (t->reorder_enabled)
                         pthread_mutex_lock(&t->reorder_lock);
                 for (size_t off = 0; off < (size_t) k; off += seg) {
-                        handle_datagram(w, path, p, new_endpoint, &src, w->rx_buffer + off, MIN(seg, (size_t) k - off), now);
+                        uint8_t *d = w->rx_buffer + off;
+                        size_t dl = MIN(seg, (size_t) k - off);
+
+                        /* Only what authenticated goes on: nothing else may move an endpoint. */
+                        if (t->secure) {
+                                if (d[0] == 0)
+                                        continue;
+                                d += MPT_SECURE_HEADER_SIZE;
+                                dl -= MPT_SECURE_OVERHEAD;
+                        }
+                        handle_datagram(w, path, p, new_endpoint, &src, d, dl, now);
                         new_endpoint = false; /* reported once per buffer is plenty */
                 }
                 gro_flush(w);
@@ -459,6 +551,7 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
 static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow) {
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
+        size_t crypt_used = 0;
 
         if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
@@ -475,8 +568,37 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                 size_t hl = mpt_gre_encode(sg->headers, proto, s->sequence, seq + (uint32_t) i);
                 struct iovec *iov = &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX + 2 * w->path_segs[p]];
 
-                iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
-                iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+                if (t->secure) {
+                        /* Each datagram is its own AEAD message, sealed into tx_crypt: segments of
+                         * equal size stay of equal size (plus the constant overhead), so one UDP
+                         * GSO send still carries them. The plaintext must be contiguous: a
+                         * segment's GRE and headers are put right in front of its payload in the
+                         * packet buffer. What that overwrites (the previous segment's payload, or
+                         * the packet's own headers and the headroom) is sealed or copied already:
+                         * segments are sealed in order, and their headers were built apart (the
+                         * packet's headers are put back before the next window, see transmit()). */
+                        uint8_t *d = w->tx_crypt + crypt_used;
+                        const uint8_t *m = sg->headers - hl;
+                        size_t dl, front = hl + sg->headers_len;
+
+                        if (sg->payload) {
+                                uint8_t *start = (uint8_t *) sg->payload - front;
+                                assert(start >= w->tx_buffer);
+                                memmove(start, sg->headers - hl, front);
+                                m = start;
+                        }
+                        dl = tunnel_seal_from(t, p, d, m, front + sg->payload_len);
+                        if (dl == 0) {
+                                COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                                continue;
+                        }
+                        crypt_used += dl;
+                        iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
+                        iov[1] = (struct iovec) {};
+                } else {
+                        iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
+                        iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+                }
                 w->path_segs[p]++;
         }
         for (int i = 0; i < n; i++) {
@@ -492,6 +614,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         Tunnel *t = w->tunnel;
         struct virtio_net_hdr vh = {};
         uint8_t *pkt = buf;
+        uint8_t saved[OFFLOAD_HEADERS_MAX];
         uint32_t flow = 0;
         size_t total;
         int n;
@@ -521,6 +644,9 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         }
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
+        /* Sealing in place overwrites the packet's headers; later windows are cut from them. */
+        if ((size_t) n < total)
+                memcpy(saved, pkt, MIN(len, sizeof saved));
 
         /* Numbering and sending in one step (see tx_lock in tunnel.h). A packet of more segments
          * than fit at once is done a window of OFFLOAD_SEGMENTS_MAX at a time. */
@@ -531,6 +657,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 done += (size_t) n;
                 if (done >= total)
                         break;
+                memcpy(pkt, saved, MIN(len, sizeof saved));
                 n = offload_segment_from(&vh, pkt, len, t->mtu, w->tx_headers, WORKER_GRE_ROOM, done, w->segs,
                                          OFFLOAD_SEGMENTS_MAX, &total);
                 if (n <= 0) /* cannot happen: the first window checked the packet */

@@ -8,6 +8,9 @@
 #define WORKER_BUFFER_SIZE (65536u + 64u)
 #define WORKER_HEADROOM 64u
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
+/* Sealed datagrams of one TUN packet: its bytes, and per segment the headers and overhead. */
+#define WORKER_CRYPT_SIZE \
+        (WORKER_BUFFER_SIZE + OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX + MPT_SECURE_OVERHEAD))
 
 struct Worker {
         Tunnel *tunnel;
@@ -37,6 +40,12 @@ struct Worker {
         uint16_t seg_path[OFFLOAD_SEGMENTS_MAX];
 
         MptSockaddr endpoint_reported[MPT_PATHS_MAX]; /* last new source reported per path */
+
+        /* Secure mode: sealed datagrams of the TUN packet being sent; the receive key of the
+         * peer's current epoch, and one being tried for a newer epoch. */
+        uint8_t *tx_crypt;
+        MptSecureKeys rx_keys;     /* epoch 0: none yet */
+        MptSecureKeys rx_try_keys;
 
         PathCounters path_counters[MPT_PATHS_MAX];
         PathCounters tunnel_counters; /* drops not tied to a path */

@@ -408,6 +408,16 @@ static const struct {
                 "networkd removes routes that it did not add itself whenever it configures the link.",
         },
         {
+                MPT_SECTION_TUNNEL, "Key", NULL, NULL,
+                "A .netdev file is usually readable by everyone (systemd-networkd does not need it "
+                "private): use KeyFile= instead, with a file only root can read.",
+        },
+        {
+                MPT_SECTION_TUNNEL, "KeyFile", NULL, NULL,
+                "Here the directory of the profile is that of the .netdev file: KeyFile=mpt0.key in "
+                "/etc/systemd/network/mpt0.netdev names /etc/systemd/network/mpt0.key.",
+        },
+        {
                 MPT_SECTION_TUNNEL, "MTU", NULL, NULL,
                 "networkd ignores MTUBytes in the [NetDev] section of a tun device. Should the .network file "
                 "set MTUBytes in its [Link] section, give MTU= the same value, or the two will overwrite "

@@ -27,6 +27,36 @@ const MptConfKey mpt_conf_keys[] = {
                        "in place when it exits. Otherwise mptd creates the device and removes it on exit.",
         },
         {
+                .name = "Mode", .section = T(mode), .type = MPT_CONF_MODE,
+                .def = MPT_MODE_SECURE, .syntax = "secure|compat",
+                .doc = "\"secure\": every datagram, data and keepalives alike, is authenticated and "
+                       "encrypted with a key derived from the tunnel's pre-shared key (Key= or KeyFile=, "
+                       "which secure mode requires); forged, replayed and wrongly keyed datagrams are "
+                       "dropped and counted. The wire format is described in mptd(8). \"compat\": the "
+                       "plain GRE-in-UDP wire format of the original MPT, without integrity or "
+                       "confidentiality, for talking to original MPT peers; it must be chosen explicitly "
+                       "and takes no key. Both ends must use the same mode.",
+        },
+        {
+                .name = "Key", .section = T(key), .type = MPT_CONF_KEY,
+                .flags = MPT_CONF_SECRET, .syntax = "KEY",
+                .default_doc = "none",
+                .doc = "The tunnel's pre-shared key: the base64 text of 32 random bytes, as "
+                       "\"mptctl genkey\" prints it. Both ends need the same key; use a different key for "
+                       "every tunnel. It is never logged, and mptctl check and mptctl keys never print it. "
+                       "Anyone who can read the profile can read the key, so prefer KeyFile= unless the "
+                       "profile itself is private. Key= and KeyFile= exclude each other.",
+        },
+        {
+                .name = "KeyFile", .section = T(key_file), .type = MPT_CONF_PATH,
+                .syntax = "PATH",
+                .default_doc = "none",
+                .doc = "A file that holds the pre-shared key (one line, the base64 text that "
+                       "\"mptctl genkey\" prints). A relative name is taken relative to the directory "
+                       "of the profile. The file must be a regular file that is not readable by everyone "
+                       "(for example mode 0600, owned by root); otherwise the profile is refused.",
+        },
+        {
                 .name = "Address", .section = T(addresses), .type = MPT_CONF_PREFIX_LIST,
                 .syntax = "ADDRESS[/PREFIXLEN]",
                 .default_doc = "none",
@@ -224,9 +254,10 @@ const MptConfKey mpt_conf_keys[] = {
                 .def = 0, .syntax = "BOOLEAN",
                 .doc = "By default, when well-formed traffic of this path starts arriving from a new address "
                        "or port (the other end roamed, or a NAT on the way changed its mapping), mptd "
-                       "follows it: it sends to where the traffic comes from, as WireGuard does. Without "
-                       "authentication anyone who can send such a datagram can redirect the path, so sites "
-                       "with static endpoints should set PinRemote=yes: datagrams from anywhere but "
+                       "follows it: it sends to where the traffic comes from, as WireGuard does. In secure "
+                       "mode only datagrams that authenticate count; in compat mode anyone who can send "
+                       "such a datagram can redirect the path. Sites with static endpoints should set "
+                       "PinRemote=yes: datagrams from anywhere but "
                        "Remote= and RemotePort= are then dropped (counted as unknown-source). Paths that "
                        "share a local socket (same interface and local address) follow a new source only "
                        "when a keepalive from it names the path by its token.",

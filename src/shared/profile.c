@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <sodium.h>
+#include <sys/stat.h>
 
 #include "conf-parser.h"
 #include "devclass.h"
@@ -12,6 +15,37 @@ static const char *const mpt_scheduler_table[_MPT_SCHEDULER_MAX] = {
         [MPT_SCHEDULER_FLOW] = "flow",
 };
 DEFINE_STRING_TABLE(mpt_scheduler, MptScheduler, _MPT_SCHEDULER_MAX);
+
+static const char *const mpt_mode_table[_MPT_MODE_MAX] = {
+        [MPT_MODE_SECURE] = "secure",
+        [MPT_MODE_COMPAT] = "compat",
+};
+DEFINE_STRING_TABLE(mpt_mode, MptMode, _MPT_MODE_MAX);
+
+int mpt_key_from_base64(const char *s, MptKey *ret) {
+        uint8_t buf[MPT_KEY_SIZE + 3];
+        size_t n = 0, len;
+        const char *end = NULL;
+
+        s += strspn(s, " \t\r\n");
+        len = strcspn(s, " \t\r\n");
+        if (s[len + strspn(s + len, " \t\r\n")] != 0)
+                return -EINVAL; /* more than one word */
+        if (len != 44 || sodium_base642bin(buf, sizeof buf, s, len, NULL, &n, &end,
+                                           sodium_base64_VARIANT_ORIGINAL) != 0 ||
+            n != MPT_KEY_SIZE || end != s + len) {
+                explicit_bzero(buf, sizeof buf);
+                return -EINVAL;
+        }
+        ret->set = true;
+        memcpy(ret->bytes, buf, MPT_KEY_SIZE);
+        explicit_bzero(buf, sizeof buf);
+        return 0;
+}
+
+char *mpt_key_to_base64(const MptKey *k, char buf[static 45]) {
+        return sodium_bin2base64(buf, 45, k->bytes, MPT_KEY_SIZE, sodium_base64_VARIANT_ORIGINAL);
+}
 
 static const char *const mpt_section_table[_MPT_SECTION_MAX] = {
         [MPT_SECTION_TUNNEL] = "Tunnel",
@@ -72,10 +106,17 @@ static void set_default(const MptConfKey *k, void *config) {
         switch (k->type) {
         case MPT_CONF_NAME:
         case MPT_CONF_IFNAME:
+        case MPT_CONF_PATH:
                 *(char **) f = mfree(*(char **) f);
                 break;
         case MPT_CONF_ADDRESS:
                 *(MptAddress *) f = (MptAddress) {};
+                break;
+        case MPT_CONF_MODE:
+                *(MptMode *) f = (MptMode) k->def;
+                break;
+        case MPT_CONF_KEY:
+                explicit_bzero(f, sizeof(MptKey));
                 break;
         case MPT_CONF_PREFIX_LIST: {
                 MptPrefixList *l = f;
@@ -130,6 +171,7 @@ MptProfile *profile_free(MptProfile *p) {
         if (!p)
                 return NULL;
         config_done(MPT_SECTION_TUNNEL, &p->tunnel);
+        explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
         for (size_t i = 0; i < p->n_paths; i++)
                 config_done(MPT_SECTION_PATH, &p->paths[i]);
         free(p->paths);
@@ -300,6 +342,30 @@ static int parse_value(const MptConfKey *k, const char *value, void *config, cha
                 *(MptScheduler *) f = s;
                 return 0;
         }
+        case MPT_CONF_MODE: {
+                MptMode m = mpt_mode_from_string(value);
+                if (m < 0)
+                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+                *(MptMode *) f = m;
+                return 0;
+        }
+        case MPT_CONF_KEY:
+                /* The value is a secret: never repeat it in a message. */
+                if (mpt_key_from_base64(value, f) < 0)
+                        FAIL("invalid %s=: expected the base64 text of %u bytes (44 characters), as "
+                             "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE);
+                return 0;
+        case MPT_CONF_PATH: {
+                char *s;
+                if (strlen(value) >= PATH_MAX)
+                        FAIL("invalid %s=: file name too long", k->name);
+                s = strdup(value);
+                if (!s)
+                        return -ENOMEM;
+                free(*(char **) f);
+                *(char **) f = s;
+                return 0;
+        }
         default:
                 assert(false);
                 return -EINVAL;
@@ -388,6 +454,99 @@ static char *default_tunnel_name(const char *filename) {
         return strdup(base);
 }
 
+/* Reads KeyFile= (relative to the profile's directory). A key that others can read is no secret:
+ * refused. On failure, *reterr says why (without the file's contents). */
+static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
+        _cleanup_free_ char *path = NULL, *dir = NULL;
+        char buf[MPT_KEY_FILE_MAX + 1];
+        struct stat st;
+        ssize_t n;
+        int fd, r;
+
+#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
+        if (p->tunnel.key_file[0] == '/' || !p->filename || !strchr(p->filename, '/'))
+                path = strdup(p->tunnel.key_file);
+        else {
+                dir = strdup(p->filename);
+                if (!dir)
+                        return -ENOMEM;
+                if (asprintf(&path, "%s/%s", dirname(dir), p->tunnel.key_file) < 0)
+                        path = NULL;
+        }
+        if (!path)
+                return -ENOMEM;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                FAIL("KeyFile=%s: cannot open '%s': %s", p->tunnel.key_file, path, strerror(errno));
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                FAIL("KeyFile=%s: '%s' is not a regular file", p->tunnel.key_file, path);
+        }
+        if (st.st_mode & S_IROTH) {
+                close(fd);
+                FAIL("KeyFile=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)",
+                     p->tunnel.key_file, path);
+        }
+        n = read(fd, buf, sizeof buf - 1);
+        r = n < 0 ? -errno : 0;
+        close(fd);
+        if (r < 0)
+                FAIL("KeyFile=%s: cannot read '%s': %s", p->tunnel.key_file, path, strerror(-r));
+        if ((size_t) n >= MPT_KEY_FILE_MAX) {
+                explicit_bzero(buf, sizeof buf);
+                FAIL("KeyFile=%s: '%s' is too large for a key file", p->tunnel.key_file, path);
+        }
+        buf[n] = 0;
+        r = mpt_key_from_base64(buf, ret);
+        explicit_bzero(buf, sizeof buf);
+        if (r < 0)
+                FAIL("KeyFile=%s: '%s' does not hold a key: expected one line with the base64 text of "
+                     "%u bytes, as `mptctl genkey` prints it", p->tunnel.key_file, path, MPT_KEY_SIZE);
+        return 0;
+#undef FAIL
+}
+
+static void verify_key(MptProfile *p, MptDiagnostics *d) {
+        const char *file = p->filename ?: "<input>";
+        const MptTunnelConfig *t = &p->tunnel;
+        bool rejected = is_rejected(t->key_rejected, MPT_SECTION_TUNNEL, "Key") ||
+                        is_rejected(t->key_rejected, MPT_SECTION_TUNNEL, "KeyFile") ||
+                        is_rejected(t->key_rejected, MPT_SECTION_TUNNEL, "Mode");
+
+        explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
+        if (t->mode == MPT_MODE_COMPAT) {
+                if (t->key.set || t->key_file)
+                        diag_add(d, file, TLINE(p, t->key.set ? "Key" : "KeyFile"),
+                                 "Mode=compat sends everything in the clear and takes no key; remove %s= "
+                                 "or use Mode=secure", t->key.set ? "Key" : "KeyFile");
+                return;
+        }
+        if (t->key.set && t->key_file) {
+                diag_add(d, file, TLINE(p, "KeyFile"), "Key= and KeyFile= are both set; use one of them");
+                return;
+        }
+        if (t->key.set) {
+                p->tunnel.psk = t->key;
+                return;
+        }
+        if (t->key_file) {
+                _cleanup_free_ char *err = NULL;
+                int r = read_key_file(p, &p->tunnel.psk, &err);
+                if (r == -ENOMEM)
+                        d->oom = true;
+                else if (r < 0)
+                        diag_add(d, file, TLINE(p, "KeyFile"), "%s", err ?: "cannot read KeyFile=");
+                return;
+        }
+        /* A file without a tunnel section is reported as such; one message is enough. Front
+         * doors without sections (line 0) must still call this with tunnel.line set. */
+        if (!rejected && p->tunnel.line > 0)
+                diag_add(d, file, TLINE(p, "Mode"),
+                         "secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or "
+                         "Mode=compat for original MPT peers");
+}
+
 int profile_verify(MptProfile *p, MptDiagnostics *d) {
         const char *file = p->filename ?: "<input>";
         size_t errors = diag_count(d);
@@ -400,6 +559,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                  "no tunnel name: set Name= in [%s] (the file name is not a valid name)",
                                  section_title(p, MPT_SECTION_TUNNEL));
         }
+
+        verify_key(p, d);
 
         for (size_t i = 0; i < p->tunnel.addresses.n; i++)
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
@@ -632,8 +793,18 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
         switch (k->type) {
         case MPT_CONF_NAME:
         case MPT_CONF_IFNAME:
+        case MPT_CONF_PATH:
                 s = strdup(strempty(*(char *const *) f));
                 break;
+        case MPT_CONF_MODE:
+                s = strdup(strempty(mpt_mode_to_string(*(const MptMode *) f)));
+                break;
+        case MPT_CONF_KEY: {
+                char b64[45];
+                s = strdup(((const MptKey *) f)->set ? mpt_key_to_base64(f, b64) : "");
+                explicit_bzero(b64, sizeof b64);
+                break;
+        }
         case MPT_CONF_ADDRESS:
                 s = strdup(address_is_set(f) ? address_to_string(f, buf) : "");
                 break;
@@ -685,6 +856,17 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
                 return -ENOMEM;
         *ret = s;
         return 0;
+}
+
+int profile_format_value_shown(const MptConfKey *k, const void *config, char **ret) {
+        if (k->flags & MPT_CONF_SECRET) {
+                char *s = strdup(k->type == MPT_CONF_KEY && ((const MptKey *) field_cptr(k, config))->set ? "(hidden)" : "");
+                if (!s)
+                        return -ENOMEM;
+                *ret = s;
+                return 0;
+        }
+        return profile_format_value(k, config, ret);
 }
 
 static int write_section(FILE *f, MptSection section, const void *config, const unsigned *key_line) {
@@ -770,5 +952,6 @@ bool profile_uses_sequence(const MptProfile *p) {
 
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {
         unsigned ip = path->remote.family == AF_INET6 ? 40 : 20;
-        return ip + 8 + 4 + (profile_uses_sequence(p) ? 4 : 0);
+        return ip + 8 + (p->tunnel.mode == MPT_MODE_SECURE ? MPT_SECURE_OVERHEAD : 0) + 4 +
+               (profile_uses_sequence(p) ? 4 : 0);
 }

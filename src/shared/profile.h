@@ -27,6 +27,30 @@ typedef enum MptScheduler {
 
 DECLARE_STRING_TABLE(mpt_scheduler, MptScheduler);
 
+typedef enum MptMode {
+        MPT_MODE_SECURE, /* every datagram authenticated and encrypted (mptd(8), "SECURE WIRE FORMAT") */
+        MPT_MODE_COMPAT, /* the plain wire format of the original MPT */
+        _MPT_MODE_MAX,
+        _MPT_MODE_INVALID = -EINVAL,
+} MptMode;
+
+DECLARE_STRING_TABLE(mpt_mode, MptMode);
+
+#define MPT_KEY_SIZE 32u
+#define MPT_SECURE_OVERHEAD 36u /* per datagram in secure mode: clear header (20) + AEAD tag (16), secure.h */
+#define MPT_KEY_FILE_MAX 4096u /* a key file is one base64 line; refuse anything much bigger */
+
+/* The tunnel's pre-shared key. Never logged, never shown (mptctl prints "(hidden)"). */
+typedef struct MptKey {
+        bool set;
+        uint8_t bytes[MPT_KEY_SIZE];
+} MptKey;
+
+/* Decodes the base64 text of a key (44 characters, surrounding whitespace ignored). 0 or -EINVAL. */
+int mpt_key_from_base64(const char *s, MptKey *ret);
+/* Writes the base64 text of a key (44 characters and a NUL) into buf. */
+char *mpt_key_to_base64(const MptKey *k, char buf[static 45]);
+
 typedef enum MptSection {
         MPT_SECTION_TUNNEL,
         MPT_SECTION_PATH,
@@ -55,6 +79,10 @@ typedef struct MptTunnelConfig {
         uint32_t workers; /* 0: one per CPU */
         bool firewall;         /* maintain the nftables table mpt-NAME */
         uint32_t firewall_mark; /* OR-ed into the mark of accepted data packets; 0: none */
+        MptMode mode;
+        MptKey key;     /* Key= */
+        char *key_file; /* KeyFile= as written */
+        MptKey psk;     /* the key in use, from Key= or KeyFile= (filled in by profile_verify()) */
 
         unsigned line;                                /* of the [Tunnel] header; 0 if none */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
@@ -104,6 +132,9 @@ typedef enum MptConfType {
         MPT_CONF_BOOL,        /* bool */
         MPT_CONF_SCHEDULER,   /* MptScheduler */
         MPT_CONF_PERCENT,     /* uint32_t per mille, written "12.5%" */
+        MPT_CONF_MODE,        /* MptMode */
+        MPT_CONF_KEY,         /* MptKey, base64 */
+        MPT_CONF_PATH,        /* char*, a file name */
         _MPT_CONF_TYPE_MAX,
 } MptConfType;
 
@@ -112,6 +143,7 @@ enum {
         MPT_CONF_ZERO_OFF = 1 << 1, /* 0 is accepted outside [min, max] and means off */
         MPT_CONF_REQUIRED = 1 << 2, /* verify: must be set */
         MPT_CONF_HOST = 1 << 3,     /* MPT_CONF_PREFIX_LIST of addresses: no prefix length */
+        MPT_CONF_SECRET = 1 << 4,   /* never shown: mptctl prints "(hidden)" */
 };
 
 typedef struct MptConfKey {
@@ -152,6 +184,9 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
  * d; returns -EINVAL if there were any. */
 int profile_verify(MptProfile *p, MptDiagnostics *d);
 
+/* The text mptctl shows for a key's value: "(hidden)" for a secret that is set. */
+int profile_format_value_shown(const MptConfKey *k, const void *config, char **ret);
+
 /* Parses and verifies a native profile file. Returns -errno if the file cannot be read,
  * -EINVAL if it has errors (all of them in d), 0 on success. */
 int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d);
@@ -174,5 +209,6 @@ bool path_config_is_set(const MptPathConfig *path, const char *key);
 /* Whether data carries GRE sequence numbers: ReorderWindow= not 0 and Scheduler=weighted (the
  * flow scheduler keeps each flow on one path, so there is nothing to reorder). */
 bool profile_uses_sequence(const MptProfile *p);
-/* Encapsulation overhead of a path in bytes (outer IP + UDP + GRE [+ sequence]). */
+/* Encapsulation overhead of a path in bytes (outer IP + UDP [+ secure header and tag] + GRE
+ * [+ sequence]). */
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path);

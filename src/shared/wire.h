@@ -51,6 +51,16 @@ typedef enum MptDropReason {
         MPT_DROP_TUN_MALFORMED,   /* TX: packet from the TUN device is not IPv4 or IPv6 */
         MPT_DROP_SEND_ERROR,      /* TX: the path socket refused the datagram */
         MPT_DROP_SEND_BUSY,       /* TX: the path socket's buffer is full */
+        /* Secure mode (secure.h) */
+        MPT_DROP_TOO_SHORT,       /* shorter than the secure header and tag */
+        MPT_DROP_BAD_VERSION,     /* first byte is no secure format version we know */
+        MPT_DROP_BAD_HEADER,      /* reserved bits set, or sender path id out of range */
+        MPT_DROP_COMPAT_PACKET,   /* a plain (compat-mode) datagram in secure mode */
+        MPT_DROP_AUTH_FAILED,     /* the AEAD tag does not verify: wrong key, forged or damaged */
+        MPT_DROP_REPLAYED,        /* counter seen before, or behind the anti-replay window */
+        MPT_DROP_STALE_EPOCH,     /* from an older epoch (a previous run) of the other end */
+        MPT_DROP_OWN_EPOCH,       /* carries our own epoch: our datagram reflected back at us */
+        MPT_DROP_COUNTER_EXHAUSTED, /* TX: the path's 64-bit counter would wrap */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;

@@ -138,7 +138,7 @@ env -u SYSTEMD_SCOPE SYSTEMD_IN_INITRD=1 MPT_GENERATOR_SEARCH_PATH="$(search_pat
 # not touched).
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
         mkdir -p "$T/kmsg/in" "$T/kmsg/out"
-        printf '[NetDev]\nName=mpt0\nKind=tap\n[X-MPT]\n' > "$T/kmsg/in/mpt0.netdev"
+        printf '[NetDev]\nName=mpt0\nKind=tap\n[X-MPT]\nMode=compat\n' > "$T/kmsg/in/mpt0.netdev"
         : > "$T/kmsg/log"
         env -u SYSTEMD_LOG_TARGET -u SYSTEMD_LOG_LEVEL SYSTEMD_SCOPE=system SYSTEMD_IN_INITRD=0 \
                 MPT_GENERATOR_SEARCH_PATH="$T/kmsg/in" \

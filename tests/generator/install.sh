@@ -71,7 +71,9 @@ fi
 grep -qx "ExecStart=$sbindir/mptd --log-target=journal %i" "$D$unitdir/mptd@.service" ||
         fail "mptd@.service does not run $sbindir/mptd: $(grep ExecStart "$D$unitdir/mptd@.service")"
 
-# The installed examples are valid, checked by the installed mptctl.
+# The installed examples are valid, checked by the installed mptctl, once their key file exists
+# as they tell (KeyFile=mpt0.key next to them, private).
+(umask 077; "$D$sbindir/mptctl" genkey > "$D$docdir/examples/mpt0.key") || fail "mptctl genkey failed"
 "$D$sbindir/mptctl" check "$D$docdir/examples/mpt0.netdev" "$D$docdir/examples/mpt0-peer.netdev" \
         "$D$docdir/examples/two-host-a.conf" "$D$docdir/examples/two-host-b.conf" > "$T/check.log" 2>&1 ||
         { cat "$T/check.log" >&2; fail "the installed examples do not pass mptctl check"; }
@@ -79,6 +81,7 @@ grep -qx "ExecStart=$sbindir/mptd --log-target=journal %i" "$D$unitdir/mptd@.ser
 # The installed generator, on the installed example: its unit points at the installed paths.
 mkdir -p "$T/network" "$T/out"
 cp "$D$docdir/examples/mpt0.netdev" "$T/network/"
+cp -p "$D$docdir/examples/mpt0.key" "$T/network/"
 env -u SYSTEMD_SCOPE SYSTEMD_IN_INITRD=0 MPT_GENERATOR_SEARCH_PATH="$T/network" "$D$generatordir/mpt-netdev-generator" "$T/out" ||
         fail "the installed generator failed"
 dropin="$T/out/mptd@mpt0.service.d/50-netdev.conf"

@@ -6,7 +6,7 @@
 # Asserts:
 #   (a) malformed profiles (unknown key with a did-you-mean hint, bad address, missing Remote=,
 #       missing [Tunnel], bad duration, DeadTime= not longer than KeepaliveInterval=, duplicate
-#       path name), each with exactly one mistake: `mptd PROFILE` exits 1 and prints the exact
+#       path name, secure mode without a key, a key in compat mode, a key file everyone can read), each with exactly one mistake: `mptd PROFILE` exits 1 and prints the exact
 #       "FILE:LINE: message" (for a missing section, which has no line, "FILE: message") and no
 #       other diagnostic; `mptctl check` exits 1 and prints the same diagnostic lines; no TUN
 #       device (no link at all) appears in the namespace;
@@ -86,6 +86,7 @@ check_profile() {
 cat > "$P/unknown-key.conf" <<EOF
 [Tunnel]
 Name=lab
+Mode=compat
 Adress=10.77.0.1/24
 
 [Path]
@@ -93,11 +94,12 @@ Name=p0
 Interface=pa0
 Remote=10.77.100.2
 EOF
-check_profile unknown-key "$P/unknown-key.conf:3: unknown key 'Adress' in [Tunnel]; did you mean 'Address'?"
+check_profile unknown-key "$P/unknown-key.conf:4: unknown key 'Adress' in [Tunnel]; did you mean 'Address'?"
 
 cat > "$P/bad-address.conf" <<EOF
 [Tunnel]
 Name=lab
+Mode=compat
 Address=10.77.0.1/24
 
 [Path]
@@ -105,18 +107,19 @@ Name=p0
 Interface=pa0
 Remote=10.77.300.2
 EOF
-check_profile bad-address "$P/bad-address.conf:8: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address"
+check_profile bad-address "$P/bad-address.conf:9: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address"
 
 cat > "$P/no-remote.conf" <<EOF
 [Tunnel]
 Name=lab
+Mode=compat
 Address=10.77.0.1/24
 
 [Path]
 Name=p0
 Interface=pa0
 EOF
-check_profile no-remote "$P/no-remote.conf:5: path 'p0' has no Remote= address"
+check_profile no-remote "$P/no-remote.conf:6: path 'p0' has no Remote= address"
 
 cat > "$P/no-tunnel.conf" <<EOF
 [Path]
@@ -129,6 +132,7 @@ check_profile no-tunnel "$P/no-tunnel.conf: no [Tunnel] section"
 cat > "$P/bad-duration.conf" <<EOF
 [Tunnel]
 Name=lab
+Mode=compat
 
 [Path]
 Name=p0
@@ -137,11 +141,12 @@ Remote=10.77.100.2
 KeepaliveInterval=fast
 EOF
 check_profile bad-duration \
-        "$P/bad-duration.conf:8: invalid KeepaliveInterval= 'fast': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", \"2s\")"
+        "$P/bad-duration.conf:9: invalid KeepaliveInterval= 'fast': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", \"2s\")"
 
 cat > "$P/dead-time.conf" <<EOF
 [Tunnel]
 Name=lab
+Mode=compat
 
 [Path]
 Name=p0
@@ -150,11 +155,12 @@ Remote=10.77.100.2
 KeepaliveInterval=1s
 DeadTime=1s
 EOF
-check_profile dead-time "$P/dead-time.conf:9: path 'p0': DeadTime= must be longer than KeepaliveInterval="
+check_profile dead-time "$P/dead-time.conf:10: path 'p0': DeadTime= must be longer than KeepaliveInterval="
 
 cat > "$P/duplicate-path.conf" <<EOF
 [Tunnel]
 Name=lab
+Mode=compat
 
 [Path]
 Name=p0
@@ -167,7 +173,45 @@ Interface=pa1
 Remote=10.77.101.2
 EOF
 # "first at line 4": a path is identified by its [Path] line.
-check_profile duplicate-path "$P/duplicate-path.conf:10: duplicate path name 'p0' (first at line 4); set a unique Name="
+check_profile duplicate-path "$P/duplicate-path.conf:11: duplicate path name 'p0' (first at line 5); set a unique Name="
+
+cat > "$P/no-key.conf" <<EOF
+[Tunnel]
+Name=lab
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+EOF
+check_profile no-key "$P/no-key.conf:1: secure mode needs Key= or KeyFile= (create one with \`mptctl genkey\`), or Mode=compat for original MPT peers"
+
+cat > "$P/compat-key.conf" <<EOF
+[Tunnel]
+Name=lab
+Mode=compat
+Key=$(lab_key)
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+EOF
+check_profile compat-key "$P/compat-key.conf:4: Mode=compat sends everything in the clear and takes no key; remove Key= or use Mode=secure"
+
+lab_key > "$P/public.key"
+chmod 644 "$P/public.key"
+cat > "$P/public-key.conf" <<EOF
+[Tunnel]
+Name=lab
+KeyFile=public.key
+
+[Path]
+Name=p0
+Interface=pa0
+Remote=10.77.100.2
+EOF
+check_profile public-key "$P/public-key.conf:3: KeyFile=public.key: '$P/public.key' is readable by everyone; make it private (chmod 600 or 640)"
 
 # ---- (b) missing interface ----
 # Paths follow the links: an interface that does not exist (yet) is waited for, not a reason to

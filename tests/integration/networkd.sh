@@ -124,6 +124,7 @@ run_generator() { # OUTDIR: in networkd's mount namespace, with networkd's defau
 # ---- 1. namespaces, bus, networkd ----
 step "topology: a (networkd) and b (native profile), two paths"
 lab_topology 2 none 4
+lab_key_init
 
 mkdir -p "$T/etc-network" "$T/run-network" "$T/lib-network" "$T/netif" "$T/dbusrun" "$T/dbus-system.d"
 chown systemd-network:systemd-network "$T/netif"
@@ -185,6 +186,8 @@ MultiQueue=yes
 PacketInfo=no
 
 [X-MPT]
+# Secure mode: the key file lies next to the .netdev (relative name), private to root.
+KeyFile=mpt-nd.key
 Workers=2
 ReorderWindow=1024
 ReorderMaxDelay=100ms
@@ -201,6 +204,8 @@ Interface=pa1
 Remote=$(lab_path_addr b 1 4)
 KeepaliveInterval=200ms
 EOF
+lab_key > "$T/etc-network/mpt-nd.key"
+chmod 600 "$T/etc-network/mpt-nd.key"
 cat > "$T/etc-network/mpt-nd.network" <<EOF
 [Match]
 Name=$TUN
@@ -243,6 +248,7 @@ step "peer b: mptd with a native profile"
 cat > "$T/b.conf" <<EOF
 [Tunnel]
 Name=$TUN
+Key=$(lab_key)
 Address=$(lab_tunnel_addr b 4)/24
 Workers=2
 
@@ -300,7 +306,7 @@ Kind=tun
 MultiQueue=no
 
 [X-MPT]
-
+Mode=compat
 [X-MPTPaths]
 Interface=pa0
 Remote=$(lab_path_addr b 0 4)

@@ -5,7 +5,10 @@
 # decodes it. One path, captured on pb0 in namespace b while pinging through the tunnel, decoded
 # with UDP port 4754 as GRE (RFC 8086 GRE-in-UDP). Default: an IPv4+IPv6 tunnel over IPv4.
 #
-# Asserts:
+# In secure mode (the default; MPT_LAB_MODE=compat for the other) it asserts instead that every
+# datagram is sealed (first byte E1 or E2), none decodes as GRE, and ping's payload is not visible.
+#
+# Asserts (compat mode):
 #   - every outer frame of port 4754 is IPv<PATH_FAMILY>/UDP/GRE;
 #   - the pings decode as ...:udp:gre:ip:icmp (IPv4 tunnel) and ...:udp:gre:ipv6:icmpv6 (IPv6
 #     tunnel): at least one echo request and reply per ping;
@@ -56,6 +59,44 @@ wait "$tpid" || rc=$?
 tshark -r "$cap" -d udp.port==4754,gre -Y 'udp.port == 4754' -T fields -E separator=/t \
         -e frame.protocols -e ip.src -e ipv6.src -e udp.payload > "$LAB_DIR/decoded.txt" 2> "$LAB_DIR/decode.err" ||
         it_fail "tshark -r failed: $(cat "$LAB_DIR/decode.err")"
+
+if [ "${MPT_LAB_MODE:-secure}" = secure ]; then
+        # Secure mode: nothing of the inner traffic may be visible. Every datagram is a sealed
+        # secure v1 message (first byte E1 or E2), none decodes as GRE carrying IP or a keepalive,
+        # and the bytes of ping's payload pattern (0x10 0x11 ... 0x1f) appear nowhere.
+        python3 - "$LAB_DIR/decoded.txt" "$count" "$(lab_path_addr a 0 "$pfam")" "$(lab_path_addr b 0 "$pfam")" <<'EOF' ||
+import ipaddress, sys
+from collections import Counter
+lines = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
+count = int(sys.argv[2])
+addr_a, addr_b = (str(ipaddress.ip_address(x)) for x in sys.argv[3:5])
+ok = True
+def fail(msg):
+    global ok
+    ok = False
+    print("  " + msg, file=sys.stderr)
+by_src = Counter()
+for l in lines:
+    payload = l[3] if len(l) > 3 else ""
+    src = str(ipaddress.ip_address(l[1] or l[2]))
+    by_src[src] += 1
+    if payload[0:2] not in ("e1", "e2"):
+        fail("expected every datagram to start with e1 or e2 (secure v1), got %s from %s" % (payload[0:8], src))
+    if ":gre:ip" in l[0] or payload[8:10] == "a1" and payload[0:4] == "0000":
+        fail("a datagram from %s decodes as plain GRE: %s" % (src, l[0]))
+    if "101112131415161718191a1b1c1d1e1f" in payload:
+        fail("ping's payload pattern is visible in a datagram from %s" % src)
+print("  sealed datagrams by source: %s" % dict(by_src), file=sys.stderr)
+# Keepalives every 200 ms in 6 s and the pings: plenty from each end.
+for who in (addr_a, addr_b):
+    if by_src[who] < 5 + count:
+        fail("expected at least %d datagrams from %s, found %d" % (5 + count, who, by_src[who]))
+sys.exit(0 if ok else 1)
+EOF
+                it_fail "the capture shows more than sealed datagrams (see above)"
+        it_pass "tshark $tfam/$pfam (secure)"
+        exit 0
+fi
 
 python3 - "$LAB_DIR/decoded.txt" "$tfam" "$pfam" "$count" \
         "$(lab_path_addr a 0 "$pfam")" "$(lab_path_addr b 0 "$pfam")" <<'EOF' || it_fail "the capture does not show what was expected (see above)"

@@ -41,6 +41,9 @@ essence() {
 
 # lab_profiles returns 1 without extra path keys although it worked (its per-path loop ends
 # with `[ -n "$extra_p" ] && ...`): judge it by the files.
+# The examples carry a fixed (public) lab key; lab_profiles writes it when LAB_KEY holds it.
+LAB_KEY=$(sed -n 's/^Key=//p' "$root/data/examples/lab-a.conf")
+[ -n "$LAB_KEY" ] || lab_die "data/examples/lab-a.conf has no Key="
 lab_profiles 4 4 4 || true
 
 failures=0

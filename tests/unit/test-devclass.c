@@ -99,7 +99,7 @@ static void test_hotplug(void) {
  * says otherwise. */
 static void test_backup_default(void) {
         g_autoptr(UMockdevTestbed) tb = testbed();
-        const char *text = "[Tunnel]\nName=t\n"
+        const char *text = "[Tunnel]\nName=t\nMode=compat\n"
                            "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
                            "[Path]\nInterface=wwan0\nRemote=192.0.2.1\n"
                            "[Path]\nInterface=wwp0s20\nRemote=192.0.2.1\nBackup=no\n"

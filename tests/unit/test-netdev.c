@@ -4,6 +4,7 @@
 
 #include "conf-parser.h"
 #include "netdev.h"
+#include "compat-fixture.h"
 
 /* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
 #include <glib.h>
@@ -50,9 +51,14 @@ static char *to_text(const MptProfile *p) {
 static MptProfile *load_ok(const char *text, MptNetdevInfo *ret_info) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
+        unsigned inserted;
         int r;
 
-        r = netdev_load_buffer(TEST_FILE, text, strlen(text), &p, ret_info, &d);
+        g_autofree char *fixture = fixture_compat(text, NETDEV_TUNNEL_SECTION, &inserted);
+
+        r = netdev_load_buffer(TEST_FILE, fixture, strlen(fixture), &p, ret_info, &d);
+        fixture_unshift_diag(&d, inserted);
+        fixture_unshift_profile(p, inserted);
         if (r != 1) {
                 g_autofree char *e = diag_text(&d, NULL);
                 g_test_message("netdev:\n%s\nerrors:\n%s", text, e);
@@ -69,8 +75,11 @@ static char *load_errors(const char *text) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
         char *e;
+        unsigned inserted;
+        g_autofree char *fixture = fixture_compat(text, NETDEV_TUNNEL_SECTION, &inserted);
 
-        g_assert_cmpint(netdev_load_buffer(TEST_FILE, text, strlen(text), &p, NULL, &d), ==, -EINVAL);
+        g_assert_cmpint(netdev_load_buffer(TEST_FILE, fixture, strlen(fixture), &p, NULL, &d), ==, -EINVAL);
+        fixture_unshift_diag(&d, inserted);
         g_assert_null(p);
         g_assert_false(d.oom);
         e = diag_text(&d, NULL);
@@ -107,7 +116,7 @@ static void test_minimal(void) {
 
 /* The same keys mean the same as in a native profile: one key table, one set of parsers. */
 static void test_same_as_native(void) {
-        static const char keys_t[] = "Scheduler=flow\nWorkers=3\nReorderWindow=512\nReorderMaxDelay=50ms\n"
+        static const char keys_t[] = "Mode=compat\nScheduler=flow\nWorkers=3\nReorderWindow=512\nReorderMaxDelay=50ms\n"
                                      "MTU=1400\nLocalPort=7000\nAddress=10.1.0.1/24\nPeer=10.1.0.2\n";
         static const char keys_p[] = "Name=a\nInterface=eth0\nRemote=192.0.2.1\nWeight=7\nKeepaliveInterval=200ms\n"
                                      "DeadTime=1s\nPinRemote=yes\nLossThreshold=5%\n";
@@ -459,11 +468,30 @@ static void test_golden_full_info(void) {
 /* The shipped examples (mpt.netdev(5)) are valid and mirror each other. */
 static void test_examples(void) {
         static const char *const files[] = { EXAMPLES_DIR "/mpt0.netdev", EXAMPLES_DIR "/mpt0-peer.netdev" };
+        g_autofree char *dir = g_dir_make_tmp("mpt-test-netdev.XXXXXX", NULL);
+        g_autofree char *key = g_build_filename(dir, "mpt0.key", NULL);
+        g_autoptr(GError) error = NULL;
+
+        /* They name their key file KeyFile=mpt0.key, next to them: load copies from a directory
+         * that has one (a checked-out file would be readable by everyone, and refused). */
+        g_assert_nonnull(dir);
+        g_file_set_contents(key, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", -1, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(g_chmod(key, 0600), ==, 0);
 
         for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
                 MptDiagnostics d = {};
                 MptProfile *p = NULL;
-                int r = netdev_load_file(files[i], &p, NULL, &d);
+                g_autofree char *text = NULL, *base = g_path_get_basename(files[i]);
+                g_autofree char *copy = g_build_filename(dir, base, NULL);
+                int r;
+
+                g_file_get_contents(files[i], &text, NULL, &error);
+                g_assert_no_error(error);
+                g_file_set_contents(copy, text, -1, &error);
+                g_assert_no_error(error);
+                r = netdev_load_file(copy, &p, NULL, &d);
+                (void) g_unlink(copy);
 
                 if (r != 1) {
                         g_autofree char *e = diag_text(&d, NULL);
@@ -474,9 +502,12 @@ static void test_examples(void) {
                 g_assert_cmpuint(p->n_paths, ==, 2);
                 g_assert_cmpstr(p->paths[0].name, ==, "fiber");
                 g_assert_cmpstr(p->paths[1].name, ==, "lte");
+                g_assert_true(p->tunnel.psk.set);
                 profile_free(p);
                 diag_done(&d);
         }
+        (void) g_unlink(key);
+        (void) g_rmdir(dir);
 }
 
 static int compare_names(const void *a, const void *b) {

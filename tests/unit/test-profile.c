@@ -2,6 +2,10 @@
 
 #include "devclass.h"
 #include "profile.h"
+#include "compat-fixture.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
 #include <glib.h>
@@ -44,9 +48,14 @@ static void assert_strv(char **got, const char *const *expect) {
 static MptProfile *load_ok_as(const char *filename, const char *text) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
+        unsigned inserted;
         int r;
 
-        r = profile_load_buffer(filename, text, strlen(text), &p, &d);
+        g_autofree char *fixture = fixture_compat(text, "Tunnel", &inserted);
+
+        r = profile_load_buffer(filename, fixture, strlen(fixture), &p, &d);
+        fixture_unshift_diag(&d, inserted);
+        fixture_unshift_profile(p, inserted);
         if (r < 0 || d.n > 0) {
                 g_auto(GStrv) e = diag_strv(&d);
                 g_autofree char *s = g_strjoinv("\n", e);
@@ -68,9 +77,12 @@ static char **load_errors_as(const char *filename, const char *text) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
         char **e;
+        unsigned inserted;
         int r;
+        g_autofree char *fixture = fixture_compat(text, "Tunnel", &inserted);
 
-        r = profile_load_buffer(filename, text, strlen(text), &p, &d);
+        r = profile_load_buffer(filename, fixture, strlen(fixture), &p, &d);
+        fixture_unshift_diag(&d, inserted);
         g_assert_cmpint(r, ==, -EINVAL);
         g_assert_null(p);
         g_assert_false(d.oom);
@@ -222,7 +234,32 @@ typedef struct {
 #define DURATION_MSG(key, v, range) \
         "invalid " key "= '" v "': expected a duration " range " (e.g. \"500ms\", \"2s\")"
 
+#define KEY0 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+#define KEY1 "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+#define KEY_MSG "invalid Key=: expected the base64 text of 32 bytes (44 characters), as `mptctl genkey` prints it"
+
+/* KeyFile= vectors name files that main() writes into the temporary directory it changes to
+ * (TEST_FILE has no directory, so relative key files are taken from there). */
 static const KeyVector key_vectors[] = {
+        { "Tunnel.Mode",
+          /* Mode=secure is tested with Key= (a profile needs both); see the key tests. */
+          .good = { "compat" },
+          .bad = { "Secure", "strict", "1" },
+          .message = { "invalid Mode= 'Secure': expected secure|compat",
+                       "invalid Mode= 'strict': expected secure|compat",
+                       "invalid Mode= '1': expected secure|compat" } },
+        { "Tunnel.Key",
+          .good = { KEY0, KEY1 },
+          .bad = { "abc", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+                   "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g", KEY1 " " KEY0, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh*=" },
+          .message = { KEY_MSG, KEY_MSG, KEY_MSG, KEY_MSG, KEY_MSG } },
+        { "Tunnel.KeyFile",
+          .good = { "test.key", "./test.key" },
+          .bad = { "missing.key", "public.key", "notakey.key" },
+          .message = { "KeyFile=missing.key: cannot open 'missing.key': No such file or directory",
+                       "KeyFile=public.key: 'public.key' is readable by everyone; make it private (chmod 600 or 640)",
+                       "KeyFile=notakey.key: 'notakey.key' does not hold a key: expected one line with the base64 "
+                       "text of 32 bytes, as `mptctl genkey` prints it" } },
         { "Tunnel.Name",
           .good = { "t1", "a.b-c_9", "ABCDEFGHIJKLMNO", "0" },
           .bad = { "-t", ".t", "a b", "ABCDEFGHIJKLMNOP", "a/b" },
@@ -482,15 +519,20 @@ static void test_key_reset(const void *data) {
         const MptConfKey *k = data;
         const KeyVector *v = find_vector(k);
         g_autofree char *set = NULL, *text = NULL, *text_none = NULL, *reset = NULL;
-        const char *lines[3] = {};
+        const char *lines[4] = {}, *none[2] = {};
 
         g_assert_nonnull(v);
         set = g_strdup_printf("%s=%s", k->name, v->good[0]);
         reset = g_strdup_printf("%s=", k->name);
         lines[0] = set;
         lines[1] = reset;
+        /* After resetting the mode or the key, the profile needs the other one to be good. */
+        if (k->type == MPT_CONF_MODE)
+                lines[2] = none[0] = "Key=" KEY1;
+        else if (k->type == MPT_CONF_KEY || (k->type == MPT_CONF_PATH && g_str_equal(k->name, "KeyFile")))
+                lines[2] = none[0] = "Mode=compat";
         text = build_profile(k, lines, false, NULL);
-        text_none = build_profile(k, NULL, false, NULL);
+        text_none = build_profile(k, none[0] ? none : NULL, false, NULL);
 
         if (k->flags & MPT_CONF_REQUIRED) {
                 /* Without the key the profile is refused, and for the same reason. */
@@ -724,7 +766,10 @@ static void test_default_tunnel_name(void) {
                 MptDiagnostics d = {};
                 MptProfile *p = NULL;
                 g_auto(GStrv) e = NULL;
-                g_assert_cmpint(profile_load_buffer(NULL, minimal, strlen(minimal), &p, &d), ==, -EINVAL);
+                unsigned inserted;
+                g_autofree char *fixture = fixture_compat(minimal, "Tunnel", &inserted);
+                g_assert_cmpint(profile_load_buffer(NULL, fixture, strlen(fixture), &p, &d), ==, -EINVAL);
+                fixture_unshift_diag(&d, inserted);
                 e = diag_strv(&d);
                 g_assert_cmpuint(g_strv_length(e), ==, 1);
                 g_assert_cmpstr(e[0], ==,
@@ -863,6 +908,28 @@ typedef struct {
 #define P_OK "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
 
 static const VerifyVector verify_vectors[] = {
+        /* Secure mode and its key (these fixtures name Mode= or a key, so they load as written). */
+        { "secure-without-key",
+          "[Tunnel]\nMode=secure\n" P_OK,
+          { TEST_FILE ":2: secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or Mode=compat "
+                      "for original MPT peers" } },
+        { "compat-with-key",
+          "[Tunnel]\nMode=compat\nKey=" KEY1 "\n" P_OK,
+          { TEST_FILE ":3: Mode=compat sends everything in the clear and takes no key; remove Key= or use "
+                      "Mode=secure" } },
+        { "compat-with-key-file",
+          "[Tunnel]\nKeyFile=test.key\nMode=compat\n" P_OK,
+          { TEST_FILE ":2: Mode=compat sends everything in the clear and takes no key; remove KeyFile= or use "
+                      "Mode=secure" } },
+        { "key-and-key-file",
+          "[Tunnel]\nKey=" KEY1 "\nKeyFile=test.key\n" P_OK,
+          { TEST_FILE ":3: Key= and KeyFile= are both set; use one of them" } },
+        { "bad-key-no-follow-up",
+          "[Tunnel]\nKey=short\n" P_OK,
+          { TEST_FILE ":2: " KEY_MSG } },
+        { "bad-mode-no-follow-up",
+          "[Tunnel]\nMode=strict\n" P_OK,
+          { TEST_FILE ":2: invalid Mode= 'strict': expected secure|compat" } },
         { "unknown-key-hint",
           "[Tunnel]\n" P_OK "Wieght=2\n",
           { TEST_FILE ":5: unknown key 'Wieght' in [Path]; did you mean 'Weight'?" } },
@@ -1002,6 +1069,33 @@ static void test_verify_ok_cases(void) {
         g_assert_cmpuint(d->n_paths, ==, 2);
 }
 
+/* The key in use (psk) comes from Key= or from KeyFile=, and secure mode is the default. */
+static void test_secure_keys(void) {
+        g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL;
+        MptKey want = {};
+        g_autofree char *shown = NULL, *written = NULL;
+        const MptConfKey *k = conf_key_lookup(MPT_SECTION_TUNNEL, "Key");
+
+        g_assert_cmpint(mpt_key_from_base64(KEY1, &want), ==, 0);
+        a = load_ok("[Tunnel]\nKey=" KEY1 "\n" P_OK);
+        g_assert_cmpint(a->tunnel.mode, ==, MPT_MODE_SECURE);
+        g_assert_true(a->tunnel.psk.set);
+        g_assert_cmpmem(a->tunnel.psk.bytes, MPT_KEY_SIZE, want.bytes, MPT_KEY_SIZE);
+        b = load_ok("[Tunnel]\nKeyFile=test.key\n" P_OK);
+        g_assert_true(b->tunnel.psk.set);
+        g_assert_cmpmem(b->tunnel.psk.bytes, MPT_KEY_SIZE, want.bytes, MPT_KEY_SIZE);
+        g_assert_false(b->tunnel.key.set);
+        c = load_ok("[Tunnel]\nMode=compat\n" P_OK);
+        g_assert_false(c->tunnel.psk.set);
+
+        /* mptctl shows "(hidden)", never the key; a file written from the profile keeps it. */
+        g_assert_true(k->flags & MPT_CONF_SECRET);
+        g_assert_cmpint(profile_format_value_shown(k, &a->tunnel, &shown), ==, 0);
+        g_assert_cmpstr(shown, ==, "(hidden)");
+        g_assert_cmpint(profile_to_text(a, &written), ==, 0);
+        g_assert_nonnull(strstr(written, "Key=" KEY1 "\n"));
+}
+
 static void test_too_many_paths(void) {
         GString *s = g_string_new("[Tunnel]\n");
         g_autofree char *text = NULL, *expect = NULL;
@@ -1022,8 +1116,8 @@ static void test_too_many_paths(void) {
 }
 
 static void test_diagnostics_reused(void) {
-        static const char bad[] = "[Tunnel]\nWorkers=0\n" P_OK;
-        static const char good[] = "[Tunnel]\n" P_OK;
+        static const char bad[] = "[Tunnel]\nMode=compat\nWorkers=0\n" P_OK;
+        static const char good[] = "[Tunnel]\nMode=compat\n" P_OK;
         MptDiagnostics d = {};
         MptProfile *p = NULL;
 
@@ -1249,8 +1343,27 @@ static void test_list_one_line(void) {
         profile_free(p);
 }
 
+static void write_key_file(const char *name, const char *content, mode_t mode) {
+        g_autoptr(GError) error = NULL;
+
+        g_file_set_contents(name, content, -1, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(chmod(name, mode), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
+        g_autofree char *dir = NULL;
+        int r;
+
         g_test_init(&argc, &argv, NULL);
+
+        /* Key files for the KeyFile= vectors, in a private directory of this run. */
+        dir = g_dir_make_tmp("mpt-test-profile.XXXXXX", NULL);
+        g_assert_nonnull(dir);
+        g_assert_cmpint(chdir(dir), ==, 0);
+        write_key_file("test.key", KEY1 "\n", 0600);
+        write_key_file("public.key", KEY1 "\n", 0644);
+        write_key_file("notakey.key", "hello\n", 0600);
 
         g_test_add_func("/mpt/profile/keys/table", test_key_table);
         g_test_add_func("/mpt/profile/keys/covered", test_key_table_covered);
@@ -1283,11 +1396,17 @@ int main(int argc, char *argv[]) {
                 g_test_add_data_func(tp, &verify_vectors[i], test_verify);
         }
         g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
+        g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
         g_test_add_func("/mpt/profile/to-text/exact", test_to_text_exact);
         add_golden_tests();
 
-        return g_test_run();
+        r = g_test_run();
+        (void) unlink("test.key");
+        (void) unlink("public.key");
+        (void) unlink("notakey.key");
+        (void) rmdir(dir);
+        return r;
 }

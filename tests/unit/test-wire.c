@@ -135,6 +135,15 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_TUN_MALFORMED] = "tun-malformed",
         [MPT_DROP_SEND_ERROR] = "send-error",
         [MPT_DROP_SEND_BUSY] = "send-busy",
+        [MPT_DROP_TOO_SHORT] = "too-short",
+        [MPT_DROP_BAD_VERSION] = "bad-version",
+        [MPT_DROP_BAD_HEADER] = "bad-header",
+        [MPT_DROP_COMPAT_PACKET] = "compat-packet",
+        [MPT_DROP_AUTH_FAILED] = "auth-failed",
+        [MPT_DROP_REPLAYED] = "replayed",
+        [MPT_DROP_STALE_EPOCH] = "stale-epoch",
+        [MPT_DROP_OWN_EPOCH] = "own-epoch",
+        [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
 };
 
 static void test_drop_reason_enum(void) {

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The secure wire format (Mode=secure; mptd(8), section "SECURE WIRE FORMAT"). Every datagram is
+ * one AEAD message, ChaCha20-Poly1305 (IETF variant) or AES-256-GCM, from libsodium:
+ *
+ *   offset  size  field (in the clear, all of it authenticated as associated data)
+ *        0     1  type, version and cipher: 0xE1 ChaCha20-Poly1305, 0xE2 AES-256-GCM
+ *        1     1  flags: bit 0 = the sender can receive AES-256-GCM; the other bits 0
+ *        2     2  sender's path id (big endian): the index of the path in the sender's profile
+ *        4     8  sender's epoch (big endian): fixed for the life of the sending mptd
+ *       12     8  counter (big endian): per sender path, never repeated within an epoch
+ *       20     n  ciphertext of the compat-mode datagram (GRE header and packet, or control frame)
+ *     20+n    16  tag
+ *
+ * The nonce is bytes 0..3 and 12..19 of the header (96 bits). The key is derived per sender epoch
+ * and cipher from the tunnel's pre-shared key, so each direction (and each restart) has its own:
+ *   key = BLAKE2b-256(key: PSK, message: LABEL || epoch as 8 bytes big endian)
+ * with LABEL "mpt-v1 data key" for ChaCha20-Poly1305 and "mpt-v1 aes-gcm key" for AES-256-GCM.
+ * A receiver derives the sender's keys from the epoch in the header; a newer epoch replaces the
+ * old one as soon as one datagram under it authenticates, and an older epoch is never accepted
+ * again. A per-path sliding window (RFC 6479) refuses replayed counters. A sender uses
+ * AES-256-GCM when its CPU has AES instructions and the other end's datagrams (of its current
+ * epoch) say that it can receive it; otherwise ChaCha20-Poly1305, which every receiver takes.
+ *
+ * Pure functions (libsodium only): no system calls, no allocation, no locking. */
+
+#include <sodium.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+#define MPT_SECURE_V1_CHACHA 0xE1u
+#define MPT_SECURE_V1_AESGCM 0xE2u
+#define MPT_SECURE_FLAG_AES 0x01u
+#define MPT_SECURE_HEADER_SIZE 20u
+#define MPT_SECURE_TAG_SIZE 16u
+#define MPT_SECURE_NONCE_SIZE 12u
+/* MPT_SECURE_OVERHEAD (header + tag) is in profile.h: the automatic MTU needs it. */
+#define MPT_SECURE_KDF_LABEL_CHACHA "mpt-v1 data key"
+#define MPT_SECURE_KDF_LABEL_AESGCM "mpt-v1 aes-gcm key"
+
+/* Anti-replay window: counters up to this far behind the highest one seen are still accepted
+ * (once). Wide enough for the reordering within one path under batching. */
+#define MPT_REPLAY_WINDOW 4096u
+#define MPT_REPLAY_WORDS (MPT_REPLAY_WINDOW / 64u + 1u)
+
+typedef enum MptCipher {
+        MPT_CIPHER_CHACHA20_POLY1305,
+        MPT_CIPHER_AES256_GCM,
+        _MPT_CIPHER_MAX,
+        _MPT_CIPHER_INVALID = -EINVAL,
+} MptCipher;
+
+DECLARE_STRING_TABLE(mpt_cipher, MptCipher);
+
+typedef struct MptSecureHeader {
+        uint8_t version;
+        MptCipher cipher;
+        uint8_t flags;
+        uint16_t path_id;
+        uint64_t epoch;
+        uint64_t counter;
+} MptSecureHeader;
+
+typedef struct MptReplay {
+        uint64_t top; /* highest counter accepted */
+        bool any;     /* top is valid */
+        uint64_t bits[MPT_REPLAY_WORDS];
+} MptReplay;
+
+/* What a receiver remembers about the other end's datagrams. */
+typedef struct MptSecureRx {
+        uint64_t own_epoch;  /* ours: a datagram that carries it was reflected back at us */
+        uint64_t peer_epoch; /* the newest epoch that authenticated; 0: none yet */
+        bool peer_aes;       /* atomic: the other end (in peer_epoch) can receive AES-256-GCM */
+        MptReplay replay[MPT_PATHS_MAX]; /* per sender path id, for peer_epoch */
+} MptSecureRx;
+
+/* The keys of one epoch, ready to use. */
+typedef struct MptSecureKeys {
+        crypto_aead_aes256gcm_state aes; /* valid when has_aes */
+        uint64_t epoch;
+        bool has_aes;
+        uint8_t chacha[MPT_KEY_SIZE];
+} MptSecureKeys;
+
+/* libsodium's initialisation (picks the fastest implementation for the CPU). < 0 on failure. */
+int mpt_secure_init(void);
+/* Whether this CPU can do AES-256-GCM (libsodium needs AES-NI and PCLMUL for it). */
+bool mpt_secure_aes_available(void);
+
+/* The key of one cipher for datagrams sent under epoch, from the pre-shared key. */
+void mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCipher cipher,
+                           uint8_t ret[MPT_KEY_SIZE]);
+/* The keys of an epoch (the AES-256-GCM one only with_aes, which needs mpt_secure_aes_available()). */
+void mpt_secure_derive(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, bool with_aes, MptSecureKeys *ret);
+void mpt_secure_keys_wipe(MptSecureKeys *k);
+
+/* Seals one datagram in place: buf holds the plaintext at buf + MPT_SECURE_HEADER_SIZE (len
+ * bytes) and has MPT_SECURE_TAG_SIZE bytes of room after it. Writes the header (the epoch is the
+ * keys') in front and the tag after the ciphertext; returns the datagram's length (len +
+ * MPT_SECURE_OVERHEAD). AES-256-GCM needs keys with has_aes. */
+size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCipher cipher, uint8_t flags,
+                       uint16_t path_id, uint64_t counter);
+/* The same with the plaintext elsewhere (m, len bytes; it must not overlap buf). */
+size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const MptSecureKeys *k, MptCipher cipher,
+                            uint8_t flags, uint16_t path_id, uint64_t counter);
+
+/* Reads the clear header of a received datagram. Returns -1 when it is a well-formed secure v1
+ * datagram, else a drop reason: too-short, compat-packet (looks like a plain GRE datagram),
+ * bad-version, bad-header (unknown flags, path id out of range, epoch 0). */
+int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret);
+
+/* Checks the tag and decrypts in place with the cipher the header names; the plaintext is at
+ * buf + MPT_SECURE_HEADER_SIZE, len - MPT_SECURE_OVERHEAD bytes. Returns -1, auth-failed, or
+ * bad-version for AES-256-GCM with keys without it (a CPU without AES instructions). */
+int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k);
+
+/* Before decrypting (cheap, changes nothing): -1 when the datagram may be accepted, else
+ * own-epoch, stale-epoch or replayed. */
+int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h);
+/* After the datagram authenticated: records it (and whether the other end takes AES-256-GCM).
+ * Returns -1 (accepted; *ret_new_epoch tells whether this was the first datagram of a newer
+ * epoch, which resets the windows) or a drop reason as mpt_secure_rx_check() (another thread
+ * may have recorded the same counter since). */
+int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, bool *ret_new_epoch);
+
+/* Sliding window: whether counter is new and within the window, and recording it. */
+bool mpt_replay_check(const MptReplay *r, uint64_t counter);
+bool mpt_replay_update(MptReplay *r, uint64_t counter);
+
+/* Reserves n counters from *next (the next counter to use; atomic) for one sender path. Returns
+ * the first, or fails with -EOVERFLOW when they would run past 2^64 - 2: a counter is never
+ * reused, so the path must stop sending (mptd must be restarted for a new epoch). */
+int mpt_secure_reserve(uint64_t *next, uint64_t n, uint64_t *ret_first);

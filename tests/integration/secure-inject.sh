@@ -1,0 +1,134 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Bad datagrams at a secure tunnel's data port (secure mode whatever MPT_LAB_MODE says). One
+# IPv4 path; mpt-inject (tests/integration/mpt-inject.c, MPT_INJECT=) sends from namespace a at
+# b's data port, most cases with a's real path address and port as a forged source (raw
+# socket), so that b takes them for the path's own; garbage and an oversized datagram also come
+# from a new source port.
+#
+# Asserts, for each case (garbage, truncated, oversized, bad-version, bad-header, compat,
+# wrong-key, stale, own-epoch, replay):
+#   - the named drop counter of path p0 at b goes up by exactly the number of datagrams sent
+#     (replay: the first copy is authentic and counts as gre-protocol, every re-sent copy as
+#     replayed), and no other drop counter of p0 changes;
+# and over the whole run:
+#   - nothing reached b's TUN device (its RX packet counter is unchanged), and nothing was
+#     delivered by mptd (rx_packets of p0 unchanged);
+#   - b's path did not move (remote_changes 0, remote still a's address and port 4754), and the
+#     other end's epoch b knows is still a's;
+#   - afterwards the tunnel still works (ping a -> b).
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+export MPT_LAB_MODE=secure
+: "${MPT_INJECT:=}"
+lab_init
+it_require python3
+[ -x "$MPT_INJECT" ] || it_fail "mpt-inject not found (set MPT_INJECT=)"
+lab_topology 1 none 4
+it_profiles 1 4 4
+it_start a
+it_start b
+it_ping a "$(lab_tunnel_addr b 4)" 3
+
+a_addr=$(lab_path_addr a 0 4)
+b_addr=$(lab_path_addr b 0 4)
+key=$(lab_key)
+a_epoch=$(lab_json a 't["epoch"]')
+b_epoch=$(lab_json b 't["epoch"]')
+# b must have seen a's epoch (the pings above went both ways).
+[ "$(lab_json b 't["peer_epoch"]')" = "$a_epoch" ] || it_fail "b does not know a's epoch $a_epoch"
+
+# Everything below is a datagram at b; keepalives go on, but nothing crosses the tunnel.
+drops() {
+        lab_ctl b --json show lab | python3 -c '
+import json, sys
+t = json.load(sys.stdin)[0]
+p = {x["name"]: x for x in t["paths"]}["p0"]
+print(" ".join("%s=%d" % kv for kv in sorted(p["drops"].items())))'
+}
+tun_rx() {
+        lab_exec b cat /sys/class/net/lab/statistics/rx_packets
+}
+
+# Nothing else may cross the tunnel meanwhile: no IPv6 on the TUN devices (router solicitations,
+# MLD reports). Whatever a still sends through it is counted at a and allowed for.
+for side in a b; do
+        lab_exec "$side" sysctl -qw net.ipv6.conf.lab.disable_ipv6=1
+done
+sleep 0.5
+a_tx_before=$(lab_json a 'p["p0"]["tx_packets"]')
+rx_before=$(lab_json b 'p["p0"]["rx_packets"]')
+tun_before=$(tun_rx)
+
+# inject CASE EXPECTED_REASON COUNT [--spoof|--new-source] [MPT-INJECT ARGS...]
+inject() {
+        local what=$1 reason=$2 n=$3 how=$4
+        shift 4
+        local before after spoof=() i
+        [ "$how" = --spoof ] && spoof=(--spoof "$a_addr:4754")
+        before=$(drops)
+        lab_exec a "$MPT_INJECT" --to "$b_addr:4754" "${spoof[@]}" --key "$key" --epoch "${a_epoch#0x}" \
+                --own-epoch "${b_epoch#0x}" --count "$n" "$@" "$what" || it_fail "$what: mpt-inject failed"
+        for i in $(seq 50); do
+                after=$(drops)
+                python3 - "$before" "$after" "$reason" "$n" <<'EOF' && break
+import sys
+b = dict(x.split("=") for x in sys.argv[1].split())
+a = dict(x.split("=") for x in sys.argv[2].split())
+sys.exit(0 if int(a[sys.argv[3]]) - int(b[sys.argv[3]]) >= int(sys.argv[4]) else 1)
+EOF
+                sleep 0.1
+        done
+        python3 - "$before" "$after" "$reason" "$n" "$what" <<'EOF' || it_soft_fail "$what: the drop counters did not change as expected (see above)"
+import sys
+b = dict(x.split("=") for x in sys.argv[1].split())
+a = dict(x.split("=") for x in sys.argv[2].split())
+reason, n, what = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+delta = {k: int(a[k]) - int(b[k]) for k in a if int(a[k]) != int(b[k])}
+want = {reason: n} if n else {}
+print("  %-12s -> %s" % (what, delta), file=sys.stderr)
+sys.exit(0 if delta == want else 1)
+EOF
+}
+
+inject garbage bad-version 5 --spoof
+inject garbage bad-version 5 --new-source
+inject truncated too-short 5 --spoof
+inject oversized auth-failed 3 --new-source
+inject bad-version bad-version 5 --spoof
+inject bad-header bad-header 5 --spoof
+inject compat compat-packet 5 --spoof
+inject wrong-key auth-failed 5 --spoof
+inject stale stale-epoch 5 --spoof
+inject own-epoch own-epoch 5 --spoof
+# A datagram sealed with the key, sent once: authentic, but a GRE frame of no IP protocol.
+inject replay gre-protocol 1 --spoof --counter 7
+# The same datagram again, four times: replayed.
+inject replay replayed 4 --spoof --counter 7
+# A counter far behind the newest one of the path (7 + 10000 > 4096 ahead): also replayed.
+inject replay gre-protocol 1 --spoof --counter 10007
+inject replay replayed 1 --spoof --counter 7
+
+sleep 0.3
+a_sent=$(( $(lab_json a 'p["p0"]["tx_packets"]') - a_tx_before ))
+rx_after=$(lab_json b 'p["p0"]["rx_packets"]')
+tun_after=$(tun_rx)
+[ $((rx_after - rx_before)) = "$a_sent" ] ||
+        it_soft_fail "mptd at b delivered data that a did not send: rx_packets of p0 went from $rx_before to $rx_after, a sent $a_sent"
+[ $((tun_after - tun_before)) = "$a_sent" ] ||
+        it_soft_fail "b's TUN device received packets that a did not send: rx_packets went from $tun_before to $tun_after, a sent $a_sent"
+it_note "b: p0 rx_packets $rx_before -> $rx_after, TUN rx_packets $tun_before -> $tun_after (a sent $a_sent)"
+
+changes=$(lab_json b 'p["p0"]["remote_changes"]')
+remote=$(lab_json b 'p["p0"]["remote"]')
+[ "$changes" = 0 ] || it_soft_fail "b's path p0 followed a forged source: remote_changes $changes"
+[ "$remote" = "$a_addr:4754" ] || it_soft_fail "b's path p0 sends to $remote, expected $a_addr:4754"
+[ "$(lab_json b 't["peer_epoch"]')" = "$a_epoch" ] || it_soft_fail "b's idea of a's epoch changed"
+
+it_ping a "$(lab_tunnel_addr b 4)" 3
+it_finish "secure-inject"

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "secure.h"
+#include "wire.h"
+
+/* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
+#include <glib.h>
+
+/* ---- a fixed vector ----
+ * Computed independently of libsodium and of this code (Python: hashlib.blake2b and the
+ * "cryptography" package's ChaCha20Poly1305) from the format as mptd(8) describes it:
+ *   PSK = 00 01 .. 1f, epoch = 0x187a3c5e9d2b41f7, path id 3, counter 42,
+ *   plaintext = a GRE header (0000 0800) and an ICMP echo request in IPv4. */
+static const uint8_t vec_psk[32] = { 0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                     16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31 };
+#define VEC_EPOCH UINT64_C(0x187a3c5e9d2b41f7)
+#define VEC_KEY "a437b2de3452e3806ae1cec6c2465c46e874a2cda954c625ad4304e1321ff3f1"
+#define VEC_PLAIN "000008004500001c0001000040017cdf0a4d00010a4d00020800f7ff00000000"
+#define VEC_DGRAM                                                                                   \
+        "e1000003187a3c5e9d2b41f7000000000000002ad2088c6f6b47e4ce2b2c69a404ca24503d00de46521f52a7" \
+        "49b7c5565c4e43bd74b91d1270530d7707081455def68e44"
+/* The same with AES-256-GCM (version E2) and the flag "can receive AES-256-GCM". */
+#define VEC_KEY_AES "001f6b645b68489c8df92c404ca52752339f50165dc38eb32683ee74ea1bf1fd"
+#define VEC_DGRAM_AES                                                                               \
+        "e2010003187a3c5e9d2b41f7000000000000002abdbfe012c7a785c2a4a0648bdaff3d3f190ed77ca766a682" \
+        "6f25b3ace5b7064c9cc7d50f11c2bc693a828a020f09a563"
+
+/* AES-256-GCM needs AES instructions; where there are none, its cases are skipped. */
+static bool have_aes;
+
+static size_t unhex(const char *s, uint8_t *out, size_t size) {
+        size_t n = strlen(s) / 2;
+
+        g_assert_cmpuint(n, <=, size);
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+                g_assert_cmpint(sscanf(s + 2 * i, "%2x", &v), ==, 1);
+                out[i] = (uint8_t) v;
+        }
+        return n;
+}
+
+typedef struct CipherVector {
+        MptCipher cipher;
+        uint8_t flags;
+        const char *key, *dgram;
+} CipherVector;
+
+static const CipherVector cipher_vectors[] = {
+        { MPT_CIPHER_CHACHA20_POLY1305, 0, VEC_KEY, VEC_DGRAM },
+        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, VEC_KEY_AES, VEC_DGRAM_AES },
+};
+
+static void test_vector_key(const void *data) {
+        const CipherVector *v = data;
+        uint8_t key[MPT_KEY_SIZE], want[MPT_KEY_SIZE];
+
+        unhex(v->key, want, sizeof want);
+        mpt_secure_derive_key(vec_psk, VEC_EPOCH, v->cipher, key);
+        g_assert_cmpmem(key, sizeof key, want, sizeof want);
+}
+
+static void test_vector_seal(const void *data) {
+        const CipherVector *v = data;
+        uint8_t buf[256], want[256];
+        MptSecureKeys k;
+        size_t n, plain, want_n;
+
+        if (v->cipher == MPT_CIPHER_AES256_GCM && !have_aes) {
+                g_test_skip("no AES instructions");
+                return;
+        }
+        mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k);
+        plain = unhex(VEC_PLAIN, buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_OVERHEAD);
+        want_n = unhex(v->dgram, want, sizeof want);
+        n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, 3, 42);
+        g_assert_cmpuint(n, ==, plain + MPT_SECURE_OVERHEAD);
+        g_assert_cmpmem(buf, n, want, want_n);
+}
+
+static void test_vector_open(const void *data) {
+        const CipherVector *v = data;
+        uint8_t buf[256], plain[256];
+        MptSecureHeader h;
+        MptSecureKeys k;
+        size_t n, plain_n;
+
+        mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k);
+        n = unhex(v->dgram, buf, sizeof buf);
+        plain_n = unhex(VEC_PLAIN, plain, sizeof plain);
+        g_assert_cmpint(mpt_secure_parse(buf, n, &h), ==, -1);
+        g_assert_cmpint(h.cipher, ==, v->cipher);
+        g_assert_cmpuint(h.flags, ==, v->flags);
+        g_assert_cmpuint(h.path_id, ==, 3);
+        g_assert_cmpuint(h.epoch, ==, VEC_EPOCH);
+        g_assert_cmpuint(h.counter, ==, 42);
+        if (v->cipher == MPT_CIPHER_AES256_GCM && !have_aes) {
+                /* Without AES instructions: refused as a version this end cannot read. */
+                g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, MPT_DROP_BAD_VERSION);
+                return;
+        }
+        g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, -1);
+        g_assert_cmpmem(buf + MPT_SECURE_HEADER_SIZE, n - MPT_SECURE_OVERHEAD, plain, plain_n);
+        /* Keys without AES-256-GCM (a CPU without AES instructions) cannot open it. */
+        if (v->cipher == MPT_CIPHER_AES256_GCM) {
+                n = unhex(v->dgram, buf, sizeof buf);
+                mpt_secure_derive(vec_psk, VEC_EPOCH, false, &k);
+                g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, MPT_DROP_BAD_VERSION);
+        }
+}
+
+/* ---- round trips and tampering ---- */
+
+typedef struct Sealed {
+        uint8_t buf[2048];
+        size_t len;
+        uint8_t plain[2048 - MPT_SECURE_OVERHEAD];
+        size_t plain_len;
+        MptSecureKeys key;
+} Sealed;
+
+/* The cipher the tests below use: both in turn, where the CPU can do AES-256-GCM. */
+static MptCipher cur_cipher = MPT_CIPHER_CHACHA20_POLY1305;
+
+static void seal_random(Sealed *s, size_t plain_len, uint16_t path, uint64_t epoch, uint64_t counter) {
+        g_assert_cmpuint(plain_len, <=, sizeof s->plain);
+        for (size_t i = 0; i < plain_len; i++)
+                s->plain[i] = (uint8_t) g_test_rand_int();
+        s->plain_len = plain_len;
+        mpt_secure_derive(vec_psk, epoch, have_aes, &s->key);
+        memcpy(s->buf + MPT_SECURE_HEADER_SIZE, s->plain, plain_len);
+        s->len = mpt_secure_seal(s->buf, plain_len, &s->key, cur_cipher, have_aes ? MPT_SECURE_FLAG_AES : 0, path,
+                                 counter);
+}
+
+static void test_round_trip(void) {
+        static const size_t sizes[] = { 1, 4, 15, 16, 17, 63, 64, 65, 1400, 1500, 2048 - MPT_SECURE_OVERHEAD };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+                Sealed s;
+                MptSecureHeader h;
+
+                seal_random(&s, sizes[i], (uint16_t) (i % MPT_PATHS_MAX), 7 + i, 1 + i);
+                g_assert_cmpuint(s.len, ==, sizes[i] + MPT_SECURE_OVERHEAD);
+                /* Encrypted: the plaintext is not there any more (for a few bytes, by chance). */
+                if (sizes[i] >= 16)
+                        g_assert_true(memcmp(s.buf + MPT_SECURE_HEADER_SIZE, s.plain, sizes[i]) != 0);
+                g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
+                g_assert_cmpuint(h.path_id, ==, i % MPT_PATHS_MAX);
+                g_assert_cmpuint(h.epoch, ==, 7 + i);
+                g_assert_cmpuint(h.counter, ==, 1 + i);
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
+                g_assert_cmpmem(s.buf + MPT_SECURE_HEADER_SIZE, s.len - MPT_SECURE_OVERHEAD, s.plain, s.plain_len);
+        }
+}
+
+static void test_wrong_key(void) {
+        Sealed s;
+        uint8_t other_psk[MPT_KEY_SIZE];
+        MptSecureKeys key;
+
+        seal_random(&s, 100, 0, 1000, 1);
+        /* Another PSK, one bit off. */
+        memcpy(other_psk, vec_psk, sizeof other_psk);
+        other_psk[31] ^= 1;
+        mpt_secure_derive(other_psk, 1000, have_aes, &key);
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
+        /* The right PSK, but the keys of another epoch. */
+        mpt_secure_derive(vec_psk, 1001, have_aes, &key);
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
+        /* The other cipher's key of the right epoch: the version byte is authenticated too. */
+        if (have_aes) {
+                mpt_secure_derive(vec_psk, 1000, have_aes, &key);
+                s.buf[0] = s.buf[0] == MPT_SECURE_V1_CHACHA ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
+        }
+}
+
+/* Every single bit flipped, anywhere in the datagram (clear header, ciphertext or tag), makes
+ * it fail: the header is associated data, part of the nonce, or both. */
+static void test_tamper_every_bit(void) {
+        Sealed s;
+
+        seal_random(&s, 40, 5, 77, 123);
+        for (size_t i = 0; i < s.len; i++)
+                for (unsigned b = 0; b < 8; b++) {
+                        uint8_t copy[sizeof s.buf];
+                        MptSecureHeader h;
+                        int r;
+
+                        memcpy(copy, s.buf, s.len);
+                        copy[i] ^= (uint8_t) (1u << b);
+                        r = mpt_secure_parse(copy, s.len, &h);
+                        if (r >= 0) {
+                                /* Only header bytes can fail the parse, and only byte 0 and 1 and
+                                 * the path id's high bits (out of range) do. */
+                                g_assert_cmpuint(i, <, MPT_SECURE_HEADER_SIZE);
+                                continue;
+                        }
+                        if (!have_aes && copy[0] == MPT_SECURE_V1_AESGCM) {
+                                g_assert_cmpint(mpt_secure_open(copy, s.len, &s.key), ==, MPT_DROP_BAD_VERSION);
+                                continue;
+                        }
+                        g_assert_cmpint(mpt_secure_open(copy, s.len, &s.key), ==, MPT_DROP_AUTH_FAILED);
+                }
+        /* Truncated by one byte, or extended by one: fails as well. */
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len - 1, &s.key), ==, MPT_DROP_AUTH_FAILED);
+        s.buf[s.len] = 0;
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len + 1, &s.key), ==, MPT_DROP_AUTH_FAILED);
+}
+
+typedef struct ParseVector {
+        const char *name;
+        const char *hex;
+        int reason;
+} ParseVector;
+
+#define H_OK "e1000003187a3c5e9d2b41f7000000000000002a"
+#define TAG "00112233445566778899aabbccddeeff"
+static const ParseVector parse_vectors[] = {
+        { "empty", "", MPT_DROP_TOO_SHORT },
+        { "header-only", H_OK, MPT_DROP_TOO_SHORT },
+        { "header-and-tag", H_OK TAG, MPT_DROP_TOO_SHORT },
+        { "one-byte", "e1", MPT_DROP_TOO_SHORT },
+        { "compat-gre", "00000800450000", MPT_DROP_COMPAT_PACKET },
+        { "compat-gre-seq", "10000800000000014500", MPT_DROP_COMPAT_PACKET },
+        { "compat-keepalive", "00000800a1", MPT_DROP_COMPAT_PACKET },
+        { "version-e3", "e3000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "version-e2-aes", "e2000003187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "flag-aes", "e1010003187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "version-e0", "e0000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "garbage-ff", "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", MPT_DROP_BAD_VERSION },
+        { "gre-routing-bit", "40000800", MPT_DROP_BAD_VERSION },
+        { "reserved-flag", "e1020003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "reserved-flags", "e1800003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "path-id-64", "e1000040187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "path-id-ffff", "e100ffff187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "epoch-0", "e10000030000000000000000000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "good", H_OK TAG "00", -1 },
+        { "path-id-63", "e100003f187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+};
+
+static void test_parse(const void *data) {
+        const ParseVector *v = data;
+        uint8_t buf[256];
+        size_t n = unhex(v->hex, buf, sizeof buf);
+        MptSecureHeader h;
+
+        g_assert_cmpint(mpt_secure_parse(buf, n, &h), ==, v->reason);
+}
+
+/* ---- anti-replay window ---- */
+
+static void test_replay_basic(void) {
+        MptReplay r = {};
+
+        g_assert_true(mpt_replay_update(&r, 1));
+        g_assert_false(mpt_replay_update(&r, 1));
+        g_assert_true(mpt_replay_update(&r, 3));
+        g_assert_true(mpt_replay_update(&r, 2)); /* late, but new */
+        g_assert_false(mpt_replay_update(&r, 2));
+        g_assert_false(mpt_replay_update(&r, 3));
+        g_assert_true(mpt_replay_check(&r, 4));
+        g_assert_true(mpt_replay_check(&r, 4)); /* check changes nothing */
+        g_assert_true(mpt_replay_update(&r, 4));
+        g_assert_false(mpt_replay_check(&r, 4));
+}
+
+static void test_replay_window_edges(void) {
+        MptReplay r = {};
+        uint64_t top = 100000;
+
+        g_assert_true(mpt_replay_update(&r, top));
+        /* The oldest counter still inside the window, and the first outside. */
+        g_assert_true(mpt_replay_check(&r, top - (MPT_REPLAY_WINDOW - 1)));
+        g_assert_false(mpt_replay_check(&r, top - MPT_REPLAY_WINDOW));
+        g_assert_true(mpt_replay_update(&r, top - (MPT_REPLAY_WINDOW - 1)));
+        g_assert_false(mpt_replay_update(&r, top - (MPT_REPLAY_WINDOW - 1)));
+        g_assert_false(mpt_replay_update(&r, top - MPT_REPLAY_WINDOW));
+        g_assert_false(mpt_replay_update(&r, 0));
+        /* Every counter of the window is taken once, in any order (here: descending). */
+        for (uint64_t c = top - 1; c > top - (MPT_REPLAY_WINDOW - 1); c--)
+                g_assert_true(mpt_replay_update(&r, c));
+        for (uint64_t c = top - (MPT_REPLAY_WINDOW - 1); c <= top; c++)
+                g_assert_false(mpt_replay_update(&r, c));
+        /* One step forward: the oldest one falls out of the window. */
+        g_assert_true(mpt_replay_update(&r, top + 1));
+        g_assert_false(mpt_replay_check(&r, top + 1 - MPT_REPLAY_WINDOW));
+}
+
+/* A jump forward by more than the window forgets everything older, a jump by a little less
+ * keeps what is still in the window. Checked against a model (a set of seen counters). */
+static void test_replay_model(void) {
+        MptReplay r = {};
+        GHashTable *seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+        uint64_t top = 0;
+        bool any = false;
+
+        for (unsigned i = 0; i < 200000; i++) {
+                uint64_t c;
+                bool expect, got;
+                switch (g_test_rand_int_range(0, 10)) {
+                case 0: /* big jump */
+                        c = top + (uint64_t) g_test_rand_int_range(MPT_REPLAY_WINDOW - 70, 3 * MPT_REPLAY_WINDOW);
+                        break;
+                case 1: /* far behind */
+                        c = top > 10000 ? top - (uint64_t) g_test_rand_int_range(4000, 10000) : top;
+                        break;
+                default: /* around the top */
+                        c = top + 200 > 500 ? top + 200 - (uint64_t) g_test_rand_int_range(0, 500) : top + 1;
+                }
+                expect = !any || c > top || (top - c < MPT_REPLAY_WINDOW && !g_hash_table_contains(seen, &c));
+                got = mpt_replay_update(&r, c);
+                g_assert_cmpint(got, ==, expect);
+                if (got) {
+                        gint64 *k = g_new(gint64, 1);
+                        *k = (gint64) c;
+                        g_hash_table_add(seen, k);
+                        if (!any || c > top)
+                                top = c;
+                        any = true;
+                }
+        }
+        g_hash_table_unref(seen);
+}
+
+/* ---- epochs ---- */
+
+static MptSecureHeader hdr(uint16_t path, uint64_t epoch, uint64_t counter) {
+        return (MptSecureHeader) { .version = MPT_SECURE_V1_CHACHA, .path_id = path, .epoch = epoch, .counter = counter };
+}
+
+static void test_epochs(void) {
+        MptSecureRx rx = { .own_epoch = 500 };
+        MptSecureHeader h;
+        bool new_epoch;
+
+        /* Our own epoch: reflected. */
+        h = hdr(0, 500, 1);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_OWN_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_OWN_EPOCH);
+
+        /* The first epoch of the peer. */
+        h = hdr(0, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        g_assert_cmpuint(rx.peer_epoch, ==, 1000);
+        g_assert_false(rx.peer_aes);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_REPLAYED);
+        g_assert_false(new_epoch);
+        /* Windows are per sender path: the same counter on another path is new. */
+        h = hdr(1, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_false(new_epoch);
+        h = hdr(0, 1000, 2);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+
+        /* The peer restarts: a newer epoch, counters from 1 again; now it can do AES-256-GCM. */
+        h = hdr(0, 2000, 1);
+        h.flags = MPT_SECURE_FLAG_AES;
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        g_assert_cmpuint(rx.peer_epoch, ==, 2000);
+        g_assert_true(rx.peer_aes);
+        h = hdr(1, 2000, 1);
+        h.flags = MPT_SECURE_FLAG_AES;
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_false(new_epoch);
+
+        /* Never back to an older epoch, even with counters never seen in it. */
+        h = hdr(0, 1000, 3);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        h = hdr(5, 1999, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpuint(rx.peer_epoch, ==, 2000);
+        g_assert_true(rx.peer_aes); /* a refused datagram changes nothing */
+}
+
+/* ---- counters ---- */
+
+static void test_counter_reserve(void) {
+        uint64_t next = 1, first = 0;
+
+        g_assert_cmpint(mpt_secure_reserve(&next, 1, &first), ==, 0);
+        g_assert_cmpuint(first, ==, 1);
+        g_assert_cmpint(mpt_secure_reserve(&next, 64, &first), ==, 0);
+        g_assert_cmpuint(first, ==, 2);
+        g_assert_cmpuint(next, ==, 66);
+
+        /* The last counters: up to UINT64_MAX - 1, then refused for good. */
+        next = UINT64_MAX - 3;
+        g_assert_cmpint(mpt_secure_reserve(&next, 4, &first), ==, -EOVERFLOW);
+        g_assert_cmpuint(next, ==, UINT64_MAX - 3); /* unchanged */
+        g_assert_cmpint(mpt_secure_reserve(&next, 3, &first), ==, 0);
+        g_assert_cmpuint(first, ==, UINT64_MAX - 3);
+        g_assert_cmpuint(next, ==, UINT64_MAX);
+        g_assert_cmpint(mpt_secure_reserve(&next, 1, &first), ==, -EOVERFLOW);
+        g_assert_cmpint(mpt_secure_reserve(&next, 1, &first), ==, -EOVERFLOW);
+        g_assert_cmpuint(next, ==, UINT64_MAX);
+        g_assert_cmpint(mpt_secure_reserve(&next, 0, &first), ==, -EOVERFLOW);
+}
+
+/* Counters reserved by several threads at once are never handed out twice. */
+typedef struct ReserveThread {
+        uint64_t *next;
+        uint64_t got[20000];
+} ReserveThread;
+
+static void *reserve_thread(void *data) {
+        ReserveThread *t = data;
+        for (size_t i = 0; i < G_N_ELEMENTS(t->got); i++)
+                g_assert_cmpint(mpt_secure_reserve(t->next, 1, &t->got[i]), ==, 0);
+        return NULL;
+}
+
+static void test_counter_threads(void) {
+        uint64_t next = 1;
+        ReserveThread *t = g_new0(ReserveThread, 4);
+        GThread *th[4];
+        GHashTable *all = g_hash_table_new(g_int64_hash, g_int64_equal);
+
+        for (int i = 0; i < 4; i++) {
+                t[i].next = &next;
+                th[i] = g_thread_new("reserve", reserve_thread, &t[i]);
+        }
+        for (int i = 0; i < 4; i++)
+                g_thread_join(th[i]);
+        for (int i = 0; i < 4; i++)
+                for (size_t j = 0; j < G_N_ELEMENTS(t[i].got); j++) {
+                        g_assert_false(g_hash_table_contains(all, &t[i].got[j]));
+                        g_hash_table_add(all, &t[i].got[j]);
+                }
+        g_assert_cmpuint(next, ==, 1 + 4 * G_N_ELEMENTS(t[0].got));
+        g_hash_table_unref(all);
+        g_free(t);
+}
+
+/* ---- a whole exchange: sender and receiver state together ---- */
+
+static void test_exchange_replay_and_restart(void) {
+        MptSecureRx rx = { .own_epoch = 42 };
+        uint64_t next = 1;
+        Sealed captured[3];
+        bool new_epoch;
+
+        for (int i = 0; i < 3; i++) {
+                uint64_t c;
+                MptSecureHeader h;
+                Sealed s;
+
+                g_assert_cmpint(mpt_secure_reserve(&next, 1, &c), ==, 0);
+                seal_random(&s, 60, 2, 9000, c);
+                captured[i] = s;
+                g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, -1);
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+                g_assert_cmpint(new_epoch, ==, i == 0);
+        }
+        /* Re-sent as captured: replayed, caught before the tag is even checked. */
+        for (int i = 0; i < 3; i++) {
+                MptSecureHeader h;
+                g_assert_cmpint(mpt_secure_parse(captured[i].buf, captured[i].len, &h), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_REPLAYED);
+        }
+        /* A restart of the sender (new epoch); the old captures are now stale. */
+        {
+                Sealed s;
+                MptSecureHeader h;
+                seal_random(&s, 60, 2, 9001, 1);
+                g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
+                g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+                g_assert_true(new_epoch);
+        }
+        for (int i = 0; i < 3; i++) {
+                MptSecureHeader h;
+                g_assert_cmpint(mpt_secure_parse(captured[i].buf, captured[i].len, &h), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_STALE_EPOCH);
+        }
+}
+
+/* ---- profile keys ---- */
+
+static void test_key_base64(void) {
+        MptKey k = {};
+        char b64[45];
+
+        g_assert_cmpint(mpt_key_from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", &k), ==, 0);
+        g_assert_true(k.set);
+        g_assert_cmpmem(k.bytes, sizeof k.bytes, vec_psk, sizeof vec_psk);
+        g_assert_cmpstr(mpt_key_to_base64(&k, b64), ==, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+        g_assert_cmpint(mpt_key_from_base64("  AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", &k), ==, 0);
+        g_assert_cmpint(mpt_key_from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", &k), ==, -EINVAL);
+        g_assert_cmpint(mpt_key_from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g", &k), ==, -EINVAL);
+        g_assert_cmpint(mpt_key_from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8= x", &k), ==, -EINVAL);
+        g_assert_cmpint(mpt_key_from_base64("", &k), ==, -EINVAL);
+}
+
+/* Runs a test once per cipher this CPU can do. */
+static void each_cipher(const void *data) {
+        void (*test)(void) = (void (*)(void)) (uintptr_t) data;
+
+        for (MptCipher c = 0; c < _MPT_CIPHER_MAX; c++) {
+                if (c == MPT_CIPHER_AES256_GCM && !have_aes) {
+                        g_test_message("no AES instructions: AES-256-GCM not tested here");
+                        continue;
+                }
+                cur_cipher = c;
+                test();
+        }
+        cur_cipher = MPT_CIPHER_CHACHA20_POLY1305;
+}
+
+static void test_cipher_enum(void) {
+        for (MptCipher c = 0; c < _MPT_CIPHER_MAX; c++)
+                g_assert_cmpint(mpt_cipher_from_string(mpt_cipher_to_string(c)), ==, c);
+        g_assert_cmpstr(mpt_cipher_to_string(MPT_CIPHER_CHACHA20_POLY1305), ==, "chacha20-poly1305");
+        g_assert_cmpstr(mpt_cipher_to_string(MPT_CIPHER_AES256_GCM), ==, "aes-256-gcm");
+        g_assert_cmpint(mpt_cipher_from_string("aes"), ==, -EINVAL);
+}
+
+#define ADD_EACH(path, fn) g_test_add_data_func(path, (const void *) (uintptr_t) (fn), each_cipher)
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_assert_cmpint(mpt_secure_init(), ==, 0);
+        have_aes = mpt_secure_aes_available();
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cipher_vectors); i++) {
+                const char *c = mpt_cipher_to_string(cipher_vectors[i].cipher);
+                g_autofree char *k = g_strdup_printf("/mpt/secure/vector/%s/key", c);
+                g_autofree char *s = g_strdup_printf("/mpt/secure/vector/%s/seal", c);
+                g_autofree char *o = g_strdup_printf("/mpt/secure/vector/%s/open", c);
+                g_test_add_data_func(k, &cipher_vectors[i], test_vector_key);
+                g_test_add_data_func(s, &cipher_vectors[i], test_vector_seal);
+                g_test_add_data_func(o, &cipher_vectors[i], test_vector_open);
+        }
+        g_test_add_func("/mpt/secure/cipher-enum", test_cipher_enum);
+        ADD_EACH("/mpt/secure/round-trip", test_round_trip);
+        ADD_EACH("/mpt/secure/wrong-key", test_wrong_key);
+        ADD_EACH("/mpt/secure/tamper-every-bit", test_tamper_every_bit);
+        for (size_t i = 0; i < G_N_ELEMENTS(parse_vectors); i++) {
+                g_autofree char *name = g_strdup_printf("/mpt/secure/parse/%s", parse_vectors[i].name);
+                g_test_add_data_func(name, &parse_vectors[i], test_parse);
+        }
+        g_test_add_func("/mpt/secure/replay/basic", test_replay_basic);
+        g_test_add_func("/mpt/secure/replay/window-edges", test_replay_window_edges);
+        g_test_add_func("/mpt/secure/replay/model", test_replay_model);
+        g_test_add_func("/mpt/secure/epochs", test_epochs);
+        g_test_add_func("/mpt/secure/counter/reserve", test_counter_reserve);
+        g_test_add_func("/mpt/secure/counter/threads", test_counter_threads);
+        ADD_EACH("/mpt/secure/exchange", test_exchange_replay_and_restart);
+        g_test_add_func("/mpt/secure/key-base64", test_key_base64);
+
+        return g_test_run();
+}
