@@ -59,7 +59,7 @@ static void test_good(void) {
         text = mpt_nm_profile_to_text(p, &error);
         g_assert_no_error(error);
         g_assert_cmpstr(text, ==,
-                        "[Tunnel]\nName=nm0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nPeer=10.9.0.2\nLocalPort=7000\n"
+                        "[Tunnel]\nMode=compat\nName=nm0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nPeer=10.9.0.2\nLocalPort=7000\n"
                         "\n[Path]\nName=eth0\nInterface=eth0\nRemote=192.0.2.1\n"
                         "\n[Path]\nName=wlan0\nInterface=wlan0\nRemote=198.51.100.1\nRemotePort=7001\nWeight=3\n");
 }
@@ -180,9 +180,10 @@ static void test_bad(gconstpointer data) {
 
 /* The messages are the native parser's, with the item in place of FILE:LINE. */
 static void test_same_messages(void) {
-        static const char conf[] = "[Tunnel]\nScheduler=fastest\n[Path]\nInterface=eth0\nRemote=192.0.2.1\nWeight=-1\n";
+        static const char conf[] =
+                "[Tunnel]\nMode=compat\nScheduler=fastest\n[Path]\nInterface=eth0\nRemote=192.0.2.1\nWeight=-1\n";
         static const KV data[] = {
-                { "Scheduler", "fastest" },
+                { "Mode", "compat" }, { "Scheduler", "fastest" },
                 { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" }, { "Path0.Weight", "-1" }, {},
         };
         g_autoptr(NMSettingVpn) s = setting_new(data, NULL);
@@ -221,7 +222,7 @@ static void test_item_names(void) {
 /* native file -> profile -> vpn.data -> profile -> text: the same text. */
 static void test_round_trip(void) {
         static const char conf[] =
-                "[Tunnel]\nName=rt0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nRoute=10.10.0.0/16\nMTU=1400\n"
+                "[Tunnel]\nMode=compat\nName=rt0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nRoute=10.10.0.0/16\nMTU=1400\n"
                 "ReorderMaxDelay=50ms\nScheduler=flow\n"
                 "\n[Path]\nName=one\nInterface=eth0\nRemote=192.0.2.1\nKeepaliveInterval=500ms\nBackup=yes\n"
                 "LossThreshold=2.5%\n"
