@@ -28,6 +28,12 @@ systemd=/lib/systemd/systemd
 T=$(mktemp -d "${TMPDIR:-/tmp}/mpt-generator-verify.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 chmod 755 "$T"
+# The units are read as nobody (systemd --test): copied out of the build tree, which may be in a
+# directory only root can enter (a clone in mktemp -d or /root).
+mkdir "$T/units"
+cp "$datadir"/*.service "$T/units/"
+chmod 644 "$T/units"/*
+datadir=$T/units
 failed=0
 n_units=0
 

@@ -268,15 +268,18 @@ kill "${LAB_PIDS[-1]}"
 wait "${LAB_PIDS[-1]}" 2>/dev/null || true
 
 # ---- (d) not root ----
-# The profile and the binary must be reachable for nobody; the lab directory is private.
+# The profile and the binary must be reachable for nobody; the lab directory is private, and so
+# may be the build tree (a clone in mktemp -d or /root): both are copied to a public directory.
 chmod 711 "$LAB_DIR"
 mkdir -p "$LAB_DIR/pub"
 chmod 755 "$LAB_DIR/pub"
 cp "$LAB_DIR/a.conf" "$LAB_DIR/pub/a.conf"
+cp "$MPTD" "$LAB_DIR/pub/mptd"
 chmod 644 "$LAB_DIR/pub/a.conf"
-setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$MPTD" -a -r "$LAB_DIR/pub/a.conf" ||
-        lab_skip "mptd or the lab directory is not accessible to user nobody"
-run_mptd a "$LAB_DIR/pub/a.conf" "$LAB_DIR/pub/run" setpriv --reuid=65534 --regid=65534 --clear-groups
+chmod 755 "$LAB_DIR/pub/mptd"
+setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$LAB_DIR/pub/mptd" -a -r "$LAB_DIR/pub/a.conf" ||
+        it_fail "the copies in $LAB_DIR/pub are not accessible to user nobody"
+MPTD=$LAB_DIR/pub/mptd run_mptd a "$LAB_DIR/pub/a.conf" "$LAB_DIR/pub/run" setpriv --reuid=65534 --regid=65534 --clear-groups
 expect_refusal "not root" "CAP_NET_ADMIN"
 
 # ---- (e) a second mptd for the same tunnel ----

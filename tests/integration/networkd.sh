@@ -31,6 +31,8 @@ GEN=${1:?usage: networkd.sh GENERATOR}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=../lib/netns.sh
 . "$SRC/tests/lib/netns.sh"
+# shellcheck source=../lib/private-bus.sh
+. "$SRC/tests/lib/private-bus.sh"
 
 NETWORKD=/lib/systemd/systemd-networkd
 TUN=mpt-nd
@@ -136,31 +138,8 @@ fi
 mount_point /run/systemd/network
 mount_point /run/dbus
 
-cat > "$T/dbus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$T/dbusrun/system_bus_socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/><allow receive_type="method_return"/>
-    <allow receive_type="error"/><allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <!-- networkd's policy (org.freedesktop.network1.conf) -->
-  <includedir>/usr/share/dbus-1/system.d</includedir>
-  <!-- deliberately no <servicedir>: nothing is bus-activated -->
-</busconfig>
-EOF
+# networkd's policy (org.freedesktop.network1.conf) comes from /usr/share/dbus-1/system.d.
+private_bus_config "$T/dbusrun/system_bus_socket" > "$T/dbus.conf"
 dbus-daemon --config-file="$T/dbus.conf" --nofork > "$T/dbus.log" 2>&1 &
 LAB_PIDS+=($!)
 wait_for 100 test -S "$T/dbusrun/system_bus_socket" || lab_die "the private dbus-daemon did not start"

@@ -16,6 +16,8 @@ set -eu
 variant=$1 factory=$2 editor_gtk3=$3 editor_gtk4=$4
 ARTIFACTS=${MPT_GUI_ARTIFACTS:-$5}/$variant
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/private-bus.sh
+. "$here/../lib/private-bus.sh"
 . "$here/lib-gui.sh"
 
 case $variant in

@@ -88,30 +88,7 @@ gui_init() {
 }
 
 gui_start_system_bus() {
-        cat > "$T/dbus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$T/dbusrun/system_bus_socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/><allow receive_type="method_return"/>
-    <allow receive_type="error"/><allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <includedir>/usr/share/dbus-1/system.d</includedir>
-  <includedir>$T/dbus-system.d</includedir>
-</busconfig>
-EOF
+        private_bus_config "$T/dbusrun/system_bus_socket" "$T/dbus-system.d" > "$T/dbus.conf"
         dbus-daemon --config-file="$T/dbus.conf" --nofork > "$T/dbus-system.log" 2>&1 &
         GUI_PIDS="$GUI_PIDS $!"
         gui_wait 60 test -S "$T/dbusrun/system_bus_socket" || gui_fail "system bus did not start"

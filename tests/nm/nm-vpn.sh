@@ -14,6 +14,8 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/netns.sh"
+# shellcheck source=../lib/private-bus.sh
+. "$here/../lib/private-bus.sh"
 
 : "${MESON_BUILD_ROOT:?run through meson test}"
 BUILD=$MESON_BUILD_ROOT
@@ -69,30 +71,7 @@ lab_start b
 mkdir -p "$T/etc/system-connections" "$T/etc/VPN" "$T/run" "$T/lib" "$T/sysconf.d" "$T/vpn-user" \
         "$T/dbusrun" "$T/dbus-system.d" "$LAB_DIR/run-a"
 cp "$here/../../plugins/networkmanager/nm-mpt-service.conf" "$T/dbus-system.d/"
-cat > "$T/dbus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$T/dbusrun/system_bus_socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/><allow receive_type="method_return"/>
-    <allow receive_type="error"/><allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <includedir>/usr/share/dbus-1/system.d</includedir>
-  <includedir>$T/dbus-system.d</includedir>
-</busconfig>
-EOF
+private_bus_config "$T/dbusrun/system_bus_socket" "$T/dbus-system.d" > "$T/dbus.conf"
 dbus-daemon --config-file="$T/dbus.conf" --nofork >"$LAB_DIR/dbus.log" 2>&1 &
 DBUS_PID=$!
 for _ in $(seq 100); do [ -S "$T/dbusrun/system_bus_socket" ] && break; sleep 0.05; done
