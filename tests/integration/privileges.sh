@@ -26,6 +26,15 @@ NOBODY=65534
 GROUP=4242 # no such group needs to exist: gids are numbers
 # nobody must reach the runtime directories and profiles inside the lab directory.
 chmod 711 "$LAB_DIR"
+# ... and the programs, which may sit in a build tree only root can enter (a clone in mktemp -d
+# or /root): copies in a public directory.
+mkdir -p "$LAB_DIR/pub"
+cp "$MPTD" "$MPTCTL" "$LAB_DIR/pub/"
+chmod 755 "$LAB_DIR/pub" "$LAB_DIR/pub/mptd" "$LAB_DIR/pub/mptctl"
+MPTD=$LAB_DIR/pub/mptd
+MPTCTL=$LAB_DIR/pub/mptctl
+setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups test -x "$MPTD" -a -x "$MPTCTL" ||
+        it_fail "the copies in $LAB_DIR/pub are not usable by user nobody"
 
 lab_topology 2 none 4
 it_profiles 2 4 4

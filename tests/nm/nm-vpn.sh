@@ -181,6 +181,12 @@ for want in "Name = lab" "Path0.Interface = pa0" "Path1.Remote = $(lab_path_addr
         case ", $data, " in *", $want, "*) ;; *) lab_die "imported vpn.data lacks '$want': $data" ;; esac
 done
 nmcli connection modify "$imported_uuid" ipv4.never-default yes ipv6.method ignore
+if [ -n "$LAB_KEY" ]; then
+        # The pre-shared key is a secret: in vpn.secrets, never in vpn.data.
+        case "$data" in *Key*) lab_die "the key leaked into vpn.data: $data" ;; esac
+        [ "$(nmcli -s -g vpn.secrets connection show "$imported_uuid")" = "Key = $LAB_KEY" ] ||
+                lab_die "imported vpn.secrets: $(nmcli -s -g vpn.secrets connection show "$imported_uuid")"
+fi
 
 step "up (imported) and ping"
 up_and_ping "$imported_uuid"
@@ -189,6 +195,10 @@ lab_exec a ip -d link show lab | grep -q "tun type tun" || lab_die "lab is not a
 step "export and re-import"
 nmcli connection export "$imported_uuid" "$LAB_DIR/export.conf" >/dev/null || lab_die "export failed"
 "$MPTD" --check "$LAB_DIR/export.conf" >/dev/null || lab_die "mptd refuses the export: $(cat "$LAB_DIR/export.conf")"
+if [ -n "$LAB_KEY" ]; then
+        grep -qx "Key=$LAB_KEY" "$LAB_DIR/export.conf" || lab_die "the export lacks the key"
+        [ "$(stat -c %a "$LAB_DIR/export.conf")" = 600 ] || lab_die "an export with the key is not 0600"
+fi
 cp "$LAB_DIR/export.conf" "$LAB_DIR/reimport.conf"
 out=$(nmcli connection import type mpt file "$LAB_DIR/reimport.conf" 2>&1) || lab_die "re-import failed: $out"
 re_uuid=$(printf '%s\n' "$out" | grep -o '[0-9a-f]\{8\}-[0-9a-f-]\{27\}' | head -n 1)
@@ -204,6 +214,13 @@ nmcli connection add type vpn con-name mpt-add vpn-type mpt ipv4.never-default y
         vpn.data "Name=lab, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4)" \
         >/dev/null || lab_die "nmcli connection add failed"
 step "up (added), traffic over both paths"
+if [ -n "$LAB_KEY" ]; then
+        nmcli connection modify mpt-add vpn.secrets "Key=$LAB_KEY" || lab_die "cannot set the key"
+        [ "$(nmcli -s -g vpn.secrets connection show mpt-add)" = "Key = $LAB_KEY" ] ||
+                lab_die "vpn.secrets: $(nmcli -s -g vpn.secrets connection show mpt-add)"
+else
+        nmcli connection modify mpt-add +vpn.data "Mode=compat" || lab_die "cannot set Mode=compat"
+fi
 up_and_ping mpt-add
 before0=$(lab_json b "p['p0']['rx_packets']")
 before1=$(lab_json b "p['p1']['rx_packets']")
@@ -249,13 +266,13 @@ grep -q "vpn.data: Path0.Remote: invalid Remote= 'not-an-ip': not an IPv4 or IPv
 
 # ---- import of a broken file ----
 step "broken import"
-printf '[Tunnel]\nName=broken\n[Path]\nInterface=pa0\nRemote=10.0.0.1\nWeight=heavy\n' > "$LAB_DIR/broken.conf"
+printf '[Tunnel]\nName=broken\nMode=compat\n[Path]\nInterface=pa0\nRemote=10.0.0.1\nWeight=heavy\n' > "$LAB_DIR/broken.conf"
 if out=$(nmcli connection import type mpt file "$LAB_DIR/broken.conf" 2>&1); then
         lab_die "a broken file was imported: $out"
 fi
 lab_log "nmcli: $out"
 case "$out" in
-*"$LAB_DIR/broken.conf:6: invalid Weight= 'heavy': expected 0..10000"*) ;;
+*"$LAB_DIR/broken.conf:7: invalid Weight= 'heavy': expected 0..10000"*) ;;
 *) lab_die "unexpected import error: $out" ;;
 esac
 

@@ -59,7 +59,7 @@ static void test_good(void) {
         text = mpt_nm_profile_to_text(p, &error);
         g_assert_no_error(error);
         g_assert_cmpstr(text, ==,
-                        "[Tunnel]\nMode=compat\nName=nm0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nPeer=10.9.0.2\nLocalPort=7000\n"
+                        "[Tunnel]\nName=nm0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nPeer=10.9.0.2\nLocalPort=7000\n"
                         "\n[Path]\nName=eth0\nInterface=eth0\nRemote=192.0.2.1\n"
                         "\n[Path]\nName=wlan0\nInterface=wlan0\nRemote=198.51.100.1\nRemotePort=7001\nWeight=3\n");
 }
@@ -222,7 +222,7 @@ static void test_item_names(void) {
 /* native file -> profile -> vpn.data -> profile -> text: the same text. */
 static void test_round_trip(void) {
         static const char conf[] =
-                "[Tunnel]\nMode=compat\nName=rt0\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nRoute=10.10.0.0/16\nMTU=1400\n"
+                "[Tunnel]\nName=rt0\nMode=compat\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nRoute=10.10.0.0/16\nMTU=1400\n"
                 "ReorderMaxDelay=50ms\nScheduler=flow\n"
                 "\n[Path]\nName=one\nInterface=eth0\nRemote=192.0.2.1\nKeepaliveInterval=500ms\nBackup=yes\n"
                 "LossThreshold=2.5%\n"
@@ -269,13 +269,13 @@ static void test_file_errors(void) {
         fd = g_file_open_tmp("mpt-nm-XXXXXX.conf", &file, &error);
         g_assert_no_error(error);
         close(fd);
-        g_assert_true(g_file_set_contents(file, "[Tunnel]\nMTU=x\n[Path]\nInterface=eth0\nRemot=1.2.3.4\n", -1, &error));
+        g_assert_true(g_file_set_contents(file, "[Tunnel]\nMode=compat\nMTU=x\n[Path]\nInterface=eth0\nRemot=1.2.3.4\n", -1, &error));
         g_assert_false(mpt_nm_profile_from_file(file, &p, &all, &error));
         g_assert_null(p);
-        expect = g_strdup_printf("%s:2: invalid MTU= 'x': expected \"auto\" or 576..65535", file);
+        expect = g_strdup_printf("%s:3: invalid MTU= 'x': expected \"auto\" or 576..65535", file);
         g_assert_cmpstr(error->message, ==, expect);
-        g_assert_nonnull(strstr(all, ":5: unknown key 'Remot' in [Path]; did you mean 'Remote'?\n"));
-        g_assert_nonnull(strstr(all, ":3: path 'eth0' has no Remote= address\n"));
+        g_assert_nonnull(strstr(all, ":6: unknown key 'Remot' in [Path]; did you mean 'Remote'?\n"));
+        g_assert_nonnull(strstr(all, ":4: path 'eth0' has no Remote= address\n"));
         unlink(file);
         g_clear_error(&error);
 

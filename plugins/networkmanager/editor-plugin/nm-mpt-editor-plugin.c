@@ -133,6 +133,7 @@ static NMConnection *import_from_file(NMVpnEditorPlugin *plugin, const char *pat
 
 static gboolean export_to_file(NMVpnEditorPlugin *plugin, const char *path, NMConnection *connection, GError **error) {
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
+        g_autoptr(NMConnection) copy = NULL;
         g_autoptr(MptProfile) profile = NULL;
         g_autofree char *text = NULL;
 
@@ -141,8 +142,31 @@ static gboolean export_to_file(NMVpnEditorPlugin *plugin, const char *path, NMCo
                                     "the connection has no VPN setting");
                 return FALSE;
         }
+        /* A connection from NetworkManager comes without its secrets; a file for mptd needs the
+         * key, so ask for it (root, or the owner of an agent-owned key, gets it). */
+        if (NM_IS_REMOTE_CONNECTION(connection) && !nm_setting_vpn_get_secret(s, MPT_NM_SECRET_KEY)) {
+                g_autoptr(GVariant) secrets = NULL;
+                g_autoptr(GError) local = NULL;
+
+                G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+                secrets = nm_remote_connection_get_secrets(NM_REMOTE_CONNECTION(connection),
+                                                           NM_SETTING_VPN_SETTING_NAME, NULL, &local);
+                G_GNUC_END_IGNORE_DEPRECATIONS
+                if (secrets) {
+                        copy = nm_simple_connection_new_clone(connection);
+                        if (nm_connection_update_secrets(copy, NM_SETTING_VPN_SETTING_NAME, secrets, NULL))
+                                s = nm_connection_get_setting_vpn(copy);
+                }
+        }
         if (!mpt_nm_profile_from_setting(s, &profile, error))
                 return FALSE;
+        if (mpt_nm_profile_lacks_key(profile)) {
+                g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                                    "the connection's pre-shared key (vpn.secrets Key) is not available to "
+                                    "this user, and mptd needs it in the file: export as root, or store the "
+                                    "key in the connection");
+                return FALSE;
+        }
         text = mpt_nm_profile_to_text(profile, error);
         if (!text)
                 return FALSE;

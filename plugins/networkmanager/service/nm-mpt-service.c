@@ -346,6 +346,15 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
                 g_clear_pointer(&self->profile, mpt_nm_profile_free);
                 return FALSE;
         }
+        if (mpt_nm_profile_lacks_key(self->profile)) {
+                g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                                    "vpn.secrets: Key: secure mode needs the pre-shared key (vpn.secrets Key, "
+                                    "create one with `mptctl genkey`) or KeyFile=, or Mode=compat for "
+                                    "original MPT peers");
+                g_warning("%s", (*error)->message);
+                g_clear_pointer(&self->profile, mpt_nm_profile_free);
+                return FALSE;
+        }
         if (!write_profile(self, error)) {
                 g_clear_pointer(&self->profile, mpt_nm_profile_free);
                 return FALSE;
@@ -394,18 +403,18 @@ static gboolean real_need_secrets(NMVpnServicePlugin *plugin, NMConnection *conn
                                   GError **error) {
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
         NMSettingSecretFlags flags = NM_SETTING_SECRET_FLAG_NONE;
+        g_autoptr(MptProfile) p = NULL;
 
-        /* Only a key the table knows (the secure mode) is asked for; a connection without one
-         * needs nothing. */
-        if (!s || !conf_key_lookup(MPT_SECTION_TUNNEL, MPT_NM_SECRET_KEY))
+        if (!s)
                 return FALSE;
-        if (!nm_setting_vpn_get_data_item(s, MPT_NM_SECRET_KEY "-flags") &&
-            !nm_setting_vpn_get_secret(s, MPT_NM_SECRET_KEY))
+        /* A connection that does not build is Connect()'s to report, with its message. */
+        if (!mpt_nm_profile_from_setting(s, &p, NULL))
+                return FALSE;
+        /* Compat mode takes no key; KeyFile= is read by the service itself. */
+        if (!mpt_nm_profile_lacks_key(p))
                 return FALSE;
         (void) nm_setting_get_secret_flags(NM_SETTING(s), MPT_NM_SECRET_KEY, &flags, NULL);
         if (flags & NM_SETTING_SECRET_FLAG_NOT_REQUIRED)
-                return FALSE;
-        if (nm_setting_vpn_get_secret(s, MPT_NM_SECRET_KEY))
                 return FALSE;
         *setting_name = NM_SETTING_VPN_SETTING_NAME;
         return TRUE;

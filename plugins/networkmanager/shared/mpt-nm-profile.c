@@ -46,6 +46,10 @@ gboolean mpt_nm_item_parse(const char *item, int *ret_path, const char **ret_key
         return TRUE;
 }
 
+gboolean mpt_nm_profile_lacks_key(const MptProfile *p) {
+        return p->tunnel.mode == MPT_MODE_SECURE && !p->tunnel.psk.set;
+}
+
 const char *mpt_nm_profile_get_name(const MptProfile *p) {
         return p->tunnel.name;
 }

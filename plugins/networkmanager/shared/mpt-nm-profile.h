@@ -69,6 +69,8 @@ gboolean mpt_nm_profile_from_file(const char *filename, MptProfile **ret, char *
 
 /* The profile's accessors the plugin needs without the model's headers. */
 const char *mpt_nm_profile_get_name(const MptProfile *p);
+/* Secure mode without a key yet (vpn.secrets Key missing, no KeyFile=): mptd would refuse it. */
+gboolean mpt_nm_profile_lacks_key(const MptProfile *p);
 void mpt_nm_profile_free(MptProfile *p);
 
 G_END_DECLS
