@@ -85,9 +85,9 @@ lk_expect b p1 up 2000 "after following the new source"
 # ---- traffic over p1 ----
 lk_snap a t0
 lk_snap b t0
-out=$(lab_exec a ping -n -q -c 100 -i 0.005 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
+out=$(lab_exec a ping -n -q -c 100 -i 0.005 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
 case "$out" in
-*" 100 received"*) lk_note "ping a -> b through the tunnel: 100 of 100 answered" ;;
+*"100 packets transmitted, 100 received"*) lk_note "ping a -> b through the tunnel: 100 of 100 answered" ;;
 *) lk_soft_fail "ping a -> b right after the change: expected 100 of 100 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
 esac
 lk_snap a t1
@@ -114,9 +114,9 @@ for side in a b; do
         fi
 done
 # and the second round of pings, well after the change, must be clean too
-out=$(lab_exec a ping -n -q -c 50 -i 0.01 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
+out=$(lab_exec a ping -n -q -c 50 -i 0.01 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
 case "$out" in
-*" 50 received"*) lk_note "ping a -> b a while later: 50 of 50 answered" ;;
+*"50 packets transmitted, 50 received"*) lk_note "ping a -> b a while later: 50 of 50 answered" ;;
 *) lk_soft_fail "ping a -> b a while later: expected 50 of 50 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
 esac
 

@@ -37,9 +37,9 @@ lk_start b
 
 ping_all() { # COUNT
         local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
+        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
         case "$out" in
-        *" $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
+        *"$1 packets transmitted, $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
         *) lk_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
         esac
 }

@@ -9,10 +9,10 @@
 #
 # Asserts:
 #   - `mptctl path lab p1 down` at a: a shows "admin-down", and b shows p1 "peer-down" no later
-#     than 100 ms after the command was started (from state_age_us; printed), i.e. well before
+#     than 400 ms after the command was started (from state_age_us; printed), i.e. well before
 #     its DeadTime of 2 s; after `mptctl path lab p1 up`, p1 is "up" at both ends within 2 s;
 #   - `ip link set pa1 down` at a: a shows "link-down", and b shows p1 "peer-down" no later than
-#     100 ms after the command was started (printed), while pb1 keeps its carrier (b does not
+#     400 ms after the command was started (printed), while pb1 keeps its carrier (b does not
 #     show "link-down"); after `ip link set pa1 up`, p1 is "up" at both ends within 3 s;
 #   - pings through the tunnel are answered (every one) while p1 is down;
 #   - b's "reason" for p1 is not empty while it is "peer-down" (checked last, after the timing
@@ -55,9 +55,9 @@ dt=$(lk_get b p1 dead_time_us)
 
 ping_all() { # COUNT
         local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
+        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
         case "$out" in
-        *" $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
+        *"$1 packets transmitted, $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
         *) lk_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
         esac
 }
@@ -70,8 +70,8 @@ lk_expect b p1 peer-down 1000 "after mptctl path lab p1 down at a" "$t0"
 at=$LK_AT_US
 lk_note "admin-down at a: b shows p1 peer-down $(lk_ms "$at") ms after the command (seen by the poll after $(lk_ms "$LK_SEEN_US") ms; DeadTime 2 s; reason: ${LK_REASON:-none})"
 [ -n "$LK_REASON" ] || lk_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
-[ "$at" -le 100000 ] ||
-        lk_fail "p1 at b: expected 'peer-down' within 100 ms of mptctl path down at a, took $(lk_ms "$at") ms"
+[ "$at" -le 400000 ] ||
+        lk_fail "p1 at b: expected 'peer-down' within 400 ms of mptctl path down at a, took $(lk_ms "$at") ms"
 lk_expect a p1 admin-down 500 "after mptctl path lab p1 down"
 ping_all 20
 lk_now
@@ -89,8 +89,8 @@ lk_expect b p1 peer-down 1000 "after ip link set pa1 down at a" "$t0"
 at=$LK_AT_US
 lk_note "link-down at a: b shows p1 peer-down $(lk_ms "$at") ms after the command (seen by the poll after $(lk_ms "$LK_SEEN_US") ms; DeadTime 2 s; reason: ${LK_REASON:-none})"
 [ -n "$LK_REASON" ] || lk_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
-[ "$at" -le 100000 ] ||
-        lk_fail "p1 at b: expected 'peer-down' within 100 ms of ip link set pa1 down at a, took $(lk_ms "$at") ms"
+[ "$at" -le 400000 ] ||
+        lk_fail "p1 at b: expected 'peer-down' within 400 ms of ip link set pa1 down at a, took $(lk_ms "$at") ms"
 lk_expect a p1 link-down 500 "after ip link set pa1 down"
 ping_all 20
 s=$(lk_get b p1 state)

@@ -39,9 +39,9 @@ done
 ping_all() {
         local out peer
         peer=$(lab_tunnel_addr "$([ "$1" = a ] && echo b || echo a)" 4)
-        out=$(lab_exec "$1" ping -n -q -c "$2" -i 0.01 -W 1 "$peer" 2>&1) || true
+        out=$(lab_exec "$1" ping -n -q -c "$2" -i 0.01 -W 1 -w 20 "$peer" 2>&1) || true
         case "$out" in
-        *" $2 received"*) lk_note "ping $1 -> $peer: $2 of $2 answered" ;;
+        *"$2 packets transmitted, $2 received"*) lk_note "ping $1 -> $peer: $2 of $2 answered" ;;
         *) lk_fail "ping $1 -> $peer: expected $2 of $2 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
         esac
 }
