@@ -276,6 +276,62 @@ case "$out" in
 *) lab_die "unexpected import error: $out" ;;
 esac
 
+# ---- the tunnel carries the default route: every path stays on its own interface ----
+# Path 1's remote is reached only through a default route on pa1 (no subnet of pa1 covers it;
+# metric 90, so it beats the base connection's default). Once the VPN's default route (metric 50)
+# is there, the routing table alone would send path 1's packets into the tunnel.
+step "default route through the tunnel"
+a1=$(lab_path_addr a 1 4)
+r1=$(lab_path_addr b 1 4)
+lab_exec a ip addr del "$a1/24" dev pa1
+lab_exec a ip addr add "$a1/32" dev pa1
+lab_exec a ip route add default via "$r1" dev pa1 onlink metric 90
+route_dev() { # ip route get ARGS...: the device
+        lab_exec a ip -o route get "$@" | sed -n 's/.* dev \([^ ]*\).*/\1/p'
+}
+both_paths_carry() { # LABEL: iperf3 through the tunnel; the peer hears it on both paths
+        local b0 b1 e0 e1
+        b0=$(lab_json b "p['p0']['rx_packets']")
+        b1=$(lab_json b "p['p1']['rx_packets']")
+        lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2 >"$LAB_DIR/iperf.mbit"
+        e0=$(lab_json b "p['p0']['rx_packets']")
+        e1=$(lab_json b "p['p1']['rx_packets']")
+        lab_log "$1: $(cat "$LAB_DIR/iperf.mbit") Mbit/s; peer rx packets p0 +$((e0 - b0)), p1 +$((e1 - b1))"
+        [ $((e0 - b0)) -gt 100 ] && [ $((e1 - b1)) -gt 100 ] || lab_die "$1: traffic did not use both paths"
+        [ "$(lab_json a "t['paths'][1]['state']")" = up ] || lab_die "$1: path 1 is $(lab_json a "t['paths'][1]")"
+}
+# (1) A path without Interface= (LocalAddress= only): the service pins its remote with a host route.
+nmcli connection add type vpn con-name mpt-def vpn-type mpt ipv4.never-default no ipv6.method ignore \
+        vpn.data "Name=lab, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.LocalAddress=$a1, Path1.Remote=$r1" \
+        >/dev/null || lab_die "nmcli connection add (default route) failed"
+if [ -n "$LAB_KEY" ]; then
+        nmcli connection modify mpt-def vpn.secrets "Key=$LAB_KEY" || lab_die "cannot set the key"
+else
+        nmcli connection modify mpt-def +vpn.data "Mode=compat" || lab_die "cannot set Mode=compat"
+fi
+up_and_ping mpt-def
+[ "$(route_dev 192.0.2.1)" = lab ] || lab_die "the tunnel does not carry the default route: $(lab_exec a ip route)"
+[ "$(route_dev "$r1")" = pa1 ] ||
+        lab_die "path 1's remote is routed into the tunnel: $(lab_exec a ip -o route get "$r1"); $(lab_exec a ip route)"
+lab_exec a ip route show "$r1/32" | grep -q "via $r1 dev pa1 .*metric 50" ||
+        lab_die "no host route to $r1: $(lab_exec a ip route)"
+grep -q "path 'path1': host route to $r1 via $r1 dev pa1" "$LAB_DIR/nm.log" || lab_die "the service did not log the host route: $(grep -i "route\|started mptd" "$LAB_DIR/nm.log" | tail -n 5)"
+both_paths_carry "default route, unbound path 1"
+down_and_check mpt-def
+[ -z "$(lab_exec a ip route show "$r1/32")" ] || lab_die "the host route outlived the tunnel: $(lab_exec a ip route)"
+# (2) Paths with Interface= are bound to it (SO_BINDTODEVICE): no host route needed, although the
+# table alone now sends path 1's remote into the tunnel.
+nmcli connection modify mpt-add ipv4.never-default no
+up_and_ping mpt-add
+[ "$(route_dev "$r1")" = lab ] || lab_die "expected the table to route $r1 into the tunnel: $(lab_exec a ip route)"
+[ "$(route_dev "$r1" oif pa1)" = pa1 ] || lab_die "no route to $r1 through pa1: $(lab_exec a ip route)"
+both_paths_carry "default route, bound path 1"
+down_and_check mpt-add
+nmcli connection modify mpt-add ipv4.never-default yes
+lab_exec a ip route del default via "$r1" dev pa1 metric 90
+lab_exec a ip addr del "$a1/32" dev pa1
+lab_exec a ip addr add "$a1/24" dev pa1
+
 # ---- NetworkManager exits: the service stops mptd ----
 step "NetworkManager exits"
 up_and_ping mpt-add
