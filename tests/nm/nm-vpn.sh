@@ -21,11 +21,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$MESON_BUILD_ROOT
 SERVICE=$BUILD/plugins/networkmanager/service/nm-mpt-service
 PLUGIN=$BUILD/plugins/networkmanager/editor-plugin/libnm-vpn-plugin-mpt.so
+AUTH_DIALOG=$BUILD/plugins/networkmanager/auth-dialog/nm-mpt-auth-dialog
 
 [ -x /usr/sbin/NetworkManager ] || lab_skip "needs NetworkManager (network-manager)"
 command -v nmcli >/dev/null || lab_skip "needs nmcli"
 command -v dbus-daemon >/dev/null || lab_skip "needs dbus-daemon"
-[ -x "$SERVICE" ] && [ -f "$PLUGIN" ] || lab_die "plugin not built: $SERVICE $PLUGIN"
+[ -x "$SERVICE" ] && [ -f "$PLUGIN" ] && [ -x "$AUTH_DIALOG" ] || lab_die "plugin not built: $SERVICE $PLUGIN $AUTH_DIALOG"
 
 lab_init
 
@@ -111,6 +112,11 @@ supports-multiple-connections=true
 
 [libnm]
 plugin=$PLUGIN
+
+[GNOME]
+auth-dialog=$AUTH_DIALOG
+supports-external-ui-mode=true
+supports-hints=true
 EOF
         chmod 0644 "$d/nm-mpt-service.name"
 done
@@ -275,6 +281,66 @@ case "$out" in
 *"$LAB_DIR/broken.conf:7: invalid Weight= 'heavy': expected 0..10000"*) ;;
 *) lab_die "unexpected import error: $out" ;;
 esac
+
+# ---- secrets: the key from an agent (nmcli --ask runs the auth dialog), or from KeyFile= ----
+if [ -n "$LAB_KEY" ]; then
+        step "key not saved (Key-flags=2): nmcli --ask"
+        nmcli connection add type vpn con-name mpt-ask vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+                vpn.data "Name=lab, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4), Key-flags=2" \
+                >/dev/null || lab_die "nmcli connection add (not saved) failed"
+        ask_up() { # CONNECTION: up with nmcli --ask, the key on stdin
+                printf '%s\n' "$LAB_KEY" | nmcli --ask --wait 90 connection up "$1" >"$LAB_DIR/ask.out" 2>&1 ||
+                        lab_die "nmcli --ask connection up $1 failed: $(cat "$LAB_DIR/ask.out")"
+                lab_log "nmcli --ask: $(tr '\n' '|' < "$LAB_DIR/ask.out")"
+                grep -q "The mpt connection '$1' needs its pre-shared key" "$LAB_DIR/ask.out" ||
+                        lab_die "nmcli did not show the auth dialog's description"
+                grep -q "Pre-shared key (vpn.secrets.Key): " "$LAB_DIR/ask.out" || lab_die "nmcli did not prompt for the key"
+                wait_until 20 lab_exec a ping -c 1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null ||
+                        lab_die "no ping through the tunnel"
+        }
+        keyfile_of() { grep -l "^id=$1\$" "$T"/etc/system-connections/*; }
+        ask_up mpt-ask
+        [ -z "$(nmcli -s -g vpn.secrets connection show mpt-ask)" ] ||
+                lab_die "a not-saved key was stored: $(nmcli -s -g vpn.secrets connection show mpt-ask)"
+        ! grep -q "$LAB_KEY" "$(keyfile_of mpt-ask)" || lab_die "the not-saved key is in the keyfile"
+        down_and_check mpt-ask
+
+        step "agent-owned key (Key-flags=1): nmcli --ask"
+        nmcli connection modify mpt-ask vpn.data "$(vpn_data mpt-ask | sed 's/Key-flags = 2/Key-flags = 1/')" ||
+                lab_die "cannot set Key-flags=1"
+        case "$(vpn_data mpt-ask)" in *"Key-flags = 1"*) ;; *) lab_die "vpn.data: $(vpn_data mpt-ask)" ;; esac
+        ask_up mpt-ask
+        ! grep -q "$LAB_KEY" "$(keyfile_of mpt-ask)" || lab_die "the agent-owned key is in the keyfile"
+        down_and_check mpt-ask
+
+        step "no key from the agent"
+        if nmcli --wait 90 connection up mpt-ask </dev/null >"$LAB_DIR/nokey.out" 2>&1; then
+                lab_die "the connection came up without its key"
+        fi
+        lab_log "nmcli (no --ask): $(tr '\n' '|' < "$LAB_DIR/nokey.out")"
+        grep -q "The mpt connection 'mpt-ask' needs its pre-shared key" "$LAB_DIR/nokey.out" ||
+                lab_die "nmcli did not show why"
+        grep -q "Error: Connection activation failed: No valid secrets" "$LAB_DIR/nokey.out" ||
+                lab_die "unexpected reason"
+        wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
+        # No agent at all (activation straight over D-Bus): NetworkManager fails it the same way.
+        gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
+                --method org.freedesktop.NetworkManager.ActivateConnection \
+                "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n 's/^mpt-ask://p')" / / >/dev/null ||
+                lab_die "ActivateConnection failed"
+        wait_until 30 grep -q '"mpt-ask".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
+                lab_die "no failure for want of an agent: $(grep '"mpt-ask"' "$LAB_DIR/nm.log" | tail -n 5)"
+        wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
+
+        step "KeyFile= (root-only file): no secret needed"
+        (umask 077 && printf '%s\n' "$LAB_KEY" > "$LAB_DIR/lab.key")
+        nmcli connection add type vpn con-name mpt-keyfile vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+                vpn.data "Name=lab, KeyFile=$LAB_DIR/lab.key, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4)" \
+                >/dev/null || lab_die "nmcli connection add (KeyFile=) failed"
+        up_and_ping mpt-keyfile
+        ! grep -q "Pre-shared key" "$LAB_DIR/up.out" || lab_die "asked for a key despite KeyFile=: $(cat "$LAB_DIR/up.out")"
+        down_and_check mpt-keyfile
+fi
 
 # ---- the tunnel carries the default route: every path stays on its own interface ----
 # Path 1's remote is reached only through a default route on pa1 (no subnet of pa1 covers it;
