@@ -267,8 +267,30 @@ if nmcli --wait 60 connection up mpt-bad >"$LAB_DIR/bad.out" 2>&1; then
         lab_die "a connection with a bad Remote= came up"
 fi
 lab_log "nmcli: $(cat "$LAB_DIR/bad.out")"
-grep -q "vpn.data: Path0.Remote: invalid Remote= 'not-an-ip': not an IPv4 or IPv6 address" "$LAB_DIR/nm.log" ||
-        lab_die "the plugin's message is not in NetworkManager's log"
+bad_msg="vpn.data: Path0.Remote: invalid Remote= 'not-an-ip': not an IPv4 or IPv6 address"
+# nmcli's secret agent ran the auth dialog, which printed the service's message.
+grep -q "^nm-mpt-auth-dialog: mpt-bad: $bad_msg" "$LAB_DIR/bad.out" || lab_die "nmcli does not show the plugin's message"
+grep -q "^Error: Connection activation failed" "$LAB_DIR/bad.out" || lab_die "nmcli does not say that it failed"
+grep -q "$bad_msg" "$LAB_DIR/nm.log" || lab_die "the plugin's message is not in NetworkManager's log"
+# Without an agent (activation straight over D-Bus): the message is in the log only, and
+# NetworkManager fails the connection for want of an agent to show it to.
+n_msgs=$(grep -c "nm-mpt-service.*$bad_msg" "$LAB_DIR/nm.log")
+gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
+        --method org.freedesktop.NetworkManager.ActivateConnection \
+        "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n 's/^mpt-bad://p')" / / >/dev/null ||
+        lab_die "ActivateConnection failed"
+wait_until 30 grep -q '"mpt-bad".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
+        lab_die "no failure: $(grep '"mpt-bad"' "$LAB_DIR/nm.log" | grep -v trace | tail -n 5)"
+more_msgs() { [ "$(grep -c "nm-mpt-service.*$bad_msg" "$LAB_DIR/nm.log")" -gt "$n_msgs" ]; }
+wait_until 20 more_msgs ||
+        lab_die "the service did not log the message again: $(grep -n "invalid Remote" "$LAB_DIR/nm.log")"
+wait_until 20 not_active mpt-bad || lab_die "mpt-bad is active"
+# nmcli connection export checks the connection as well.
+if out=$(nmcli connection export mpt-bad 2>&1); then
+        lab_die "a broken connection was exported: $out"
+fi
+lab_log "nmcli export: $out"
+case "$out" in *"$bad_msg"*) ;; *) lab_die "unexpected export error: $out" ;; esac
 
 # ---- import of a broken file ----
 step "broken import"

@@ -48,6 +48,7 @@ typedef struct MptService {
         guint ready_timeout;
         gboolean ready;
         GArray *host_routes; /* MptHostRoute we added, removed with the tunnel */
+        char *problem;       /* told to the user's agent (ConnectInteractive); fails the connection */
 } MptService;
 
 typedef struct MptServiceClass {
@@ -450,8 +451,36 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
         return TRUE;
 }
 
+/* NetworkManager reports a failed Connect to its clients only as a reason code ("The VPN service
+ * failed to start"); the message stays in its log. When the user's secret agent is there
+ * (NetworkManager calls ConnectInteractive only then), a problem of vpn.data goes to the agent as
+ * the message of a secrets request ("x-vpn-message:" hint): the agent runs nm-mpt-auth-dialog,
+ * which shows it (nmcli: on stderr; GNOME Shell: in its dialog) and asks for nothing. Its answer
+ * comes back as NewSecrets, and the connection fails. */
 static gboolean real_connect_interactive(NMVpnServicePlugin *plugin, NMConnection *connection, GVariant *details,
                                          GError **error) {
+        MptService *self = (MptService *) plugin;
+        NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
+        g_autoptr(GError) problem = NULL;
+        const char *none[] = { NULL };
+
+        g_clear_pointer(&self->problem, g_free);
+        if (!s || mpt_nm_validate(s, &problem))
+                return real_connect(plugin, connection, error);
+        g_warning("%s", problem->message);
+        self->problem = g_steal_pointer(&problem->message);
+        nm_vpn_service_plugin_secrets_required(plugin, self->problem, none);
+        return TRUE;
+}
+
+static gboolean real_new_secrets(NMVpnServicePlugin *plugin, NMConnection *connection, GError **error) {
+        MptService *self = (MptService *) plugin;
+
+        if (self->problem) {
+                g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS, self->problem);
+                g_clear_pointer(&self->problem, g_free);
+                return FALSE;
+        }
         return real_connect(plugin, connection, error);
 }
 
@@ -497,6 +526,7 @@ static void mpt_service_dispose(GObject *object) {
 
 static void mpt_service_finalize(GObject *object) {
         g_array_unref(((MptService *) object)->host_routes);
+        g_free(((MptService *) object)->problem);
         G_OBJECT_CLASS(mpt_service_parent_class)->finalize(object);
 }
 
@@ -507,6 +537,7 @@ static void mpt_service_class_init(MptServiceClass *klass) {
         G_OBJECT_CLASS(klass)->finalize = mpt_service_finalize;
         pc->connect = real_connect;
         pc->connect_interactive = real_connect_interactive;
+        pc->new_secrets = real_new_secrets;
         pc->need_secrets = real_need_secrets;
         pc->disconnect = real_disconnect;
 }
