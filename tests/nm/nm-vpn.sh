@@ -7,9 +7,16 @@
 #
 #   import of a native profile, nmcli connection add with vpn.data, up (traffic over both paths,
 #   per-path counters at the peer), down (mptd, device and profile file gone), mptd killed
-#   (NetworkManager fails the connection, with the reason in its log), bad vpn.data (the
-#   plugin's message), import of a broken file (FILE:LINE), export and re-import (same vpn.data),
-#   NetworkManager's exit (mptd stopped).
+#   (NetworkManager fails the connection, with the reason in its log), bad vpn.data (nmcli
+#   connection up prints the plugin's message through its agent and nm-mpt-auth-dialog; without
+#   an agent it is in the log; nmcli connection export prints it), import of a broken file
+#   (FILE:LINE), export and re-import (same vpn.data), secrets (in secure mode: Key-flags=2 and
+#   Key-flags=1 brought up with nmcli --ask and the key on stdin, nothing stored; the failure
+#   without the key, with nmcli's agent and with none; KeyFile= needs no secret), the tunnel
+#   carrying the default route (ipv4.never-default no: a path with only LocalAddress= gets a host
+#   route from the service, a path with Interface= is bound to it; either way the peer hears the
+#   path on its own interface and `ip route get` shows where the remote goes), NetworkManager's
+#   exit (mptd stopped).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
