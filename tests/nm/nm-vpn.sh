@@ -180,7 +180,8 @@ down_and_check() { # CONNECTION
         nmcli --wait 60 connection down "$1" >/dev/null || lab_die "nmcli connection down $1 failed"
         wait_until 20 proc_gone "$pid" || lab_die "mptd (pid $pid) still runs after down"
         wait_until 20 dev_gone || lab_die "device lab still exists after down"
-        [ ! -e "$LAB_DIR/run-a/lab.nm.conf" ] || lab_die "the private profile file is left behind"
+        # The service removes it once it has reaped mptd, which may be a moment after mptd is gone.
+        wait_until 20 test ! -e "$LAB_DIR/run-a/lab.nm.conf" || lab_die "the private profile file is left behind"
 }
 
 # ---- import a native profile ----
@@ -197,7 +198,8 @@ nmcli connection modify "$imported_uuid" ipv4.never-default yes ipv6.method igno
 if [ -n "$LAB_KEY" ]; then
         # The pre-shared key is a secret: in vpn.secrets, never in vpn.data.
         case "$data" in *Key*) lab_die "the key leaked into vpn.data: $data" ;; esac
-        [ "$(nmcli -s -g vpn.secrets connection show "$imported_uuid")" = "Key = $LAB_KEY" ] ||
+        has_key() { [ "$(nmcli -s -g vpn.secrets connection show "$1")" = "Key = $LAB_KEY" ]; }
+        wait_until 10 has_key "$imported_uuid" ||
                 lab_die "imported vpn.secrets: $(nmcli -s -g vpn.secrets connection show "$imported_uuid")"
 fi
 
@@ -360,6 +362,18 @@ if [ -n "$LAB_KEY" ]; then
         wait_until 30 grep -q '"mpt-ask".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
                 lab_die "no failure for want of an agent: $(grep '"mpt-ask"' "$LAB_DIR/nm.log" | tail -n 5)"
         wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
+
+        step "malformed stored key: nmcli --ask asks again"
+        nmcli connection modify mpt-ask vpn.data "$(vpn_data mpt-ask | sed 's/Key-flags = 1/Key-flags = 0/')" \
+                vpn.secrets "Key=not-a-key" || lab_die "cannot store a malformed key"
+        # nmcli puts the stored value in the prompt's line: erase it (Ctrl-U), as a user would.
+        printf '\025%s\n' "$LAB_KEY" | nmcli --ask --wait 90 connection up mpt-ask >"$LAB_DIR/ask.out" 2>&1 ||
+                lab_die "nmcli --ask connection up with a malformed key failed: $(cat "$LAB_DIR/ask.out")"
+        lab_log "nmcli --ask: $(tr '\n' '|' < "$LAB_DIR/ask.out")"
+        grep -q "^vpn.secrets: Key: invalid Key=" "$LAB_DIR/ask.out" ||
+                lab_die "nmcli did not say what is wrong with the key"
+        wait_until 20 lab_exec a ping -c 1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || lab_die "no ping through the tunnel"
+        down_and_check mpt-ask
 
         step "KeyFile= (root-only file): no secret needed"
         (umask 077 && printf '%s\n' "$LAB_KEY" > "$LAB_DIR/lab.key")

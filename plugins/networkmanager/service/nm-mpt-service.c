@@ -48,7 +48,6 @@ typedef struct MptService {
         guint ready_timeout;
         gboolean ready;
         GArray *host_routes; /* MptHostRoute we added, removed with the tunnel */
-        char *problem;       /* told to the user's agent (ConnectInteractive); fails the connection */
 } MptService;
 
 typedef struct MptServiceClass {
@@ -455,30 +454,33 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
  * failed to start"); the message stays in its log. When the user's secret agent is there
  * (NetworkManager calls ConnectInteractive only then), a problem of vpn.data goes to the agent as
  * the message of a secrets request ("x-vpn-message:" hint): the agent runs nm-mpt-auth-dialog,
- * which shows it (nmcli: on stderr; GNOME Shell: in its dialog) and asks for nothing. Its answer
- * comes back as NewSecrets, and the connection fails. */
+ * which shows it (nmcli: on stderr; GNOME Shell: in its dialog) and asks for nothing, or for the
+ * key again when only the key is malformed. The answer comes back as NewSecrets. */
 static gboolean real_connect_interactive(NMVpnServicePlugin *plugin, NMConnection *connection, GVariant *details,
                                          GError **error) {
-        MptService *self = (MptService *) plugin;
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
+        g_autoptr(NMSettingVpn) data_only = NULL;
         g_autoptr(GError) problem = NULL;
-        const char *none[] = { NULL };
+        const char *none[] = { NULL }, *key[] = { MPT_NM_SECRET_KEY, NULL };
 
-        g_clear_pointer(&self->problem, g_free);
         if (!s || mpt_nm_validate(s, &problem))
                 return real_connect(plugin, connection, error);
         g_warning("%s", problem->message);
-        self->problem = g_steal_pointer(&problem->message);
-        nm_vpn_service_plugin_secrets_required(plugin, self->problem, none);
+        /* Only the key is wrong (malformed): the agent asks for it again. */
+        data_only = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(s)));
+        nm_setting_vpn_remove_secret(data_only, MPT_NM_SECRET_KEY);
+        nm_vpn_service_plugin_secrets_required(plugin, problem->message,
+                                               mpt_nm_validate(data_only, NULL) ? key : none);
         return TRUE;
 }
 
+/* The agent's answer to the request above: with a usable key now, connect; else fail with the
+ * problem. */
 static gboolean real_new_secrets(NMVpnServicePlugin *plugin, NMConnection *connection, GError **error) {
-        MptService *self = (MptService *) plugin;
+        NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
 
-        if (self->problem) {
-                g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS, self->problem);
-                g_clear_pointer(&self->problem, g_free);
+        if (s && !mpt_nm_validate(s, error)) {
+                g_warning("%s", (*error)->message);
                 return FALSE;
         }
         return real_connect(plugin, connection, error);
@@ -526,7 +528,6 @@ static void mpt_service_dispose(GObject *object) {
 
 static void mpt_service_finalize(GObject *object) {
         g_array_unref(((MptService *) object)->host_routes);
-        g_free(((MptService *) object)->problem);
         G_OBJECT_CLASS(mpt_service_parent_class)->finalize(object);
 }
 
