@@ -60,6 +60,23 @@ done
 for ex in two-host-a.conf two-host-b.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
         expect_file "$docdir/examples/$ex"
 done
+# The NetworkManager plugin (when built): the .name file names the installed service and auth
+# dialog, and tells secret agents that the dialog has an external UI mode.
+if [ -f "$build/plugins/networkmanager/nm-mpt-service.name" ]; then
+        name=$(find "$D" -name nm-mpt-service.name | head -n 1)
+        if [ -z "$name" ]; then
+                fail "nm-mpt-service.name is not installed"
+        else
+                for key in program auth-dialog; do
+                        v=$(sed -n "s/^$key=//p" "$name")
+                        case "$v" in
+                        /*) [ -x "$D$v" ] || fail "$key=$v (nm-mpt-service.name) is not installed" ;;
+                        *) fail "$key= of nm-mpt-service.name is not an absolute path: '$v'" ;;
+                        esac
+                done
+                grep -qx "supports-external-ui-mode=true" "$name" || fail "no external UI mode in $name"
+        fi
+fi
 [ "$failed" = 0 ] || { find "$D" >&2; exit 1; }
 
 # Nothing of the build tree leaks into what is installed.

@@ -7,9 +7,16 @@
 #
 #   import of a native profile, nmcli connection add with vpn.data, up (traffic over both paths,
 #   per-path counters at the peer), down (mptd, device and profile file gone), mptd killed
-#   (NetworkManager fails the connection, with the reason in its log), bad vpn.data (the
-#   plugin's message), import of a broken file (FILE:LINE), export and re-import (same vpn.data),
-#   NetworkManager's exit (mptd stopped).
+#   (NetworkManager fails the connection, with the reason in its log), bad vpn.data (nmcli
+#   connection up prints the plugin's message through its agent and nm-mpt-auth-dialog; without
+#   an agent it is in the log; nmcli connection export prints it), import of a broken file
+#   (FILE:LINE), export and re-import (same vpn.data), secrets (in secure mode: Key-flags=2 and
+#   Key-flags=1 brought up with nmcli --ask and the key on stdin, nothing stored; the failure
+#   without the key, with nmcli's agent and with none; KeyFile= needs no secret), the tunnel
+#   carrying the default route (ipv4.never-default no: a path with only LocalAddress= gets a host
+#   route from the service, a path with Interface= is bound to it; either way the peer hears the
+#   path on its own interface and `ip route get` shows where the remote goes), NetworkManager's
+#   exit (mptd stopped).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,11 +28,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$MESON_BUILD_ROOT
 SERVICE=$BUILD/plugins/networkmanager/service/nm-mpt-service
 PLUGIN=$BUILD/plugins/networkmanager/editor-plugin/libnm-vpn-plugin-mpt.so
+AUTH_DIALOG=$BUILD/plugins/networkmanager/auth-dialog/nm-mpt-auth-dialog
 
 [ -x /usr/sbin/NetworkManager ] || lab_skip "needs NetworkManager (network-manager)"
 command -v nmcli >/dev/null || lab_skip "needs nmcli"
 command -v dbus-daemon >/dev/null || lab_skip "needs dbus-daemon"
-[ -x "$SERVICE" ] && [ -f "$PLUGIN" ] || lab_die "plugin not built: $SERVICE $PLUGIN"
+[ -x "$SERVICE" ] && [ -f "$PLUGIN" ] && [ -x "$AUTH_DIALOG" ] || lab_die "plugin not built: $SERVICE $PLUGIN $AUTH_DIALOG"
 
 lab_init
 
@@ -111,6 +119,11 @@ supports-multiple-connections=true
 
 [libnm]
 plugin=$PLUGIN
+
+[GNOME]
+auth-dialog=$AUTH_DIALOG
+supports-external-ui-mode=true
+supports-hints=true
 EOF
         chmod 0644 "$d/nm-mpt-service.name"
 done
@@ -167,7 +180,8 @@ down_and_check() { # CONNECTION
         nmcli --wait 60 connection down "$1" >/dev/null || lab_die "nmcli connection down $1 failed"
         wait_until 20 proc_gone "$pid" || lab_die "mptd (pid $pid) still runs after down"
         wait_until 20 dev_gone || lab_die "device lab still exists after down"
-        [ ! -e "$LAB_DIR/run-a/lab.nm.conf" ] || lab_die "the private profile file is left behind"
+        # The service removes it once it has reaped mptd, which may be a moment after mptd is gone.
+        wait_until 20 test ! -e "$LAB_DIR/run-a/lab.nm.conf" || lab_die "the private profile file is left behind"
 }
 
 # ---- import a native profile ----
@@ -184,7 +198,8 @@ nmcli connection modify "$imported_uuid" ipv4.never-default yes ipv6.method igno
 if [ -n "$LAB_KEY" ]; then
         # The pre-shared key is a secret: in vpn.secrets, never in vpn.data.
         case "$data" in *Key*) lab_die "the key leaked into vpn.data: $data" ;; esac
-        [ "$(nmcli -s -g vpn.secrets connection show "$imported_uuid")" = "Key = $LAB_KEY" ] ||
+        has_key() { [ "$(nmcli -s -g vpn.secrets connection show "$1")" = "Key = $LAB_KEY" ]; }
+        wait_until 10 has_key "$imported_uuid" ||
                 lab_die "imported vpn.secrets: $(nmcli -s -g vpn.secrets connection show "$imported_uuid")"
 fi
 
@@ -261,8 +276,30 @@ if nmcli --wait 60 connection up mpt-bad >"$LAB_DIR/bad.out" 2>&1; then
         lab_die "a connection with a bad Remote= came up"
 fi
 lab_log "nmcli: $(cat "$LAB_DIR/bad.out")"
-grep -q "vpn.data: Path0.Remote: invalid Remote= 'not-an-ip': not an IPv4 or IPv6 address" "$LAB_DIR/nm.log" ||
-        lab_die "the plugin's message is not in NetworkManager's log"
+bad_msg="vpn.data: Path0.Remote: invalid Remote= 'not-an-ip': not an IPv4 or IPv6 address"
+# nmcli's secret agent ran the auth dialog, which printed the service's message.
+grep -q "^nm-mpt-auth-dialog: mpt-bad: $bad_msg" "$LAB_DIR/bad.out" || lab_die "nmcli does not show the plugin's message"
+grep -q "^Error: Connection activation failed" "$LAB_DIR/bad.out" || lab_die "nmcli does not say that it failed"
+grep -q "$bad_msg" "$LAB_DIR/nm.log" || lab_die "the plugin's message is not in NetworkManager's log"
+# Without an agent (activation straight over D-Bus): the message is in the log only, and
+# NetworkManager fails the connection for want of an agent to show it to.
+n_msgs=$(grep -c "nm-mpt-service.*$bad_msg" "$LAB_DIR/nm.log")
+gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
+        --method org.freedesktop.NetworkManager.ActivateConnection \
+        "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n 's/^mpt-bad://p')" / / >/dev/null ||
+        lab_die "ActivateConnection failed"
+wait_until 30 grep -q '"mpt-bad".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
+        lab_die "no failure: $(grep '"mpt-bad"' "$LAB_DIR/nm.log" | grep -v trace | tail -n 5)"
+more_msgs() { [ "$(grep -c "nm-mpt-service.*$bad_msg" "$LAB_DIR/nm.log")" -gt "$n_msgs" ]; }
+wait_until 20 more_msgs ||
+        lab_die "the service did not log the message again: $(grep -n "invalid Remote" "$LAB_DIR/nm.log")"
+wait_until 20 not_active mpt-bad || lab_die "mpt-bad is active"
+# nmcli connection export checks the connection as well.
+if out=$(nmcli connection export mpt-bad 2>&1); then
+        lab_die "a broken connection was exported: $out"
+fi
+lab_log "nmcli export: $out"
+case "$out" in *"$bad_msg"*) ;; *) lab_die "unexpected export error: $out" ;; esac
 
 # ---- import of a broken file ----
 step "broken import"
@@ -275,6 +312,134 @@ case "$out" in
 *"$LAB_DIR/broken.conf:7: invalid Weight= 'heavy': expected 0..10000"*) ;;
 *) lab_die "unexpected import error: $out" ;;
 esac
+
+# ---- secrets: the key from an agent (nmcli --ask runs the auth dialog), or from KeyFile= ----
+if [ -n "$LAB_KEY" ]; then
+        step "key not saved (Key-flags=2): nmcli --ask"
+        nmcli connection add type vpn con-name mpt-ask vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+                vpn.data "Name=lab, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4), Key-flags=2" \
+                >/dev/null || lab_die "nmcli connection add (not saved) failed"
+        ask_up() { # CONNECTION: up with nmcli --ask, the key on stdin
+                printf '%s\n' "$LAB_KEY" | nmcli --ask --wait 90 connection up "$1" >"$LAB_DIR/ask.out" 2>&1 ||
+                        lab_die "nmcli --ask connection up $1 failed: $(cat "$LAB_DIR/ask.out")"
+                lab_log "nmcli --ask: $(tr '\n' '|' < "$LAB_DIR/ask.out")"
+                grep -q "The mpt connection '$1' needs its pre-shared key" "$LAB_DIR/ask.out" ||
+                        lab_die "nmcli did not show the auth dialog's description"
+                grep -q "Pre-shared key (vpn.secrets.Key): " "$LAB_DIR/ask.out" || lab_die "nmcli did not prompt for the key"
+                wait_until 20 lab_exec a ping -c 1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null ||
+                        lab_die "no ping through the tunnel"
+        }
+        keyfile_of() { grep -l "^id=$1\$" "$T"/etc/system-connections/*; }
+        ask_up mpt-ask
+        [ -z "$(nmcli -s -g vpn.secrets connection show mpt-ask)" ] ||
+                lab_die "a not-saved key was stored: $(nmcli -s -g vpn.secrets connection show mpt-ask)"
+        ! grep -q "$LAB_KEY" "$(keyfile_of mpt-ask)" || lab_die "the not-saved key is in the keyfile"
+        down_and_check mpt-ask
+
+        step "agent-owned key (Key-flags=1): nmcli --ask"
+        nmcli connection modify mpt-ask vpn.data "$(vpn_data mpt-ask | sed 's/Key-flags = 2/Key-flags = 1/')" ||
+                lab_die "cannot set Key-flags=1"
+        case "$(vpn_data mpt-ask)" in *"Key-flags = 1"*) ;; *) lab_die "vpn.data: $(vpn_data mpt-ask)" ;; esac
+        ask_up mpt-ask
+        ! grep -q "$LAB_KEY" "$(keyfile_of mpt-ask)" || lab_die "the agent-owned key is in the keyfile"
+        down_and_check mpt-ask
+
+        step "no key from the agent"
+        if nmcli --wait 90 connection up mpt-ask </dev/null >"$LAB_DIR/nokey.out" 2>&1; then
+                lab_die "the connection came up without its key"
+        fi
+        lab_log "nmcli (no --ask): $(tr '\n' '|' < "$LAB_DIR/nokey.out")"
+        grep -q "The mpt connection 'mpt-ask' needs its pre-shared key" "$LAB_DIR/nokey.out" ||
+                lab_die "nmcli did not show why"
+        grep -q "Error: Connection activation failed: No valid secrets" "$LAB_DIR/nokey.out" ||
+                lab_die "unexpected reason"
+        wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
+        # No agent at all (activation straight over D-Bus): NetworkManager fails it the same way.
+        gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
+                --method org.freedesktop.NetworkManager.ActivateConnection \
+                "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n 's/^mpt-ask://p')" / / >/dev/null ||
+                lab_die "ActivateConnection failed"
+        wait_until 30 grep -q '"mpt-ask".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
+                lab_die "no failure for want of an agent: $(grep '"mpt-ask"' "$LAB_DIR/nm.log" | tail -n 5)"
+        wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
+
+        step "malformed stored key: nmcli --ask asks again"
+        nmcli connection modify mpt-ask vpn.data "$(vpn_data mpt-ask | sed 's/Key-flags = 1/Key-flags = 0/')" \
+                vpn.secrets "Key=not-a-key" || lab_die "cannot store a malformed key"
+        # nmcli puts the stored value in the prompt's line: erase it (Ctrl-U), as a user would.
+        printf '\025%s\n' "$LAB_KEY" | nmcli --ask --wait 90 connection up mpt-ask >"$LAB_DIR/ask.out" 2>&1 ||
+                lab_die "nmcli --ask connection up with a malformed key failed: $(cat "$LAB_DIR/ask.out")"
+        lab_log "nmcli --ask: $(tr '\n' '|' < "$LAB_DIR/ask.out")"
+        grep -q "^vpn.secrets: Key: invalid Key=" "$LAB_DIR/ask.out" ||
+                lab_die "nmcli did not say what is wrong with the key"
+        wait_until 20 lab_exec a ping -c 1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || lab_die "no ping through the tunnel"
+        down_and_check mpt-ask
+
+        step "KeyFile= (root-only file): no secret needed"
+        (umask 077 && printf '%s\n' "$LAB_KEY" > "$LAB_DIR/lab.key")
+        nmcli connection add type vpn con-name mpt-keyfile vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+                vpn.data "Name=lab, KeyFile=$LAB_DIR/lab.key, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4)" \
+                >/dev/null || lab_die "nmcli connection add (KeyFile=) failed"
+        up_and_ping mpt-keyfile
+        ! grep -q "Pre-shared key" "$LAB_DIR/up.out" || lab_die "asked for a key despite KeyFile=: $(cat "$LAB_DIR/up.out")"
+        down_and_check mpt-keyfile
+fi
+
+# ---- the tunnel carries the default route: every path stays on its own interface ----
+# Path 1's remote is reached only through a default route on pa1 (no subnet of pa1 covers it;
+# metric 90, so it beats the base connection's default). Once the VPN's default route (metric 50)
+# is there, the routing table alone would send path 1's packets into the tunnel.
+step "default route through the tunnel"
+a1=$(lab_path_addr a 1 4)
+r1=$(lab_path_addr b 1 4)
+lab_exec a ip addr del "$a1/24" dev pa1
+lab_exec a ip addr add "$a1/32" dev pa1
+lab_exec a ip route add default via "$r1" dev pa1 onlink metric 90
+route_dev() { # ip route get ARGS...: the device
+        lab_exec a ip -o route get "$@" | sed -n 's/.* dev \([^ ]*\).*/\1/p'
+}
+both_paths_carry() { # LABEL: iperf3 through the tunnel; the peer hears it on both paths
+        local b0 b1 e0 e1
+        b0=$(lab_json b "p['p0']['rx_packets']")
+        b1=$(lab_json b "p['p1']['rx_packets']")
+        lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2 >"$LAB_DIR/iperf.mbit"
+        e0=$(lab_json b "p['p0']['rx_packets']")
+        e1=$(lab_json b "p['p1']['rx_packets']")
+        lab_log "$1: $(cat "$LAB_DIR/iperf.mbit") Mbit/s; peer rx packets p0 +$((e0 - b0)), p1 +$((e1 - b1))"
+        [ $((e0 - b0)) -gt 100 ] && [ $((e1 - b1)) -gt 100 ] || lab_die "$1: traffic did not use both paths"
+        [ "$(lab_json a "t['paths'][1]['state']")" = up ] || lab_die "$1: path 1 is $(lab_json a "t['paths'][1]")"
+}
+# (1) A path without Interface= (LocalAddress= only): the service pins its remote with a host route.
+nmcli connection add type vpn con-name mpt-def vpn-type mpt ipv4.never-default no ipv6.method ignore \
+        vpn.data "Name=lab, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.LocalAddress=$a1, Path1.Remote=$r1" \
+        >/dev/null || lab_die "nmcli connection add (default route) failed"
+if [ -n "$LAB_KEY" ]; then
+        nmcli connection modify mpt-def vpn.secrets "Key=$LAB_KEY" || lab_die "cannot set the key"
+else
+        nmcli connection modify mpt-def +vpn.data "Mode=compat" || lab_die "cannot set Mode=compat"
+fi
+up_and_ping mpt-def
+[ "$(route_dev 192.0.2.1)" = lab ] || lab_die "the tunnel does not carry the default route: $(lab_exec a ip route)"
+[ "$(route_dev "$r1")" = pa1 ] ||
+        lab_die "path 1's remote is routed into the tunnel: $(lab_exec a ip -o route get "$r1"); $(lab_exec a ip route)"
+lab_exec a ip route show "$r1/32" | grep -q "via $r1 dev pa1 .*metric 50" ||
+        lab_die "no host route to $r1: $(lab_exec a ip route)"
+grep -q "path 'path1': host route to $r1 via $r1 dev pa1" "$LAB_DIR/nm.log" || lab_die "the service did not log the host route: $(grep -i "route\|started mptd" "$LAB_DIR/nm.log" | tail -n 5)"
+both_paths_carry "default route, unbound path 1"
+down_and_check mpt-def
+[ -z "$(lab_exec a ip route show "$r1/32")" ] || lab_die "the host route outlived the tunnel: $(lab_exec a ip route)"
+# (2) Paths with Interface= are bound to it (SO_BINDTODEVICE): no host route needed, although the
+# table alone now sends path 1's remote into the tunnel.
+nmcli connection modify mpt-add ipv4.never-default no
+up_and_ping mpt-add
+[ "$(route_dev "$r1")" = lab ] || lab_die "expected the table to route $r1 into the tunnel: $(lab_exec a ip route)"
+[ "$(route_dev "$r1" oif pa1)" = pa1 ] || lab_die "no route to $r1 through pa1: $(lab_exec a ip route)"
+both_paths_carry "default route, bound path 1"
+down_and_check mpt-add
+nmcli connection modify mpt-add ipv4.never-default yes
+lab_exec a ip route del default via "$r1" dev pa1 metric 90
+lab_exec a ip addr del "$a1/32" dev pa1
+lab_exec a ip addr add "$a1/24" dev pa1
 
 # ---- NetworkManager exits: the service stops mptd ----
 step "NetworkManager exits"

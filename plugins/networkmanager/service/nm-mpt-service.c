@@ -28,6 +28,7 @@
 #include "profile.h"
 
 #include "mpt-nm-profile.h"
+#include "nm-mpt-routes.h"
 
 #include <gio/gio.h>
 #include <glib-unix.h>
@@ -46,6 +47,7 @@ typedef struct MptService {
         guint notify_source;
         guint ready_timeout;
         gboolean ready;
+        GArray *host_routes; /* MptHostRoute we added, removed with the tunnel */
 } MptService;
 
 typedef struct MptServiceClass {
@@ -77,6 +79,58 @@ static void remove_profile_file(MptService *self) {
         }
 }
 
+static void remove_host_routes(MptService *self) {
+        char buf[MPT_ADDRESS_STRLEN];
+
+        for (guint i = 0; i < self->host_routes->len; i++) {
+                const MptHostRoute *r = &g_array_index(self->host_routes, MptHostRoute, i);
+                int k = mpt_host_route_del(r);
+                if (k < 0 && k != -ESRCH)
+                        g_warning("cannot remove the host route to %s: %s", address_to_string(&r->dst, buf),
+                                  g_strerror(-k));
+        }
+        g_array_set_size(self->host_routes, 0);
+}
+
+/* Before the tunnel may take the default route: a host route for the remote of every path that
+ * follows the routing table (no Interface=), through where it is reached now. The first path's
+ * remote is NetworkManager's VPN gateway, which it routes itself. See nm-mpt-routes.h. */
+static void add_host_routes(MptService *self) {
+        const MptProfile *p = self->profile;
+        char buf[MPT_ADDRESS_STRLEN], gw[MPT_ADDRESS_STRLEN], ifname[IF_NAMESIZE];
+
+        for (size_t i = 0; i < p->n_paths; i++) {
+                const MptPathConfig *c = &p->paths[i];
+                MptHostRoute r;
+                gboolean seen = address_equal(&c->remote, &p->paths[0].remote);
+                int k;
+
+                if (c->interface || seen)
+                        continue;
+                for (guint j = 0; j < self->host_routes->len && !seen; j++)
+                        seen = address_equal(&g_array_index(self->host_routes, MptHostRoute, j).dst, &c->remote);
+                if (seen)
+                        continue;
+                k = mpt_host_route_resolve(&c->remote, 0, &r);
+                if (k < 0) {
+                        g_message("path '%s': no route to %s now (%s); no host route", c->name,
+                                  address_to_string(&c->remote, buf), g_strerror(-k));
+                        continue;
+                }
+                k = mpt_host_route_add(&r);
+                if (k < 0) {
+                        g_message("path '%s': cannot add a host route to %s: %s", c->name,
+                                  address_to_string(&c->remote, buf), g_strerror(-k));
+                        continue;
+                }
+                g_message("path '%s': host route to %s%s%s dev %s, out of the tunnel", c->name,
+                          address_to_string(&r.dst, buf), r.gateway.family ? " via " : "",
+                          r.gateway.family ? address_to_string(&r.gateway, gw) : "",
+                          if_indextoname((unsigned) r.ifindex, ifname) ?: "?");
+                g_array_append_val(self->host_routes, r);
+        }
+}
+
 /* Stops mptd and waits for it (bounded); SIGKILL if it does not go. */
 static void stop_mptd(MptService *self) {
         int status;
@@ -103,6 +157,7 @@ static void stop_mptd(MptService *self) {
                 self->pid = 0;
         }
         remove_profile_file(self);
+        remove_host_routes(self);
         g_clear_pointer(&self->profile, mpt_nm_profile_free);
         self->ready = FALSE;
 }
@@ -359,6 +414,7 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
                 g_clear_pointer(&self->profile, mpt_nm_profile_free);
                 return FALSE;
         }
+        add_host_routes(self);
 
         self->notify_fd = notify_socket_open(notify_name, sizeof notify_name);
         if (self->notify_fd < 0) {
@@ -394,8 +450,39 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
         return TRUE;
 }
 
+/* NetworkManager reports a failed Connect to its clients only as a reason code ("The VPN service
+ * failed to start"); the message stays in its log. When the user's secret agent is there
+ * (NetworkManager calls ConnectInteractive only then), a problem of vpn.data goes to the agent as
+ * the message of a secrets request ("x-vpn-message:" hint): the agent runs nm-mpt-auth-dialog,
+ * which shows it (nmcli: on stderr; GNOME Shell: in its dialog) and asks for nothing, or for the
+ * key again when only the key is malformed. The answer comes back as NewSecrets. */
 static gboolean real_connect_interactive(NMVpnServicePlugin *plugin, NMConnection *connection, GVariant *details,
                                          GError **error) {
+        NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
+        g_autoptr(NMSettingVpn) data_only = NULL;
+        g_autoptr(GError) problem = NULL;
+        const char *none[] = { NULL }, *key[] = { MPT_NM_SECRET_KEY, NULL };
+
+        if (!s || mpt_nm_validate(s, &problem))
+                return real_connect(plugin, connection, error);
+        g_warning("%s", problem->message);
+        /* Only the key is wrong (malformed): the agent asks for it again. */
+        data_only = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(s)));
+        nm_setting_vpn_remove_secret(data_only, MPT_NM_SECRET_KEY);
+        nm_vpn_service_plugin_secrets_required(plugin, problem->message,
+                                               mpt_nm_validate(data_only, NULL) ? key : none);
+        return TRUE;
+}
+
+/* The agent's answer to the request above: with a usable key now, connect; else fail with the
+ * problem. */
+static gboolean real_new_secrets(NMVpnServicePlugin *plugin, NMConnection *connection, GError **error) {
+        NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
+
+        if (s && !mpt_nm_validate(s, error)) {
+                g_warning("%s", (*error)->message);
+                return FALSE;
+        }
         return real_connect(plugin, connection, error);
 }
 
@@ -431,6 +518,7 @@ static gboolean real_disconnect(NMVpnServicePlugin *plugin, GError **error) {
 
 static void mpt_service_init(MptService *self) {
         self->notify_fd = -1;
+        self->host_routes = g_array_new(FALSE, TRUE, sizeof(MptHostRoute));
 }
 
 static void mpt_service_dispose(GObject *object) {
@@ -438,12 +526,19 @@ static void mpt_service_dispose(GObject *object) {
         G_OBJECT_CLASS(mpt_service_parent_class)->dispose(object);
 }
 
+static void mpt_service_finalize(GObject *object) {
+        g_array_unref(((MptService *) object)->host_routes);
+        G_OBJECT_CLASS(mpt_service_parent_class)->finalize(object);
+}
+
 static void mpt_service_class_init(MptServiceClass *klass) {
         NMVpnServicePluginClass *pc = NM_VPN_SERVICE_PLUGIN_CLASS(klass);
 
         G_OBJECT_CLASS(klass)->dispose = mpt_service_dispose;
+        G_OBJECT_CLASS(klass)->finalize = mpt_service_finalize;
         pc->connect = real_connect;
         pc->connect_interactive = real_connect_interactive;
+        pc->new_secrets = real_new_secrets;
         pc->need_secrets = real_need_secrets;
         pc->disconnect = real_disconnect;
 }
