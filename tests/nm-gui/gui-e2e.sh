@@ -33,6 +33,17 @@ for f in "$factory" "$editor_gtk3" "$editor_gtk4"; do
 done
 
 atspi() { /usr/bin/python3 "$here/atspi.py" "$@"; }
+# shellcheck source=../lib/sanitizer-host.sh
+. "$here/../lib/sanitizer-host.sh"
+# The host programs load our (in the sanitized build: ASan-built) editor and factory.
+HOST_ENV=$(sanitizer_host_env "$factory")
+if [ -n "$HOST_ENV" ]; then
+        # shellcheck disable=SC2086 # lists of assignments
+        nmcli() { env $HOST_ENV nmcli "$@"; }
+        HOST_RUN="env $HOST_ENV"
+else
+        HOST_RUN=
+fi
 # Waits (generously) until the accessible exists, then prints its centre.
 where() {
         local cmd=find out
@@ -75,11 +86,13 @@ case $before in *"Path1.Weight"*) gui_fail "unexpected Path1.Weight before the e
 
 if [ "$variant" = gtk3 ]; then
         save="Save"
-        nm-connection-editor --edit="$uuid" > "$T/host.log" 2>&1 &
+        # shellcheck disable=SC2086 # HOST_RUN: nothing, or env with assignments
+        $HOST_RUN nm-connection-editor --edit="$uuid" > "$T/host.log" 2>&1 &
         GUI_PIDS="$GUI_PIDS $!"
 else
         save="~Apply"
-        XDG_CURRENT_DESKTOP=GNOME GSK_RENDERER=cairo gnome-control-center -v network > "$T/host.log" 2>&1 &
+        # shellcheck disable=SC2086
+        XDG_CURRENT_DESKTOP=GNOME GSK_RENDERER=cairo $HOST_RUN gnome-control-center -v network > "$T/host.log" 2>&1 &
         GUI_PIDS="$GUI_PIDS $!"
         where "mpt-gui" "label" > /dev/null
         gui_shot "$variant-0-panel"
