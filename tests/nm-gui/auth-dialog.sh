@@ -39,26 +39,10 @@ uuid=6b0a3f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b
 key1='Q2EktAd90SlpWRIo/6j2x0hnQE/FE9Gt7jppG+Skv3U='
 key2=$(printf '%s' 'mpt auth dialog test, second key' | base64)
 
-atspi() { /usr/bin/python3 "$here/atspi.py" "$@"; }
-where() {
-        local cmd=find
-        case $1 in find-*) cmd=$1; shift ;; esac
-        gui_wait 120 atspi "$cmd" "$app" "$@" || { atspi dump "$app" > "$ARTIFACTS/atspi-dump.txt" 2>&1 || :;
-                                                 gui_shot "failed"; gui_fail "no accessible '$*' ($cmd)"; }
-        atspi "$cmd" "$app" "$@"
-}
-click() {
-        local xy
-        xy=$(where "$@")
-        # shellcheck disable=SC2086
-        xdotool mousemove $xy click 1
-}
-# Types into the key entry as a user does: click into it, select all, type.
-type_key() {
-        click "Pre-shared key" "password text"
-        xdotool key --delay 50 ctrl+a
-        xdotool type --delay 40 "$1"
-}
+atspi() { gui_atspi "$@"; }
+where() { gui_where "$app" "$@"; }
+click() { gui_click "$app" "$@"; }
+type_key() { gui_retype "$app" "$1" "Pre-shared key" "password text"; }
 
 # The connection as the agents write it (nm-applet's connection_to_data, GNOME Shell's
 # _writeConnection): every data item, then every secret, then DONE and an empty line.
