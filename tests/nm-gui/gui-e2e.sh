@@ -32,7 +32,10 @@ for f in "$factory" "$editor_gtk3" "$editor_gtk4"; do
         [ -f "$f" ] || gui_fail "missing $f"
 done
 
-atspi() { /usr/bin/python3 "$here/atspi.py" "$@"; }
+atspi() { gui_atspi "$@"; }
+where() { gui_where "$host" "$@"; }
+click() { gui_click "$host" "$@"; }
+retype() { gui_retype "$host" "$2" "$1"; }
 # shellcheck source=../lib/sanitizer-host.sh
 . "$here/../lib/sanitizer-host.sh"
 # The host programs load our (in the sanitized build: ASan-built) editor and factory.
@@ -44,27 +47,6 @@ if [ -n "$HOST_ENV" ]; then
 else
         HOST_RUN=
 fi
-# Waits (generously) until the accessible exists, then prints its centre.
-where() {
-        local cmd=find out
-        case $1 in find-*) cmd=$1; shift ;; esac
-        gui_wait 120 atspi "$cmd" "$host" "$@" || { atspi dump "$host" > "$ARTIFACTS/atspi-dump.txt" 2>&1 || :;
-                                                  gui_shot "$variant-failed"; gui_fail "no accessible '$*' ($cmd)"; }
-        atspi "$cmd" "$host" "$@"
-}
-click() {
-        local xy
-        xy=$(where "$@")
-        # shellcheck disable=SC2086
-        xdotool mousemove $xy click 1
-}
-# Replaces the text of an entry the way a user does: click into it, select all, type.
-retype() {
-        local name=$1 text=$2
-        click "$name"
-        xdotool key --delay 50 ctrl+a
-        xdotool type --delay 60 "$text"
-}
 vpn_data() { nmcli -g vpn.data connection show mpt-gui; }
 data_is() { [ "$(vpn_data)" = "$1" ]; }
 

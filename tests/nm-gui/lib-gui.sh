@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
 #
 # Harness of the GUI tests (sourced by gui-e2e.sh): a real NetworkManager in a network namespace
 # of its own on a private system bus, the mpt plugin files of the build tree, a private Xvfb with a
@@ -7,6 +8,10 @@
 # the test created and $T are removed even on failure. See /work/shared/notes/integration-harness.md.
 
 set -eu
+
+GUI_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/nm-lab.sh
+. "$GUI_HERE/../lib/nm-lab.sh"
 
 gui_log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 gui_fail() { gui_log "FAIL: $*"; exit 1; }
@@ -103,56 +108,11 @@ gui_install_plugin() {
         local factory=$1 gtk3=$2 gtk4=$3 service=$4
         cp "$factory" "$gtk3" "$gtk4" "$T/plugins/"
         chmod 0644 "$T/plugins/"*
-        for d in "$T/vpn-user" "$T/etc/VPN"; do
-                cat > "$d/nm-mpt-service.name" <<EOF
-[VPN Connection]
-name=mpt
-service=org.freedesktop.NetworkManager.mpt
-program=$service
-supports-multiple-connections=true
-
-[libnm]
-plugin=$T/plugins/${factory##*/}
-EOF
-                chmod 0644 "$d/nm-mpt-service.name"
-        done
+        nm_lab_files "$T" 'mpt*' level=INFO "$service" "$T/plugins/${factory##*/}"
         export NM_VPN_PLUGIN_DIR="$T/vpn-user"
 }
 
 gui_start_nm() {
-        cat > "$T/etc/NetworkManager.conf" <<'EOF'
-[main]
-plugins=keyfile
-auth-polkit=false
-dns=none
-rc-manager=unmanaged
-systemd-resolved=false
-hostname-mode=none
-no-auto-default=*
-dhcp=internal
-
-[keyfile]
-path=/etc/NetworkManager/system-connections
-unmanaged-devices=*,except:interface-name:mpt*
-
-[connectivity]
-enabled=false
-
-[logging]
-level=INFO
-EOF
-        cat > "$T/nm-in-ns.sh" <<'EOF'
-#!/bin/sh
-set -e
-mount --bind "$T/etc" /etc/NetworkManager
-mount --bind "$T/run" /run/NetworkManager
-mount --bind "$T/lib" /var/lib/NetworkManager
-mount -o remount,bind,ro /sys
-mount --bind "$T/dbusrun" /run/dbus
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket
-exec /usr/sbin/NetworkManager --debug --system-config-dir="$T/sysconf.d"
-EOF
-        chmod +x "$T/nm-in-ns.sh"
         for d in /run/NetworkManager /etc/NetworkManager /var/lib/NetworkManager; do
                 if [ ! -d "$d" ]; then
                         mkdir -p "$d"
@@ -161,7 +121,7 @@ EOF
         done
         ip netns add "$GUI_NS"
         ip -n "$GUI_NS" link set lo up
-        ip netns exec "$GUI_NS" "$T/nm-in-ns.sh" > "$T/nm.log" 2>&1 &
+        ip netns exec "$GUI_NS" "$GUI_HERE/../nm/nm-in-ns.sh" > "$T/nm.log" 2>&1 &
         GUI_PIDS="$GUI_PIDS $!"
         gui_wait 120 nmcli -t -f RUNNING general || gui_fail "NetworkManager did not start"
 }
@@ -191,4 +151,34 @@ gui_start_display() {
 gui_shot() {
         import -window root "$ARTIFACTS/$1.png" 2>/dev/null || gui_log "screenshot $1 failed"
         gui_log "screenshot: $ARTIFACTS/$1.png"
+}
+
+# AT-SPI queries (atspi.py) and real X input at the places they report, in application APP. On
+# failure the tree goes to $ARTIFACTS/atspi-dump.txt and the screen to failed.png.
+gui_atspi() { /usr/bin/python3 "$GUI_HERE/atspi.py" "$@"; }
+# gui_where APP [find-sensitive|find-insensitive] NAME [ROLE] [--in NAME]: waits (generously)
+# until the accessible exists (and is (in)sensitive), then prints its centre "X Y".
+gui_where() {
+        local app=$1 cmd=find
+        shift
+        case $1 in find-*) cmd=$1; shift ;; esac
+        gui_wait 120 gui_atspi "$cmd" "$app" "$@" || { gui_atspi dump "$app" > "$ARTIFACTS/atspi-dump.txt" 2>&1 || :;
+                                                     gui_shot failed; gui_fail "no accessible '$*' ($cmd)"; }
+        gui_atspi "$cmd" "$app" "$@"
+}
+# gui_click APP [find-...] NAME [ROLE] [--in NAME]
+gui_click() {
+        local xy
+        xy=$(gui_where "$@")
+        # shellcheck disable=SC2086
+        xdotool mousemove $xy click 1
+}
+# gui_retype APP TEXT NAME [ROLE]: replaces the text of an entry the way a user does: click into
+# it, select all, type.
+gui_retype() {
+        local app=$1 text=$2
+        shift 2
+        gui_click "$app" "$@"
+        xdotool key --delay 50 ctrl+a
+        xdotool type --delay 60 "$text"
 }

@@ -23,6 +23,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/netns.sh"
 # shellcheck source=../lib/private-bus.sh
 . "$here/../lib/private-bus.sh"
+# shellcheck source=../lib/nm-lab.sh
+. "$here/../lib/nm-lab.sh"
 
 : "${MESON_BUILD_ROOT:?run through meson test}"
 BUILD=$MESON_BUILD_ROOT
@@ -96,46 +98,7 @@ for _ in $(seq 100); do [ -S "$T/dbusrun/system_bus_socket" ] && break; sleep 0.
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/dbusrun/system_bus_socket
 export NM_VPN_PLUGIN_DIR=$T/vpn-user
 
-cat > "$T/etc/NetworkManager.conf" <<EOF
-[main]
-plugins=keyfile
-auth-polkit=false
-dns=none
-rc-manager=unmanaged
-systemd-resolved=false
-hostname-mode=none
-no-auto-default=*
-dhcp=internal
-
-[keyfile]
-path=/etc/NetworkManager/system-connections
-unmanaged-devices=*,except:interface-name:pa0
-
-[connectivity]
-enabled=false
-
-[logging]
-level=DEBUG
-domains=ALL,VPN_PLUGIN:TRACE,VPN:TRACE
-EOF
-for d in "$T/etc/VPN" "$T/vpn-user"; do
-        cat > "$d/nm-mpt-service.name" <<EOF
-[VPN Connection]
-name=mpt
-service=org.freedesktop.NetworkManager.mpt
-program=$SERVICE
-supports-multiple-connections=true
-
-[libnm]
-plugin=$PLUGIN
-
-[GNOME]
-auth-dialog=$AUTH_DIALOG
-supports-external-ui-mode=true
-supports-hints=true
-EOF
-        chmod 0644 "$d/nm-mpt-service.name"
-done
+nm_lab_files "$T" pa0 $'level=DEBUG\ndomains=ALL,VPN_PLUGIN:TRACE,VPN:TRACE' "$SERVICE" "$PLUGIN" "$AUTH_DIALOG"
 # libnm refuses plugin files that others may write.
 chmod go-w "$SERVICE" "$PLUGIN"
 

@@ -12,8 +12,12 @@
  *   ([VPN Plugin UI] Version/Title/Description, then one group per secret with Value, Label,
  *   IsSecret, ShouldAsk) and exit. nmcli prints the Description and prompts for every secret with
  *   ShouldAsk=true; GNOME Shell shows a dialog.
- * Otherwise: we ask (a GTK dialog when built with GTK and -i is given), print "Key\nVALUE\n\n\n"
- *   and wait for QUIT. Without -i the stored key, if any, is returned as is.
+ * Otherwise: we ask (a GTK dialog when built with GTK and -i is given; Connect only with a key of
+ *   the right form), print "Key\nVALUE\n\n\n" and wait for QUIT. Cancel: exit status 1 and no
+ *   output (the agent reports the request as canceled). Without -i the stored key, if any, is
+ *   returned as is.
+ * -r (the key was refused) and a hint "Key" (the service asks for it) ask even when a key was
+ *   given; a hint "x-vpn-message:TEXT" is the service's message, shown instead of ours.
  *
  * The key is needed in secure mode (the default) unless KeyFile= names a file; Key-flags 4 (not
  * required) also means no prompt. When vpn.data itself is broken no key helps: the problems go to
@@ -109,39 +113,80 @@ static void wait_for_quit(void) {
 }
 
 #ifdef MPT_AUTH_DIALOG_GTK
+typedef struct Dialog {
+        const Request *request;
+        GtkWidget *dialog, *entry, *problem;
+} Dialog;
+
+/* The key as it will be returned: without the blanks a paste may bring along. */
+static char *entry_key(GtkWidget *entry) {
+        return g_strstrip(g_strdup(gtk_entry_get_text(GTK_ENTRY(entry))));
+}
+
+/* Connect only with a key of the right form; what is wrong with it is shown under the entry. */
+static void on_key_changed(GtkEditable *editable, gpointer data) {
+        Dialog *d = data;
+        g_autoptr(NMSettingVpn) copy = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(d->request->setting)));
+        g_autoptr(GError) error = NULL;
+        char *key = entry_key(GTK_WIDGET(editable));
+        gboolean ok = FALSE;
+
+        if (*key) {
+                nm_setting_vpn_add_secret(copy, MPT_NM_SECRET_KEY, key);
+                ok = mpt_nm_validate(copy, &error);
+        }
+        explicit_bzero(key, strlen(key));
+        g_free(key);
+        gtk_label_set_text(GTK_LABEL(d->problem), error ? error->message : "");
+        gtk_widget_set_visible(d->problem, error != NULL);
+        gtk_dialog_set_response_sensitive(GTK_DIALOG(d->dialog), GTK_RESPONSE_OK, ok);
+}
+
 static char *ask_gtk(const Request *r, gboolean retry) {
-        GtkWidget *dialog, *area, *label, *entry;
+        GtkWidget *area, *label;
         g_autofree char *desc = description(r);
         g_autofree char *title = g_strdup_printf("Authenticate VPN %s", r->name);
+        Dialog d = { .request = r };
         char *key = NULL;
 
-        dialog = gtk_dialog_new_with_buttons(title, NULL, GTK_DIALOG_MODAL, "_Cancel", GTK_RESPONSE_CANCEL,
-                                             "C_onnect", GTK_RESPONSE_OK, NULL);
-        gtk_dialog_set_default_response(GTK_DIALOG(dialog), GTK_RESPONSE_OK);
-        area = gtk_dialog_get_content_area(GTK_DIALOG(dialog));
+        d.dialog = gtk_dialog_new_with_buttons(title, NULL, GTK_DIALOG_MODAL, "_Cancel", GTK_RESPONSE_CANCEL,
+                                               "C_onnect", GTK_RESPONSE_OK, NULL);
+        gtk_dialog_set_default_response(GTK_DIALOG(d.dialog), GTK_RESPONSE_OK);
+        area = gtk_dialog_get_content_area(GTK_DIALOG(d.dialog));
         gtk_container_set_border_width(GTK_CONTAINER(area), 12);
         gtk_box_set_spacing(GTK_BOX(area), 6);
-        label = gtk_label_new(retry ? "The key was not accepted; enter it again." : desc);
+        /* Asked again: the service's message says why, if it sent one. */
+        label = gtk_label_new(retry && !r->message ? "The key was not accepted; enter it again." : desc);
         gtk_label_set_line_wrap(GTK_LABEL(label), TRUE);
         gtk_label_set_max_width_chars(GTK_LABEL(label), 60);
         gtk_box_pack_start(GTK_BOX(area), label, FALSE, FALSE, 0);
-        entry = gtk_entry_new();
-        gtk_entry_set_visibility(GTK_ENTRY(entry), FALSE);
-        gtk_entry_set_activates_default(GTK_ENTRY(entry), TRUE);
-        gtk_entry_set_placeholder_text(GTK_ENTRY(entry), KEY_LABEL);
+        d.entry = gtk_entry_new();
+        gtk_entry_set_visibility(GTK_ENTRY(d.entry), FALSE);
+        gtk_entry_set_activates_default(GTK_ENTRY(d.entry), TRUE);
+        gtk_entry_set_placeholder_text(GTK_ENTRY(d.entry), KEY_LABEL);
+        atk_object_set_name(gtk_widget_get_accessible(d.entry), KEY_LABEL);
+        gtk_box_pack_start(GTK_BOX(area), d.entry, FALSE, FALSE, 0);
+        d.problem = gtk_label_new(NULL);
+        gtk_label_set_line_wrap(GTK_LABEL(d.problem), TRUE);
+        gtk_label_set_max_width_chars(GTK_LABEL(d.problem), 60);
+        gtk_box_pack_start(GTK_BOX(area), d.problem, FALSE, FALSE, 0);
+        g_signal_connect(d.entry, "changed", G_CALLBACK(on_key_changed), &d);
+        gtk_widget_show_all(d.dialog);
         if (r->existing)
-                gtk_entry_set_text(GTK_ENTRY(entry), r->existing);
-        gtk_box_pack_start(GTK_BOX(area), entry, FALSE, FALSE, 0);
-        gtk_widget_show_all(dialog);
-        if (gtk_dialog_run(GTK_DIALOG(dialog)) == GTK_RESPONSE_OK)
-                key = g_strdup(gtk_entry_get_text(GTK_ENTRY(entry)));
-        gtk_widget_destroy(dialog);
+                gtk_entry_set_text(GTK_ENTRY(d.entry), r->existing);
+        on_key_changed(GTK_EDITABLE(d.entry), &d);
+        if (gtk_dialog_run(GTK_DIALOG(d.dialog)) == GTK_RESPONSE_OK)
+                key = entry_key(d.entry);
+        /* Not left in the entry's buffer. */
+        gtk_entry_set_text(GTK_ENTRY(d.entry), "");
+        gtk_widget_destroy(d.dialog);
         return key;
 }
 #endif
 
 static int classic(const Request *r, gboolean should_ask, gboolean retry) {
         g_autofree char *key = NULL;
+        gboolean ok;
 
         if (r->problems)
                 return 1;
@@ -159,13 +204,16 @@ static int classic(const Request *r, gboolean should_ask, gboolean retry) {
                         return 1;
         } else if (r->existing)
                 key = g_strdup(r->existing);
+        /* KEY\nVALUE\n pairs, then an empty line; agents such as GNOME Shell send QUIT once they
+         * have read two empty lines, nm-applet has sent it already. */
         if (key && *key)
                 printf("%s\n%s\n", MPT_NM_SECRET_KEY, key);
         printf("\n\n");
-        if (fflush(stdout) != 0)
-                return 1;
+        ok = fflush(stdout) == 0;
         if (key)
                 explicit_bzero(key, strlen(key));
+        if (!ok)
+                return 1;
         wait_for_quit();
         return 0;
 }
@@ -236,9 +284,12 @@ int main(int argc, char **argv) {
         }
         r.need_key = !r.problems && needs_key(s, data);
         r.message = key_message;
-        for (char **h = hints; h && *h; h++)
+        for (char **h = hints; h && *h; h++) {
                 if (g_str_has_prefix(*h, VPN_MESSAGE_HINT))
                         r.message = *h + strlen(VPN_MESSAGE_HINT);
+                else if (g_str_equal(*h, MPT_NM_SECRET_KEY))
+                        reprompt = TRUE; /* the service asks for the key (again) */
+        }
         for (char **p = r.problems; p && *p; p++)
                 g_printerr("nm-mpt-auth-dialog: %s: %s\n", name, *p);
 
