@@ -36,17 +36,6 @@ atspi() { gui_atspi "$@"; }
 where() { gui_where "$host" "$@"; }
 click() { gui_click "$host" "$@"; }
 retype() { gui_retype "$host" "$2" "$1"; }
-# shellcheck source=../lib/sanitizer-host.sh
-. "$here/../lib/sanitizer-host.sh"
-# The host programs load our (in the sanitized build: ASan-built) editor and factory.
-HOST_ENV=$(sanitizer_host_env "$factory")
-if [ -n "$HOST_ENV" ]; then
-        # shellcheck disable=SC2086 # lists of assignments
-        nmcli() { env $HOST_ENV nmcli "$@"; }
-        HOST_RUN="env $HOST_ENV"
-else
-        HOST_RUN=
-fi
 vpn_data() { nmcli -g vpn.data connection show mpt-gui; }
 data_is() { [ "$(vpn_data)" = "$1" ]; }
 
@@ -68,13 +57,11 @@ case $before in *"Path1.Weight"*) gui_fail "unexpected Path1.Weight before the e
 
 if [ "$variant" = gtk3 ]; then
         save="Save"
-        # shellcheck disable=SC2086 # HOST_RUN: nothing, or env with assignments
-        $HOST_RUN nm-connection-editor --edit="$uuid" > "$T/host.log" 2>&1 &
+        nm-connection-editor --edit="$uuid" > "$T/host.log" 2>&1 &
         GUI_PIDS="$GUI_PIDS $!"
 else
         save="~Apply"
-        # shellcheck disable=SC2086
-        XDG_CURRENT_DESKTOP=GNOME GSK_RENDERER=cairo $HOST_RUN gnome-control-center -v network > "$T/host.log" 2>&1 &
+        XDG_CURRENT_DESKTOP=GNOME GSK_RENDERER=cairo gnome-control-center -v network > "$T/host.log" 2>&1 &
         GUI_PIDS="$GUI_PIDS $!"
         where "mpt-gui" "label" > /dev/null
         gui_shot "$variant-0-panel"

@@ -36,15 +36,6 @@ AUTH_DIALOG=$BUILD/plugins/networkmanager/auth-dialog/nm-mpt-auth-dialog
 command -v nmcli >/dev/null || lab_skip "needs nmcli"
 command -v dbus-daemon >/dev/null || lab_skip "needs dbus-daemon"
 [ -x "$SERVICE" ] && [ -f "$PLUGIN" ] && [ -x "$AUTH_DIALOG" ] || lab_die "plugin not built: $SERVICE $PLUGIN $AUTH_DIALOG"
-# shellcheck source=../lib/sanitizer-host.sh
-. "$here/../lib/sanitizer-host.sh"
-# nmcli loads the factory plugin (import, export, the auth dialog's hints): in the sanitized
-# build it needs the ASan runtime preloaded.
-NMCLI_ENV=$(sanitizer_host_env "$PLUGIN")
-if [ -n "$NMCLI_ENV" ]; then
-        # shellcheck disable=SC2086 # NMCLI_ENV is a list of assignments
-        nmcli() { env $NMCLI_ENV nmcli "$@"; }
-fi
 
 lab_init
 
