@@ -588,8 +588,8 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         if (t->secure)
                 cipher = reserve_counters(w, n, next);
         /* A path's datagrams go out as soon as its last segment of the window is ready: in secure
-         * mode the other end decrypts one path's datagrams while this one still seals the next
-         * path's (with both on two cores, that overlap is most of the difference). */
+         * mode the other end can decrypt one path's datagrams while this one still seals the next
+         * path's. */
         for (int i = n - 1; i >= 0; i--) {
                 uint64_t bit = UINT64_C(1) << w->seg_path[i];
                 last[i] = !(pending & bit);
