@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 #include <linux/udp.h>
@@ -152,6 +153,25 @@ static const char *bind_hint(int r) {
         }
 }
 
+/* The kernel picks one socket of a SO_REUSEPORT group by a hash of the sender's address and
+ * port. A path is one UDP flow, so that hash puts it on one worker for good, and with a few paths
+ * chance may put most of them on the same worker (in a lab: always the same). Instead each path's
+ * group hands its datagrams to worker (path index mod workers): the paths' receive work (the
+ * AEAD in secure mode above all) is spread evenly. Each group is one path's (a group that paths
+ * share goes to the first path's worker); the sockets' order in the group is the workers' order
+ * (bound one after the other above). Without this (an old kernel): the hash, as before. */
+static void steer_path(Path *p, const int *fds) {
+        struct sock_filter code[] = {
+                BPF_STMT(BPF_RET | BPF_K, p->index % p->tunnel->n_workers),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
+
+        if (p->tunnel->n_workers < 2)
+                return;
+        if (setsockopt(fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) < 0)
+                log_path_full(LOG_DEBUG, errno, p, "Cannot steer the path's datagrams to one worker, leaving it to the kernel: %m");
+}
+
 static int bind_path(Path *p, const MptAddress *local, bool startup) {
         Tunnel *t = p->tunnel;
         char buf[MPT_ADDRESS_STRLEN];
@@ -213,6 +233,7 @@ static int bind_path(Path *p, const MptAddress *local, bool startup) {
                 }
                 fds[w] = r;
         }
+        steer_path(p, fds);
         p->fds = fds;
         p->local = *local;
         log_path_info(p, "Bound %s%s%s, sending to %s.", sockaddr_to_string(&sa, buf),

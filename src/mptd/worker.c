@@ -547,11 +547,35 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
         }
 }
 
+/* Secure mode, once per window of segments: the cipher, and for every path that sends some of
+ * them as many counters as it needs, reserved at once (*next[p]; UINT64_MAX: the path's counters
+ * are exhausted, its segments are dropped). */
+static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PATHS_MAX]) {
+        Tunnel *t = w->tunnel;
+        uint64_t used = 0;
+
+        static_assert(MPT_PATHS_MAX <= 64, "a path is one bit of a uint64_t");
+        for (int i = 0; i < n; i++) {
+                unsigned p = w->seg_path[i], k = 0;
+                if (used & UINT64_C(1) << p)
+                        continue;
+                used |= UINT64_C(1) << p;
+                for (int j = i; j < n; j++)
+                        k += w->seg_path[j] == p;
+                if (mpt_secure_reserve(&t->tx_counter[p], k, &next[p]) < 0)
+                        next[p] = UINT64_MAX;
+        }
+        return tunnel_tx_cipher(t);
+}
+
 /* Numbers w->segs[0..n), assigns them to paths and sends them; tx_lock is held. */
 static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow) {
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
         size_t crypt_used = 0;
+        uint64_t next[MPT_PATHS_MAX], pending = 0;
+        bool last[OFFLOAD_SEGMENTS_MAX];
+        MptCipher cipher = _MPT_CIPHER_INVALID;
 
         if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
@@ -561,6 +585,16 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         else
                 sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? dataplane_options.run : 1,
                                   (size_t) n, w->seg_path);
+        if (t->secure)
+                cipher = reserve_counters(w, n, next);
+        /* A path's datagrams go out as soon as its last segment of the window is ready: in secure
+         * mode the other end can decrypt one path's datagrams while this one still seals the next
+         * path's. */
+        for (int i = n - 1; i >= 0; i--) {
+                uint64_t bit = UINT64_C(1) << w->seg_path[i];
+                last[i] = !(pending & bit);
+                pending |= bit;
+        }
         for (int i = 0; i < n; i++) {
                 OffloadSegment *sg = &w->segs[i];
                 unsigned p = w->seg_path[i];
@@ -587,26 +621,25 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                 memmove(start, sg->headers - hl, front);
                                 m = start;
                         }
-                        dl = tunnel_seal_from(t, p, d, m, front + sg->payload_len);
-                        if (dl == 0) {
+                        if (next[p] == UINT64_MAX)
                                 COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
-                                continue;
+                        else {
+                                dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
+                                                          t->aes ? MPT_SECURE_FLAG_AES : 0, (uint16_t) p, next[p]++);
+                                crypt_used += dl;
+                                iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
+                                iov[1] = (struct iovec) {};
+                                w->path_segs[p]++;
                         }
-                        crypt_used += dl;
-                        iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
-                        iov[1] = (struct iovec) {};
                 } else {
                         iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
                         iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+                        w->path_segs[p]++;
                 }
-                w->path_segs[p]++;
-        }
-        for (int i = 0; i < n; i++) {
-                unsigned p = w->seg_path[i];
-                if (w->path_segs[p] == 0)
-                        continue; /* sent already */
-                send_path(w, s, p, &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX], w->path_segs[p]);
-                w->path_segs[p] = 0;
+                if (last[i] && w->path_segs[p] > 0) {
+                        send_path(w, s, p, &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX], w->path_segs[p]);
+                        w->path_segs[p] = 0;
+                }
         }
 }
 

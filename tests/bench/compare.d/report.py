@@ -364,6 +364,17 @@ if "scaling" in selected:
                 print("     %3d  %-40s %8s  %8s  %-14s %s/%d" % (n, label(ct)[:40], fmt(med(xs) and med(xs) / 1000, "%.2f"),
                                                            fmt(v), g, fmt(used, "%.0f"), n))
                 pts.setdefault(ct, []).append((n, med(xs), xs))
+        # Secure mode (the default contender "mpt") against each compat-mode contender, N by N:
+        # the two ran back to back in every repetition (issue 5: >= 0.6 over 4 paths).
+        compat = [ct for ct in MPT_IDS if ct != "mpt" and "Mode=compat" in label(ct)]
+        for cct in compat:
+            print()
+            print("     secure vs %s (median of per-repetition ratios; the single ratios):" % label(cct))
+            for n in ns:
+                rs = ratios(scale, lambda c: mbit(c[("mpt", n)]) / mbit(c[(cct, n)]))
+                g = ">= 0.60 %s" % verdict(med(rs), 0.60) if n == 4 else ""
+                print("     %3d  %-40s %8s  %-14s %s" % (n, "secure / compat", fmt(med(rs)), g,
+                                                       " ".join("%.2f" % x for x in rs)))
         for rep in sorted(scale):
             for (ct, n), r in scale[rep].items():
                 if "fail" in r:
