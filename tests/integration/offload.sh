@@ -9,7 +9,8 @@
 #     reorder buffer's business, tested elsewhere; a late packet on a busy machine is no error);
 #   - TCP with an 88-byte MSS (iperf3 -M): super-packets of many small segments; the transfer
 #     completes (packets of more segments than mptd makes at once are tested in test-offload);
-#   - nothing is dropped as tun-malformed at a, nothing by b's reorder buffer as late.
+#   - nothing is dropped as tun-malformed at a; a missing datagram (at most 1 %) must have been
+#     counted by b's reorder buffer as late or stale (it arrived after ReorderMaxDelay).
 # In the -plain variant (no offloads) the kernel splits the super-packets itself; the same holds.
 
 set -eu
@@ -83,8 +84,29 @@ wait "$rx_pid" || true
 sent=$(sed -n 's/^sent //p' "$LAB_DIR/udp-tx.txt")
 got=$(sed -n 's/^got \(.*\) bad.*/\1/p' "$LAB_DIR/udp-rx.txt")
 it_note "UDP GSO: sent $sent; received $(cat "$LAB_DIR/udp-rx.txt")"
-[ -n "$sent" ] && [ "$got" = "$sent" ] ||
+it_snap b udp
+# A datagram may be missing only when it did arrive at b, but after the reorder bound (counted as
+# late or stale there): on a loaded machine a worker can be off the CPU for longer than
+# ReorderMaxDelay. Anything else missing is a loss.
+python3 - "$LAB_DIR/snap-b-before.json" "$LAB_DIR/snap-b-udp.json" "$sent" "$got" \
+        >"$LAB_DIR/udp-missing.txt" <<'EOF'
+import json, sys
+a, b = (json.load(open(f))[0]["reorder"] for f in sys.argv[1:3])
+count = lambda s: sum(int(kv.split(":")[1]) for kv in s.split())
+sent, got = count(sys.argv[3]), count(sys.argv[4])
+late = sum(int(b[k]) - int(a[k]) for k in ("late", "stale"))
+print(sent - got, late, sent)
+EOF
+read -r missing late total <"$LAB_DIR/udp-missing.txt"
+if [ -z "$sent" ] || [ -z "$missing" ]; then
         it_soft_fail "UDP GSO: sent '$sent' but received '$got'"
+elif [ "$missing" -gt 0 ]; then
+        if [ "$missing" -le "$late" ] && [ $((missing * 100)) -le "$total" ]; then
+                it_note "UDP GSO: $missing of $total datagrams arrived after the reorder bound (b counted $late late/stale)"
+        else
+                it_soft_fail "UDP GSO: sent '$sent' but received '$got' ($missing missing, b counted only $late late/stale)"
+        fi
+fi
 read -r bad reordered < <(sed -n 's/.* bad \([0-9]*\) reordered \([0-9]*\)$/\1 \2/p' "$LAB_DIR/udp-rx.txt")
 [ "${bad:-1}" = 0 ] && [ "${reordered:-999}" -le 28 ] ||
         it_soft_fail "UDP GSO: damaged or reordered datagrams: $(cat "$LAB_DIR/udp-rx.txt")"
