@@ -816,6 +816,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (!t->reorder)
                         return log_oom();
                 t->reorder_enabled = true;
+                if (worker_pool_setup(t) < 0)
+                        return log_oom();
         }
 
         t->workers = calloc(n_workers, sizeof(Worker *));
@@ -913,6 +915,7 @@ Tunnel *tunnel_free(Tunnel *t) {
         safe_close(t->ka_eventfd);
         free(t->ka_queue);
         reorder_free(t->reorder);
+        worker_pool_free(t);
         pthread_mutex_destroy(&t->reorder_lock);
         pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);

@@ -28,6 +28,9 @@
 #include "tun.h"
 #include "wire.h"
 
+/* Receive buffers per tunnel that held packets can stay in (64 KiB each, touched only when used). */
+#define TUNNEL_RX_POOL 64u
+
 typedef struct Tunnel Tunnel;
 typedef struct Path Path;
 typedef struct Worker Worker;
@@ -190,6 +193,12 @@ struct Tunnel {
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
         usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
+        /* Receive buffers the reorder buffer may hold packets in without copying them (see
+         * worker.c); references and the free list are under reorder_lock. NULL: no pool. */
+        uint8_t *rx_pool;
+        uint16_t rx_pool_refs[TUNNEL_RX_POOL];
+        uint16_t rx_pool_free[TUNNEL_RX_POOL];
+        unsigned rx_pool_n_free;
 
         pthread_mutex_t ka_lock;
         ControlEvent *ka_queue;

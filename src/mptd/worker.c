@@ -41,6 +41,8 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->runs.cursor = id * 7919u;
 
         w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
+        w->rx_cur = w->rx_buffer;
+        w->rx_pool_index = -1;
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
         w->tx_headers = malloc(OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX));
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
@@ -89,6 +91,91 @@ Worker *worker_free(Worker *w) {
         mpt_secure_keys_wipe(&w->rx_keys);
         mpt_secure_keys_wipe(&w->rx_try_keys);
         return mfree(w);
+}
+
+/* ---- receive buffer pool (under reorder_lock) ---- */
+
+static int pool_index(const Tunnel *t, const uint8_t *p) {
+        if (!t->rx_pool || p < t->rx_pool || p >= t->rx_pool + (size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE)
+                return -1;
+        return (int) ((size_t) (p - t->rx_pool) / WORKER_BUFFER_SIZE);
+}
+
+static bool pool_retain(void *userdata, const uint8_t *pkt, size_t len) {
+        Tunnel *t = userdata;
+        int i = pool_index(t, pkt);
+
+        /* Only packets in a pool buffer (whose receiving worker holds it, so it is not free). */
+        if (i < 0)
+                return false;
+        assert(t->rx_pool_refs[i] > 0 && t->rx_pool_refs[i] < UINT16_MAX);
+        t->rx_pool_refs[i]++;
+        return true;
+}
+
+static void pool_put(Tunnel *t, int i) {
+        assert(t->rx_pool_refs[i] > 0);
+        if (--t->rx_pool_refs[i] == 0) {
+                assert(t->rx_pool_n_free < TUNNEL_RX_POOL);
+                t->rx_pool_free[t->rx_pool_n_free++] = (uint16_t) i;
+        }
+}
+
+static void pool_release(void *userdata, const uint8_t *pkt) {
+        Tunnel *t = userdata;
+        int i = pool_index(t, pkt);
+
+        assert(i >= 0);
+        pool_put(t, i);
+}
+
+int worker_pool_setup(Tunnel *t) {
+        if (!t->reorder_enabled)
+                return 0;
+        /* Pages are touched only as buffers are used; the free list is a stack, so a lightly
+         * loaded tunnel keeps using the same few. */
+        t->rx_pool = malloc((size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE);
+        if (!t->rx_pool)
+                return -ENOMEM;
+        for (unsigned i = 0; i < TUNNEL_RX_POOL; i++) {
+                t->rx_pool_refs[i] = 0;
+                t->rx_pool_free[i] = (uint16_t) (TUNNEL_RX_POOL - 1 - i);
+        }
+        t->rx_pool_n_free = TUNNEL_RX_POOL;
+        reorder_set_lender(t->reorder, &(ReorderLender) {
+                .retain = pool_retain,
+                .release = pool_release,
+                .userdata = t,
+        });
+        return 0;
+}
+
+void worker_pool_free(Tunnel *t) {
+        t->rx_pool = mfree(t->rx_pool);
+}
+
+/* After a receive buffer was handled (reorder_lock held, coalesced packets written): keep it if
+ * the reorder buffer holds nothing in it, else leave it to the held packets and take a free one
+ * (or the worker's own buffer, which held packets are copied out of, when none is free). */
+static void pool_next_buffer(Worker *w) {
+        Tunnel *t = w->tunnel;
+
+        if (!t->rx_pool)
+                return;
+        if (w->rx_pool_index >= 0) {
+                if (t->rx_pool_refs[w->rx_pool_index] == 1)
+                        return;
+                pool_put(t, w->rx_pool_index);
+        }
+        if (t->rx_pool_n_free > 0) {
+                int i = t->rx_pool_free[--t->rx_pool_n_free];
+                t->rx_pool_refs[i] = 1;
+                w->rx_pool_index = i;
+                w->rx_cur = t->rx_pool + (size_t) i * WORKER_BUFFER_SIZE;
+        } else {
+                w->rx_pool_index = -1;
+                w->rx_cur = w->rx_buffer;
+        }
 }
 
 void worker_wake(Worker *w) {
@@ -387,7 +474,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
 
         for (n = 0; n < max; n++) {
                 MptSockaddr src = {};
-                struct iovec iov = { .iov_base = w->rx_buffer, .iov_len = WORKER_BUFFER_SIZE };
+                struct iovec iov = { .iov_base = w->rx_cur, .iov_len = WORKER_BUFFER_SIZE };
                 union {
                         struct cmsghdr align;
                         uint8_t buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
@@ -437,11 +524,11 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                  * reorder lock (so that the workers do it in parallel); what fails is skipped
                  * below. */
                 if (t->secure)
-                        secure_open_buffer(w, p >= 0 ? (unsigned) p : path, w->rx_buffer, (size_t) k, seg);
+                        secure_open_buffer(w, p >= 0 ? (unsigned) p : path, w->rx_cur, (size_t) k, seg);
                 if (t->reorder_enabled)
                         pthread_mutex_lock(&t->reorder_lock);
                 for (size_t off = 0; off < (size_t) k; off += seg) {
-                        uint8_t *d = w->rx_buffer + off;
+                        uint8_t *d = w->rx_cur + off;
                         size_t dl = MIN(seg, (size_t) k - off);
 
                         /* Only what authenticated goes on: nothing else may move an endpoint. */
@@ -456,6 +543,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 }
                 gro_flush(w);
                 if (t->reorder_enabled) {
+                        pool_next_buffer(w);
                         reorder_publish_deadline(t);
                         pthread_mutex_unlock(&t->reorder_lock);
                 }
