@@ -254,8 +254,10 @@ void dataplane_options_load(void) {
         if (e && safe_atou(e, &v) >= 0 && v >= 1)
                 dataplane_options.batch = MIN(v, WORKER_BATCH);
         e = getenv("MPT_DEBUG_RUN");
-        if (e && safe_atou(e, &v) >= 0 && v >= 1)
+        if (e && safe_atou(e, &v) >= 0 && v >= 1) {
                 dataplane_options.run = MIN(v, SCHED_RUN_LIMIT);
+                dataplane_options.run_fixed = true;
+        }
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
                 dataplane_options.no_aes = true;

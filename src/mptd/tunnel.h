@@ -184,6 +184,7 @@ struct Tunnel {
         sd_event_source *reclaim_timer;
 
         uint64_t tx_seq; /* atomic */
+        uint64_t tx_segments; /* atomic: segments sent (all workers), for the adaptive quantum */
         /* Numbering and sending one TUN packet's segments happen in one step, so that every path
          * carries its packets in sequence order (the receiver infers loss from that) and the
          * segments of a flow are numbered in their order. Only taken with several workers. */
@@ -279,6 +280,7 @@ typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
         unsigned run;   /* consecutive packets per path (scheduler runs), 1..SCHED_RUN_LIMIT */
+        bool run_fixed; /* MPT_DEBUG_RUN: run is fixed, no adaptive quantum */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
 } DataplaneOptions;
 

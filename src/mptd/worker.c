@@ -39,6 +39,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                 w->registered[i] = -1;
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
+        w->run = dataplane_options.run;
 
         w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
         w->rx_cur = w->rx_buffer;
@@ -198,6 +199,7 @@ static void reconcile(Worker *w, const Snapshot *s) {
         }
         /* A run must not go on over a path the new snapshot may have taken out. */
         sched_runs_reset(&w->runs);
+        w->min_slots = sched_vector_min_slots(s->vector, s->vector_len);
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
 
@@ -643,11 +645,12 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
 
         if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->tx_segments, (uint64_t) n, __ATOMIC_RELAXED);
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else
-                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? dataplane_options.run : 1,
+                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? w->run : 1,
                                   (size_t) n, w->seg_path);
         for (int i = 0; i < n; i++) {
                 OffloadSegment *sg = &w->segs[i];
@@ -755,10 +758,31 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 pthread_mutex_unlock(&t->tx_lock);
 }
 
+/* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
+ * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
+static void update_run(Worker *w, const Snapshot *s) {
+        Tunnel *t = w->tunnel;
+        usec_t now;
+        uint64_t segments;
+
+        if (dataplane_options.run_fixed)
+                return;
+        now = now_usec();
+        if (now < w->rate_since + SCHED_RATE_INTERVAL_USEC)
+                return;
+        segments = __atomic_load_n(&t->tx_segments, __ATOMIC_RELAXED);
+        if (w->rate_since > 0)
+                w->run = sched_adaptive_run(segments - w->rate_segments, now - w->rate_since, s->vector_len,
+                                            w->min_slots, dataplane_options.run, SCHED_RUN_CEIL);
+        w->rate_since = now;
+        w->rate_segments = segments;
+}
+
 static void worker_tx(Worker *w, const Snapshot *s) {
         /* Headroom in front: a packet that is not split gets its GRE header right before it. */
         uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
 
+        update_run(w, s);
         for (unsigned n = 0; n < dataplane_options.batch; n++) {
                 ssize_t k = read(w->tun_fd, buf, WORKER_BUFFER_SIZE);
                 if (k < 0) {

@@ -25,6 +25,12 @@ struct Worker {
         uint64_t seen_generation; /* atomic: the snapshot generation this worker uses */
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
         SchedRuns runs; /* the weighted scheduler's position */
+        /* The quantum in segments (see sched_adaptive_run()), and where its rate measurement
+         * started: the time and the tunnel's tx_segments then. min_slots: of the snapshot's vector. */
+        unsigned run;
+        usec_t rate_since;
+        uint64_t rate_segments;
+        size_t min_slots;
 
         /* Receive side: the (GRO) datagram buffer received into next: one of the tunnel's pool
          * (rx_pool_index, which this worker holds a reference on) or, when the pool has none
