@@ -28,7 +28,7 @@
 #include "tun.h"
 #include "wire.h"
 
-/* Receive buffers per tunnel that held packets can stay in (64 KiB each, touched only when used). */
+/* Receive buffers per tunnel that held packets can stay in (64 KiB each, 4 MiB in all). */
 #define TUNNEL_RX_POOL 64u
 
 typedef struct Tunnel Tunnel;

@@ -133,11 +133,14 @@ static void pool_release(void *userdata, const uint8_t *pkt) {
 int worker_pool_setup(Tunnel *t) {
         if (!t->reorder_enabled)
                 return 0;
-        /* Pages are touched only as buffers are used; the free list is a stack, so a lightly
-         * loaded tunnel keeps using the same few. */
+        /* Touched once here, so that the resident size does not creep up under load as deeper
+         * buffers of the free stack get used for the first time. */
         t->rx_pool = malloc((size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE);
         if (!t->rx_pool)
                 return -ENOMEM;
+        /* (volatile: a malloc() followed by memset(0) may become a lazily zeroed calloc()) */
+        for (size_t o = 0; o < (size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE; o += 4096)
+                ((volatile uint8_t *) t->rx_pool)[o] = 0;
         for (unsigned i = 0; i < TUNNEL_RX_POOL; i++) {
                 t->rx_pool_refs[i] = 0;
                 t->rx_pool_free[i] = (uint16_t) (TUNNEL_RX_POOL - 1 - i);
