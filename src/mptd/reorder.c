@@ -8,8 +8,10 @@ typedef struct Slot {
         bool buffered;  /* holds a packet with this seq, waiting */
         bool known;     /* expected has passed seq: delivered says whether it was delivered */
         bool delivered;
+        bool lent;      /* pkt points into the lender's memory, not into data */
         usec_t arrival;
         size_t len;
+        const uint8_t *pkt; /* the held packet: data, or lent memory */
         size_t capacity;
         uint8_t *data;
 } Slot;
@@ -37,7 +39,9 @@ struct Reorder {
         unsigned stale_run;
 
         PathFrontier paths[REORDER_PATHS_MAX];
+        unsigned n_paths; /* paths[] beyond this were never seen */
         ReorderStats stats;
+        ReorderLender lender;
 };
 
 Reorder *reorder_new(uint32_t window, usec_t max_delay) {
@@ -61,11 +65,18 @@ Reorder *reorder_new(uint32_t window, usec_t max_delay) {
         return r;
 }
 
+void reorder_set_lender(Reorder *r, const ReorderLender *lender) {
+        r->lender = lender ? *lender : (ReorderLender) {};
+}
+
 Reorder *reorder_free(Reorder *r) {
         if (!r)
                 return NULL;
-        for (uint32_t i = 0; i <= r->mask; i++)
+        for (uint32_t i = 0; i <= r->mask; i++) {
+                if (r->slots[i].buffered && r->slots[i].lent)
+                        r->lender.release(r->lender.userdata, r->slots[i].pkt);
                 free(r->slots[i].data);
+        }
         free(r->slots);
         return mfree(r);
 }
@@ -83,7 +94,11 @@ static void deliver_slot(Reorder *r, Slot *s, ReorderDeliver deliver, void *user
         r->bytes_buffered -= s->len;
         r->stats.delivered++;
         r->stats.held++;
-        deliver(userdata, s->data, s->len);
+        deliver(userdata, s->pkt, s->len);
+        if (s->lent) {
+                s->lent = false;
+                r->lender.release(r->lender.userdata, s->pkt);
+        }
 }
 
 /* Moves `expected` one step: delivers the held packet at expected, or skips its gap. */
@@ -125,7 +140,7 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
 
         if (r->n_buffered == 0)
                 return;
-        for (unsigned i = 0; i < REORDER_PATHS_MAX; i++) {
+        for (unsigned i = 0; i < r->n_paths; i++) {
                 PathFrontier *p = &r->paths[i];
                 if (!p->active)
                         continue;
@@ -156,6 +171,7 @@ static void path_seen(Reorder *r, unsigned path, uint32_t seq, usec_t now) {
          * make it count again (its frontier would stay behind and stall inference). */
         if (p->down)
                 return;
+        r->n_paths = MAX(r->n_paths, path + 1);
         if (p->active && now > p->last_rx) {
                 usec_t gap = now - p->last_rx;
                 p->gap_max = MAX(gap, p->gap_max - p->gap_max / 1024);
@@ -195,15 +211,22 @@ static void resync(Reorder *r, uint32_t seq, ReorderDeliver deliver, void *userd
 static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t now) {
         Slot *s = slot_of(r, seq);
 
-        if (s->capacity < len) {
-                size_t cap = MAX(len, (size_t) 2048);
-                uint8_t *d = realloc(s->data, cap);
-                if (!d)
-                        return -ENOMEM;
-                s->data = d;
-                s->capacity = cap;
+        if (r->lender.retain && r->lender.retain(r->lender.userdata, pkt, len)) {
+                s->lent = true;
+                s->pkt = pkt;
+        } else {
+                if (s->capacity < len) {
+                        size_t cap = MAX(len, (size_t) 2048);
+                        uint8_t *d = realloc(s->data, cap);
+                        if (!d)
+                                return -ENOMEM;
+                        s->data = d;
+                        s->capacity = cap;
+                }
+                memcpy(s->data, pkt, len);
+                s->lent = false;
+                s->pkt = s->data;
         }
-        memcpy(s->data, pkt, len);
         s->seq = seq;
         s->len = len;
         s->arrival = now;

@@ -47,9 +47,22 @@ typedef struct ReorderStats {
 /* Called for every packet leaving the buffer, in order. */
 typedef void (*ReorderDeliver)(void *userdata, const uint8_t *pkt, size_t len);
 
+/* Where held packets live. By default the buffer copies a packet it holds. A lender lets it keep
+ * a pointer into the caller's memory instead: retain() is asked for every packet about to be
+ * held and may refuse (the packet is copied then); release() is called once for every packet
+ * retained, right after the deliver callback returned for it (or when the buffer is freed).
+ * Both are called from within reorder_*() calls, under the caller's serialisation. */
+typedef struct ReorderLender {
+        bool (*retain)(void *userdata, const uint8_t *pkt, size_t len);
+        void (*release)(void *userdata, const uint8_t *pkt);
+        void *userdata;
+} ReorderLender;
+
 /* window: 1..65536 packets. Returns NULL on OOM. */
 Reorder *reorder_new(uint32_t window, usec_t max_delay);
 Reorder *reorder_free(Reorder *r);
+/* NULL: copy every held packet (the default). */
+void reorder_set_lender(Reorder *r, const ReorderLender *lender);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Reorder *, reorder_free);
 
 /* Offers a packet that arrived on path `path` (< REORDER_PATHS_MAX). Delivers whatever is in

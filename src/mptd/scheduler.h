@@ -42,6 +42,26 @@ typedef struct SchedRuns {
 #define SCHED_RUN_MAX 16u
 #define SCHED_RUN_LIMIT 256u
 
+/* Adaptive quantum. A run of q segments on a path keeps the receiver waiting about as long as the
+ * path takes to carry them (the next path's segments arrive meanwhile and are held), so the
+ * quantum is sized in time: as many segments as the path with the smallest share of the vector
+ * carries in SCHED_RUN_TIME at the tunnel's current send rate. Paths of 100 Mbit/s or less keep
+ * SCHED_RUN_MAX (the floor: 16 segments of 1500 bytes are about 2 ms at 100 Mbit/s); fast
+ * paths get up to SCHED_RUN_CEIL, one full UDP GSO send, so that a super-packet leaves in one
+ * system call and arrives as one GRO train. The rate is measured every SCHED_RATE_INTERVAL. */
+#define SCHED_RUN_TIME_USEC 2000u
+#define SCHED_RUN_CEIL 64u
+#define SCHED_RATE_INTERVAL_USEC 10000u
+
+/* The quantum for a tunnel that sent `segments` segments in `interval_usec`, over a vector of
+ * vector_len slots in which the path with the fewest slots has min_slots, clamped to
+ * [floor, ceil]. Pure; interval_usec == 0 or vector_len == 0 gives floor. */
+unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
+                            unsigned floor, unsigned ceil);
+
+/* The fewest slots any path has in the vector (0 when it is empty). */
+size_t sched_vector_min_slots(const uint8_t *vector, size_t vector_len);
+
 /* Assigns the n segments of one TUN packet to paths (ret_paths[0..n)). */
 void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
                        uint16_t *ret_paths);

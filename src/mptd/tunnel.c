@@ -254,8 +254,10 @@ void dataplane_options_load(void) {
         if (e && safe_atou(e, &v) >= 0 && v >= 1)
                 dataplane_options.batch = MIN(v, WORKER_BATCH);
         e = getenv("MPT_DEBUG_RUN");
-        if (e && safe_atou(e, &v) >= 0 && v >= 1)
+        if (e && safe_atou(e, &v) >= 0 && v >= 1) {
                 dataplane_options.run = MIN(v, SCHED_RUN_LIMIT);
+                dataplane_options.run_fixed = true;
+        }
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
                 dataplane_options.no_aes = true;
@@ -816,6 +818,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (!t->reorder)
                         return log_oom();
                 t->reorder_enabled = true;
+                if (worker_pool_setup(t) < 0)
+                        return log_oom();
         }
 
         t->workers = calloc(n_workers, sizeof(Worker *));
@@ -913,6 +917,7 @@ Tunnel *tunnel_free(Tunnel *t) {
         safe_close(t->ka_eventfd);
         free(t->ka_queue);
         reorder_free(t->reorder);
+        worker_pool_free(t);
         pthread_mutex_destroy(&t->reorder_lock);
         pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);

@@ -28,6 +28,9 @@
 #include "tun.h"
 #include "wire.h"
 
+/* Receive buffers per tunnel that held packets can stay in (64 KiB each, 4 MiB in all). */
+#define TUNNEL_RX_POOL 64u
+
 typedef struct Tunnel Tunnel;
 typedef struct Path Path;
 typedef struct Worker Worker;
@@ -181,6 +184,7 @@ struct Tunnel {
         sd_event_source *reclaim_timer;
 
         uint64_t tx_seq; /* atomic */
+        uint64_t tx_segments; /* atomic: segments sent (all workers), for the adaptive quantum */
         /* Numbering and sending one TUN packet's segments happen in one step, so that every path
          * carries its packets in sequence order (the receiver infers loss from that) and the
          * segments of a flow are numbered in their order. Only taken with several workers. */
@@ -190,6 +194,12 @@ struct Tunnel {
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
         usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
+        /* Receive buffers the reorder buffer may hold packets in without copying them (see
+         * worker.c); references and the free list are under reorder_lock. NULL: no pool. */
+        uint8_t *rx_pool;
+        uint16_t rx_pool_refs[TUNNEL_RX_POOL];
+        uint16_t rx_pool_free[TUNNEL_RX_POOL];
+        unsigned rx_pool_n_free;
 
         pthread_mutex_t ka_lock;
         ControlEvent *ka_queue;
@@ -270,6 +280,7 @@ typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
         unsigned run;   /* consecutive packets per path (scheduler runs), 1..SCHED_RUN_LIMIT */
+        bool run_fixed; /* MPT_DEBUG_RUN: run is fixed, no adaptive quantum */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
 } DataplaneOptions;
 

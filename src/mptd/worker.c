@@ -39,8 +39,11 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                 w->registered[i] = -1;
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
+        w->run = dataplane_options.run;
 
         w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
+        w->rx_cur = w->rx_buffer;
+        w->rx_pool_index = -1;
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
         w->tx_headers = malloc(OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX));
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
@@ -91,6 +94,94 @@ Worker *worker_free(Worker *w) {
         return mfree(w);
 }
 
+/* ---- receive buffer pool (under reorder_lock) ---- */
+
+static int pool_index(const Tunnel *t, const uint8_t *p) {
+        if (!t->rx_pool || p < t->rx_pool || p >= t->rx_pool + (size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE)
+                return -1;
+        return (int) ((size_t) (p - t->rx_pool) / WORKER_BUFFER_SIZE);
+}
+
+static bool pool_retain(void *userdata, const uint8_t *pkt, size_t len) {
+        Tunnel *t = userdata;
+        int i = pool_index(t, pkt);
+
+        /* Only packets in a pool buffer (whose receiving worker holds it, so it is not free). */
+        if (i < 0)
+                return false;
+        assert(t->rx_pool_refs[i] > 0 && t->rx_pool_refs[i] < UINT16_MAX);
+        t->rx_pool_refs[i]++;
+        return true;
+}
+
+static void pool_put(Tunnel *t, int i) {
+        assert(t->rx_pool_refs[i] > 0);
+        if (--t->rx_pool_refs[i] == 0) {
+                assert(t->rx_pool_n_free < TUNNEL_RX_POOL);
+                t->rx_pool_free[t->rx_pool_n_free++] = (uint16_t) i;
+        }
+}
+
+static void pool_release(void *userdata, const uint8_t *pkt) {
+        Tunnel *t = userdata;
+        int i = pool_index(t, pkt);
+
+        assert(i >= 0);
+        pool_put(t, i);
+}
+
+int worker_pool_setup(Tunnel *t) {
+        if (!t->reorder_enabled)
+                return 0;
+        /* Touched once here, so that the resident size does not creep up under load as deeper
+         * buffers of the free stack get used for the first time. */
+        t->rx_pool = malloc((size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE);
+        if (!t->rx_pool)
+                return -ENOMEM;
+        /* (volatile: a malloc() followed by memset(0) may become a lazily zeroed calloc()) */
+        for (size_t o = 0; o < (size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE; o += 4096)
+                ((volatile uint8_t *) t->rx_pool)[o] = 0;
+        for (unsigned i = 0; i < TUNNEL_RX_POOL; i++) {
+                t->rx_pool_refs[i] = 0;
+                t->rx_pool_free[i] = (uint16_t) (TUNNEL_RX_POOL - 1 - i);
+        }
+        t->rx_pool_n_free = TUNNEL_RX_POOL;
+        reorder_set_lender(t->reorder, &(ReorderLender) {
+                .retain = pool_retain,
+                .release = pool_release,
+                .userdata = t,
+        });
+        return 0;
+}
+
+void worker_pool_free(Tunnel *t) {
+        t->rx_pool = mfree(t->rx_pool);
+}
+
+/* After a receive buffer was handled (reorder_lock held, coalesced packets written): keep it if
+ * the reorder buffer holds nothing in it, else leave it to the held packets and take a free one
+ * (or the worker's own buffer, which held packets are copied out of, when none is free). */
+static void pool_next_buffer(Worker *w) {
+        Tunnel *t = w->tunnel;
+
+        if (!t->rx_pool)
+                return;
+        if (w->rx_pool_index >= 0) {
+                if (t->rx_pool_refs[w->rx_pool_index] == 1)
+                        return;
+                pool_put(t, w->rx_pool_index);
+        }
+        if (t->rx_pool_n_free > 0) {
+                int i = t->rx_pool_free[--t->rx_pool_n_free];
+                t->rx_pool_refs[i] = 1;
+                w->rx_pool_index = i;
+                w->rx_cur = t->rx_pool + (size_t) i * WORKER_BUFFER_SIZE;
+        } else {
+                w->rx_pool_index = -1;
+                w->rx_cur = w->rx_buffer;
+        }
+}
+
 void worker_wake(Worker *w) {
         uint64_t one = 1;
         (void) !write(w->wake_fd, &one, sizeof one);
@@ -111,6 +202,7 @@ static void reconcile(Worker *w, const Snapshot *s) {
         }
         /* A run must not go on over a path the new snapshot may have taken out. */
         sched_runs_reset(&w->runs);
+        w->min_slots = sched_vector_min_slots(s->vector, s->vector_len);
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
 
@@ -387,7 +479,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
 
         for (n = 0; n < max; n++) {
                 MptSockaddr src = {};
-                struct iovec iov = { .iov_base = w->rx_buffer, .iov_len = WORKER_BUFFER_SIZE };
+                struct iovec iov = { .iov_base = w->rx_cur, .iov_len = WORKER_BUFFER_SIZE };
                 union {
                         struct cmsghdr align;
                         uint8_t buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
@@ -437,11 +529,11 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                  * reorder lock (so that the workers do it in parallel); what fails is skipped
                  * below. */
                 if (t->secure)
-                        secure_open_buffer(w, p >= 0 ? (unsigned) p : path, w->rx_buffer, (size_t) k, seg);
+                        secure_open_buffer(w, p >= 0 ? (unsigned) p : path, w->rx_cur, (size_t) k, seg);
                 if (t->reorder_enabled)
                         pthread_mutex_lock(&t->reorder_lock);
                 for (size_t off = 0; off < (size_t) k; off += seg) {
-                        uint8_t *d = w->rx_buffer + off;
+                        uint8_t *d = w->rx_cur + off;
                         size_t dl = MIN(seg, (size_t) k - off);
 
                         /* Only what authenticated goes on: nothing else may move an endpoint. */
@@ -456,6 +548,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 }
                 gro_flush(w);
                 if (t->reorder_enabled) {
+                        pool_next_buffer(w);
                         reorder_publish_deadline(t);
                         pthread_mutex_unlock(&t->reorder_lock);
                 }
@@ -579,11 +672,12 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
 
         if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->tx_segments, (uint64_t) n, __ATOMIC_RELAXED);
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else
-                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? dataplane_options.run : 1,
+                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? w->run : 1,
                                   (size_t) n, w->seg_path);
         if (t->secure)
                 cipher = reserve_counters(w, n, next);
@@ -700,10 +794,31 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 pthread_mutex_unlock(&t->tx_lock);
 }
 
+/* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
+ * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
+static void update_run(Worker *w, const Snapshot *s) {
+        Tunnel *t = w->tunnel;
+        usec_t now;
+        uint64_t segments;
+
+        if (dataplane_options.run_fixed)
+                return;
+        now = now_usec();
+        if (now < w->rate_since + SCHED_RATE_INTERVAL_USEC)
+                return;
+        segments = __atomic_load_n(&t->tx_segments, __ATOMIC_RELAXED);
+        if (w->rate_since > 0)
+                w->run = sched_adaptive_run(segments - w->rate_segments, now - w->rate_since, s->vector_len,
+                                            w->min_slots, dataplane_options.run, SCHED_RUN_CEIL);
+        w->rate_since = now;
+        w->rate_segments = segments;
+}
+
 static void worker_tx(Worker *w, const Snapshot *s) {
         /* Headroom in front: a packet that is not split gets its GRE header right before it. */
         uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
 
+        update_run(w, s);
         for (unsigned n = 0; n < dataplane_options.batch; n++) {
                 ssize_t k = read(w->tun_fd, buf, WORKER_BUFFER_SIZE);
                 if (k < 0) {

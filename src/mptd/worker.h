@@ -25,9 +25,20 @@ struct Worker {
         uint64_t seen_generation; /* atomic: the snapshot generation this worker uses */
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
         SchedRuns runs; /* the weighted scheduler's position */
+        /* The quantum in segments (see sched_adaptive_run()), and where its rate measurement
+         * started: the time and the tunnel's tx_segments then. min_slots: of the snapshot's vector. */
+        unsigned run;
+        usec_t rate_since;
+        uint64_t rate_segments;
+        size_t min_slots;
 
-        /* Receive side: one (GRO) datagram buffer; received TCP segments coalesced for the TUN. */
+        /* Receive side: the (GRO) datagram buffer received into next: one of the tunnel's pool
+         * (rx_pool_index, which this worker holds a reference on) or, when the pool has none
+         * free or there is no reorder buffer, its own rx_buffer (rx_pool_index -1); received TCP
+         * segments coalesced for the TUN. */
         uint8_t *rx_buffer;
+        uint8_t *rx_cur;
+        int rx_pool_index;
         Gro gro;
 
         /* Send side: one TUN packet, its segments' headers, and per path the iovecs of the
@@ -56,5 +67,11 @@ int worker_start(Worker *w);
 /* Asks the worker to stop and joins it. */
 void worker_stop(Worker *w);
 Worker *worker_free(Worker *w);
+
+/* The receive buffer pool of a tunnel with a reorder buffer (t->rx_pool), lent to it so that
+ * held packets stay where they were received. Called before the workers start; the pool is freed
+ * after the reorder buffer. */
+int worker_pool_setup(Tunnel *t);
+void worker_pool_free(Tunnel *t);
 /* Wakes the worker so that it picks up a new snapshot soon. */
 void worker_wake(Worker *w);

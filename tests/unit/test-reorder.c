@@ -817,6 +817,130 @@ static void test_simulation_wrap(void) {
         simulate(0xfffff000u, 2);
 }
 
+/* A lender that lends every packet whose sequence number is even and refuses the odd ones. Lent
+ * packets stay in their own heap buffer until released; then the buffer is poisoned and freed,
+ * so that a packet delivered after its release fails on_deliver's pattern check (or ASan). */
+typedef struct Lender {
+        GHashTable *lent;  /* pkt -> seq, retained and not yet released */
+        GArray *delivered; /* seqs of the sink at the time of each release, checked below */
+        Sink *sink;
+        unsigned retained, refused, released;
+} Lender;
+
+static bool lender_retain(void *userdata, const uint8_t *pkt, size_t len) {
+        Lender *l = userdata;
+        uint32_t seq = rd32(pkt);
+
+        g_assert_cmpuint(len, ==, l->sink->len);
+        if (seq % 2) {
+                l->refused++;
+                return false;
+        }
+        g_assert_false(g_hash_table_contains(l->lent, pkt));
+        g_hash_table_insert(l->lent, (void *) pkt, GUINT_TO_POINTER(seq));
+        l->retained++;
+        return true;
+}
+
+static void lender_release(void *userdata, const uint8_t *pkt) {
+        Lender *l = userdata;
+        uint32_t seq;
+
+        g_assert_true(g_hash_table_contains(l->lent, pkt));
+        seq = GPOINTER_TO_UINT(g_hash_table_lookup(l->lent, pkt));
+        /* Released right after its delivery (when the buffer is not being freed). */
+        if (l->sink->seqs->len > 0)
+                g_assert_cmpuint(g_array_index(l->sink->seqs, uint32_t, l->sink->seqs->len - 1), ==, seq);
+        g_hash_table_remove(l->lent, pkt);
+        memset((void *) pkt, 0xdd, l->sink->len);
+        g_free((void *) pkt);
+        l->released++;
+}
+
+/* Inserts seq; a lent packet's buffer is the lender's from then on (it may be released within
+ * the same call, when loss inference lets it go at once), any other is freed at once. */
+static int insert_lent(Reorder *r, Lender *l, uint32_t seq, unsigned path, usec_t now) {
+        uint8_t *pkt = g_malloc(l->sink->len);
+        unsigned retained = l->retained;
+        int ret;
+
+        fill(pkt, l->sink->len, seq);
+        ret = reorder_insert(r, seq, path, pkt, l->sink->len, now, on_deliver, l->sink);
+        if (l->retained == retained) {
+                memset(pkt, 0xdd, l->sink->len);
+                g_free(pkt);
+        }
+        return ret;
+}
+
+static void test_lender(void) {
+        g_autoptr(Reorder) r = reorder_new(64, 100 * MS);
+        g_autoptr(Sink) s = sink_new(200);
+        Lender l = { .lent = g_hash_table_new(NULL, NULL), .sink = s };
+        const ReorderLender lender = { lender_retain, lender_release, &l };
+        static const uint32_t expect[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+
+        reorder_set_lender(r, &lender);
+        /* In order: delivered at once, nothing held, nothing lent. */
+        g_assert_cmpint(insert_lent(r, &l, 0, 0, 0), ==, -1);
+        g_assert_cmpuint(l.retained + l.refused, ==, 0);
+        /* Path 1 runs ahead with 5..9 (held: 6 and 8 lent, 5, 7, 9 copied), path 0 brings 1..4. */
+        for (uint32_t q = 5; q <= 9; q++)
+                g_assert_cmpint(insert_lent(r, &l, q, 1, MS), ==, -1);
+        g_assert_cmpuint(l.retained, ==, 2);
+        g_assert_cmpuint(l.refused, ==, 3);
+        g_assert_cmpuint(g_hash_table_size(l.lent), ==, 2);
+        for (uint32_t q = 1; q <= 4; q++)
+                g_assert_cmpint(insert_lent(r, &l, q, 0, 2 * MS), ==, -1);
+        g_assert_cmpuint(l.released, ==, 2);
+        g_assert_cmpuint(g_hash_table_size(l.lent), ==, 0);
+        /* Held until the deadline: 12 and 14 are lent, 10 never comes, 11 and 13 are copied. */
+        for (uint32_t q = 11; q <= 14; q++)
+                g_assert_cmpint(insert_lent(r, &l, q, 0, 3 * MS), ==, -1);
+        g_assert_cmpuint(g_hash_table_size(l.lent), ==, 2);
+        reorder_expire(r, 3 * MS + 100 * MS, on_deliver, s);
+        g_assert_cmpuint(g_hash_table_size(l.lent), ==, 0);
+        g_assert_cmpuint(l.released, ==, l.retained);
+        /* 10 was skipped; it arrives late and is delivered without being held. */
+        g_assert_cmpint(insert_lent(r, &l, 10, 0, 104 * MS), ==, -1);
+        {
+                static const uint32_t got[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 10 };
+                assert_delivered(s, got, G_N_ELEMENTS(got));
+        }
+        (void) expect;
+        g_assert_cmpuint(reorder_stats(r)->lost, ==, 1);
+        g_assert_cmpuint(reorder_stats(r)->late, ==, 1);
+
+        /* Without a lender again: everything is copied. */
+        reorder_set_lender(r, NULL);
+        l.retained = l.refused = 0;
+        g_assert_cmpint(insert(r, s, 16, 0, 105 * MS), ==, -1);
+        g_assert_cmpint(insert(r, s, 15, 0, 105 * MS), ==, -1);
+        g_assert_cmpuint(l.retained + l.refused, ==, 0);
+        g_hash_table_unref(l.lent);
+}
+
+static void test_lender_free(void) {
+        Reorder *r = reorder_new(64, 100 * MS);
+        g_autoptr(Sink) s = sink_new(100);
+        Lender l = { .lent = g_hash_table_new(NULL, NULL), .sink = s };
+        const ReorderLender lender = { lender_retain, lender_release, &l };
+
+        reorder_set_lender(r, &lender);
+        g_assert_cmpint(insert_lent(r, &l, 0, 0, 0), ==, -1);
+        /* Two paths, path 1 ahead with 2..9 (lent: 2, 4, 6, 8), path 0 silent after 0: held. */
+        for (uint32_t q = 2; q <= 9; q++)
+                g_assert_cmpint(insert_lent(r, &l, q, 1, MS), ==, -1);
+        g_assert_cmpuint(g_hash_table_size(l.lent), ==, 4);
+        /* Freed with packets held: every lent one is released (not delivered). */
+        g_array_set_size(s->seqs, 0);
+        reorder_free(r);
+        g_assert_cmpuint(l.released, ==, 4);
+        g_assert_cmpuint(g_hash_table_size(l.lent), ==, 0);
+        g_assert_cmpuint(s->seqs->len, ==, 0);
+        g_hash_table_unref(l.lent);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
@@ -846,6 +970,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/reorder/byte-bound", test_byte_bound);
         g_test_add_func("/mpt/reorder/simulation", test_simulation);
         g_test_add_func("/mpt/reorder/simulation-wrap", test_simulation_wrap);
+        g_test_add_func("/mpt/reorder/lender", test_lender);
+        g_test_add_func("/mpt/reorder/lender-free", test_lender_free);
 
         return g_test_run();
 }

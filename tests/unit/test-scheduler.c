@@ -658,6 +658,62 @@ static void test_assign_runs(void) {
         }
 }
 
+/* Segments of 1412 bytes of TCP payload (1500-byte paths over IPv4) per second at a rate. */
+static uint64_t segs(double bits_per_second, uint64_t interval_usec) {
+        return (uint64_t) (bits_per_second / 8 / 1412 * (double) interval_usec / 1e6);
+}
+
+static void test_adaptive_run(void) {
+        const uint64_t iv = SCHED_RATE_INTERVAL_USEC;
+
+        /* Nothing measured yet, no vector: the floor. */
+        g_assert_cmpuint(sched_adaptive_run(1000, 0, 4, 1, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(1000, iv, 0, 0, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(1000, iv, 4, 0, 16, 64), ==, 16);
+        /* Idle or slow: the floor. */
+        g_assert_cmpuint(sched_adaptive_run(0, iv, 4, 1, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 16, 64), ==, 16);
+        /* 12 and 4 paths of 100 Mbit/s full: about 16 segments per path in 2 ms, so the quantum
+         * stays where it was before it adapted. */
+        g_assert_cmpuint(sched_adaptive_run(segs(12 * 93e6, iv), iv, 12, 1, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(segs(4 * 93e6, iv), iv, 4, 1, 16, 64), ==, 16);
+        /* 2 x 200 Mbit/s: 2 ms are 33 segments per path. */
+        g_assert_cmpuint(sched_adaptive_run(segs(2 * 200e6, iv), iv, 2, 1, 16, 64), ==, 35);
+        /* Unshaped paths: 8 carrying 6 Gbit/s get whole GSO sends; so do 4 x 1 Gbit/s. */
+        g_assert_cmpuint(sched_adaptive_run(segs(6e9, iv), iv, 8, 1, 16, 64), ==, 64);
+        g_assert_cmpuint(sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64), ==, 64);
+        /* The path with the smallest share decides: weights 3:1 (vector 0 0 0 1) at 800 Mbit/s
+         * give path 1 200 Mbit/s (35 segments in 2 ms), not 400. */
+        g_assert_cmpuint(sched_adaptive_run(segs(800e6, iv), iv, 4, 1, 16, 64), ==, 35);
+        /* The same share over a longer interval, and a floor of 1 (no lower bound). */
+        g_assert_cmpuint(sched_adaptive_run(segs(800e6, 10 * iv), 10 * iv, 4, 1, 16, 64), ==, 35);
+        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 1, 64), ==, 1);
+        /* Absurd inputs do not overflow: the ceiling. */
+        g_assert_cmpuint(sched_adaptive_run(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, 16, 64), ==, 64);
+        g_assert_cmpuint(sched_adaptive_run(1, UINT64_MAX, MPT_VECTOR_MAX, 1, 16, 64), ==, 16);
+        /* min_slots above the vector length is taken as the whole vector. */
+        g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 1, 5, 1, 64), ==, 17);
+}
+
+static void test_vector_min_slots(void) {
+        static const uint32_t w3[3] = { 3, 2, 1 }, w2[2] = { 100, 80 }, w1[1] = { 7 };
+        uint8_t vec[MPT_VECTOR_MAX] = {};
+        size_t len;
+
+        g_assert_cmpuint(sched_vector_min_slots(vec, 0), ==, 0);
+        len = sched_build_vector(w3, 3, vec);
+        g_assert_cmpuint(sched_vector_min_slots(vec, len), ==, 1);
+        len = sched_build_vector(w2, 2, vec); /* 5:4 */
+        g_assert_cmpuint(sched_vector_min_slots(vec, len), ==, 4);
+        len = sched_build_vector(w1, 1, vec);
+        g_assert_cmpuint(sched_vector_min_slots(vec, len), ==, 1);
+        /* A path index that appears nowhere does not count. */
+        vec[0] = 200;
+        vec[1] = 200;
+        vec[2] = 3;
+        g_assert_cmpuint(sched_vector_min_slots(vec, 3), ==, 1);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
@@ -686,6 +742,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/scheduler/flow-hash/spread", test_hash_spread);
         g_test_add_func("/mpt/scheduler/flow-hash/symmetric", test_hash_symmetric);
         g_test_add_func("/mpt/scheduler/assign-runs", test_assign_runs);
+        g_test_add_func("/mpt/scheduler/adaptive-run", test_adaptive_run);
+        g_test_add_func("/mpt/scheduler/vector-min-slots", test_vector_min_slots);
 
         return g_test_run();
 }
