@@ -145,19 +145,20 @@ void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, u
 
 unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
                             unsigned floor, unsigned ceil) {
-        uint64_t num, den, q;
+        return sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_RUN_TIME_USEC, floor, ceil);
+}
+
+unsigned sched_adaptive_count(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
+                              uint64_t time_usec, unsigned floor, unsigned ceil) {
+        unsigned __int128 num, q;
 
         assert(floor >= 1 && floor <= ceil);
         if (interval_usec == 0 || vector_len == 0 || min_slots == 0)
                 return floor;
-        /* segments / interval * SCHED_RUN_TIME * min_slots / vector_len, without overflow for
-         * any rate a host can send (segments < 2^40 per interval) and any interval. */
-        segments = MIN(segments, UINT64_C(1) << 40);
-        interval_usec = MIN(interval_usec, UINT64_C(1) << 40);
-        num = segments * SCHED_RUN_TIME_USEC * (uint64_t) MIN(min_slots, vector_len);
-        den = interval_usec * (uint64_t) vector_len;
-        q = num / den;
-        return (unsigned) CLAMP(q, (uint64_t) floor, (uint64_t) ceil);
+        /* segments / interval * time * min_slots / vector_len; 128 bits hold every product. */
+        num = (unsigned __int128) segments * time_usec * MIN(min_slots, vector_len);
+        q = num / ((unsigned __int128) interval_usec * vector_len);
+        return (unsigned) (q < floor ? floor : q > ceil ? ceil : q);
 }
 
 size_t sched_vector_min_slots(const uint8_t *vector, size_t vector_len) {

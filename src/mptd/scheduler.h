@@ -53,11 +53,27 @@ typedef struct SchedRuns {
 #define SCHED_RUN_CEIL 64u
 #define SCHED_RATE_INTERVAL_USEC 10000u
 
+/* UDP GSO sends on a path whose datagrams wait in a local queue. A shaper there (tbf, cake
+ * without split-gso, a policer's queue) lets a GSO super-packet go only as a whole, once it has
+ * the tokens for all of it: its first datagram waits for the last, and the path's delay jumps by
+ * a whole send at a time (16 datagrams are 2 ms at 100 Mbit/s), which a TCP stream inside the
+ * tunnel reads as a fatter, slower pipe than it is. So such a path gets sends of what its share
+ * of the tunnel's rate carries in SCHED_GSO_TIME_USEC (1 datagram at 100 Mbit/s, 8 at 1
+ * Gbit/s; the runs stay as they are, one sendmmsg() carries them), for SCHED_GSO_HOLD rate
+ * intervals after its socket last had unsent bytes. Paths that queue nothing keep full sends. */
+#define SCHED_GSO_TIME_USEC 100u
+#define SCHED_GSO_HOLD 8u
+
 /* The quantum for a tunnel that sent `segments` segments in `interval_usec`, over a vector of
  * vector_len slots in which the path with the fewest slots has min_slots, clamped to
  * [floor, ceil]. Pure; interval_usec == 0 or vector_len == 0 gives floor. */
 unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
                             unsigned floor, unsigned ceil);
+
+/* The same for any span of time: how many segments the path with the smallest share carries in
+ * time_usec at that rate, clamped to [floor, ceil]. */
+unsigned sched_adaptive_count(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
+                              uint64_t time_usec, unsigned floor, unsigned ceil);
 
 /* The fewest slots any path has in the vector (0 when it is empty). */
 size_t sched_vector_min_slots(const uint8_t *vector, size_t vector_len);

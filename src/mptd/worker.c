@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -40,6 +42,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
         w->run = dataplane_options.run;
+        w->gso_queued = GSO_SEGMENTS_MAX;
 
         w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
         w->rx_cur = w->rx_buffer;
@@ -577,30 +580,24 @@ static void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsig
         }
 }
 
-/* Sends path p's datagrams of this TUN packet: as few UDP GSO sends as the limits allow, or one
- * by one when GSO is off or was refused. Returns nothing: failures are counted. */
-static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iovec *iov, unsigned n_segs) {
-        Tunnel *t = w->tunnel;
-        const SnapshotPath *sp = &s->paths[p];
-        int fd = sp->fds[w->id];
-        bool gso = dataplane_options.offload && dataplane_options.batch > 1 &&
-                   !__atomic_load_n(&t->gso_failed, __ATOMIC_RELAXED);
-        unsigned i = 0;
+/* Path p's datagrams of this TUN packet as messages for one sendmmsg(), from segment `first` on:
+ * each message one UDP GSO send of up to gso_max datagrams of one size (only the last may be
+ * shorter), or one datagram. Fills msgs (and their control buffers) and the segment count of
+ * each; returns the number of messages. */
+typedef union {
+        struct cmsghdr align;
+        uint8_t buf[CMSG_SPACE(sizeof(uint16_t))];
+} GsoControl;
 
-        while (i < n_segs) {
+static unsigned build_messages(const SnapshotPath *sp, const struct iovec *iov, unsigned first, unsigned n_segs,
+                               unsigned gso_max, struct mmsghdr *msgs, GsoControl *control, unsigned *segs_of) {
+        unsigned m = 0;
+
+        for (unsigned i = first; i < n_segs; m++) {
                 size_t size = iov[2 * i].iov_len + iov[2 * i + 1].iov_len, bytes = 0;
                 unsigned n = 0;
-                union {
-                        struct cmsghdr align;
-                        uint8_t buf[CMSG_SPACE(sizeof(uint16_t))];
-                } control = {};
-                struct msghdr mh = {
-                        .msg_name = (void *) &sp->remote,
-                        .msg_namelen = sp->remote_len,
-                        .msg_iov = (struct iovec *) &iov[2 * i],
-                };
+                struct msghdr *mh = &msgs[m].msg_hdr;
 
-                /* A GSO send carries datagrams of one size; only the last may be shorter. */
                 do {
                         size_t d = iov[2 * (i + n)].iov_len + iov[2 * (i + n) + 1].iov_len;
                         if (n > 0 && (d > size || bytes + d > GSO_BYTES_MAX))
@@ -609,34 +606,83 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
                         n++;
                         if (d < size)
                                 break;
-                } while (gso && i + n < n_segs && n < GSO_SEGMENTS_MAX);
+                } while (i + n < n_segs && n < gso_max);
 
-                mh.msg_iovlen = 2 * n;
+                *mh = (struct msghdr) {
+                        .msg_name = (void *) &sp->remote,
+                        .msg_namelen = sp->remote_len,
+                        .msg_iov = (struct iovec *) &iov[2 * i],
+                        .msg_iovlen = 2 * n,
+                };
                 if (n > 1) {
-                        struct cmsghdr *c = (struct cmsghdr *) control.buf;
+                        struct cmsghdr *c = (struct cmsghdr *) control[m].buf;
                         uint16_t gs = (uint16_t) size;
                         c->cmsg_level = IPPROTO_UDP;
                         c->cmsg_type = UDP_SEGMENT;
                         c->cmsg_len = CMSG_LEN(sizeof gs);
                         memcpy(CMSG_DATA(c), &gs, sizeof gs);
-                        mh.msg_control = &control;
-                        mh.msg_controllen = sizeof control;
+                        mh->msg_control = &control[m];
+                        mh->msg_controllen = sizeof control[m];
                 }
-                if (sendmsg(fd, &mh, MSG_DONTWAIT) < 0) {
-                        if (n > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
+                segs_of[m] = n;
+                i += n;
+        }
+        return m;
+}
+
+/* Sends path p's datagrams of this TUN packet in one sendmmsg(): as UDP GSO sends (at most
+ * GSO_SEGMENTS_MAX datagrams each, or w->gso_queued on a path that queues locally), or datagram
+ * by datagram when GSO is off or was refused. Returns nothing: failures are counted. */
+static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iovec *iov, unsigned n_segs) {
+        Tunnel *t = w->tunnel;
+        const SnapshotPath *sp = &s->paths[p];
+        int fd = sp->fds[w->id];
+        bool gso = dataplane_options.offload && dataplane_options.batch > 1 &&
+                   !__atomic_load_n(&t->gso_failed, __ATOMIC_RELAXED);
+        struct mmsghdr msgs[OFFLOAD_SEGMENTS_MAX];
+        GsoControl control[OFFLOAD_SEGMENTS_MAX];
+        unsigned segs_of[OFFLOAD_SEGMENTS_MAX], first = 0;
+
+        assert(n_segs <= OFFLOAD_SEGMENTS_MAX);
+        while (first < n_segs) {
+                unsigned gso_max = !gso ? 1u : w->path_queued[p] > 0 ? MAX(w->gso_queued, 1u) : GSO_SEGMENTS_MAX;
+                unsigned m = build_messages(sp, iov, first, n_segs, gso_max, msgs, control, segs_of);
+                unsigned done = 0;
+
+                while (done < m) {
+                        int r = sendmmsg(fd, msgs + done, m - done, MSG_DONTWAIT);
+                        if (r < 0 && errno == EINTR)
+                                continue;
+                        if (r < 0 && segs_of[done] > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
                                 /* No GSO on this route or kernel: from now on datagram by datagram. */
                                 __atomic_store_n(&t->gso_failed, true, __ATOMIC_RELAXED);
                                 gso = false;
+                                break;
+                        }
+                        if (r < 0) {
+                                /* The first message failed; a full socket buffer fails the rest as
+                                 * well, so they are dropped together with it. */
+                                bool busy = errno == EAGAIN || errno == ENOBUFS;
+                                unsigned k = busy ? m : done + 1, lost = 0;
+                                for (unsigned j = done; j < k; j++)
+                                        lost += segs_of[j];
+                                COUNTER_ADD(w->path_counters[p].drops[busy ? MPT_DROP_SEND_BUSY : MPT_DROP_SEND_ERROR],
+                                            lost);
+                                first += lost;
+                                done = k;
                                 continue;
                         }
-                        COUNTER_ADD(w->path_counters[p].drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
-                                                                                                  : MPT_DROP_SEND_ERROR],
-                                    n);
-                } else {
-                        COUNTER_ADD(w->path_counters[p].tx_packets, n);
-                        COUNTER_ADD(w->path_counters[p].tx_bytes, bytes);
+                        for (int j = 0; j < r; j++) {
+                                unsigned n = segs_of[done + (unsigned) j];
+                                size_t bytes = 0;
+                                for (unsigned k = 0; k < 2 * n; k++)
+                                        bytes += msgs[done + (unsigned) j].msg_hdr.msg_iov[k].iov_len;
+                                COUNTER_ADD(w->path_counters[p].tx_packets, n);
+                                COUNTER_ADD(w->path_counters[p].tx_bytes, bytes);
+                                first += n;
+                        }
+                        done += (unsigned) r;
                 }
-                i += n;
         }
 }
 
@@ -796,20 +842,38 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
 
 /* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
  * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
+/* Whether path p has datagrams of this worker waiting in a local queue (a qdisc or the driver):
+ * the socket's unsent bytes. A path that queues locally gets short UDP GSO sends (see
+ * SCHED_GSO_TIME_USEC) for SCHED_GSO_HOLD intervals after it was last seen queueing. */
+static void sample_queues(Worker *w, const Snapshot *s) {
+        for (unsigned p = 0; p < s->n_paths && p < MPT_PATHS_MAX; p++) {
+                int fd = s->paths[p].fds[w->id], q = 0;
+                if (fd >= 0 && ioctl(fd, SIOCOUTQ, &q) == 0 && q > 0)
+                        w->path_queued[p] = SCHED_GSO_HOLD;
+                else if (w->path_queued[p] > 0)
+                        w->path_queued[p]--;
+        }
+}
+
 static void update_run(Worker *w, const Snapshot *s) {
         Tunnel *t = w->tunnel;
         usec_t now;
         uint64_t segments;
 
-        if (dataplane_options.run_fixed)
-                return;
         now = now_usec();
         if (now < w->rate_since + SCHED_RATE_INTERVAL_USEC)
                 return;
         segments = __atomic_load_n(&t->tx_segments, __ATOMIC_RELAXED);
-        if (w->rate_since > 0)
-                w->run = sched_adaptive_run(segments - w->rate_segments, now - w->rate_since, s->vector_len,
-                                            w->min_slots, dataplane_options.run, SCHED_RUN_CEIL);
+        if (w->rate_since > 0) {
+                if (!dataplane_options.run_fixed)
+                        w->run = sched_adaptive_run(segments - w->rate_segments, now - w->rate_since,
+                                                    s->vector_len, w->min_slots, dataplane_options.run,
+                                                    SCHED_RUN_CEIL);
+                w->gso_queued = sched_adaptive_count(segments - w->rate_segments, now - w->rate_since,
+                                                     s->vector_len, w->min_slots, SCHED_GSO_TIME_USEC, 1,
+                                                     GSO_SEGMENTS_MAX);
+                sample_queues(w, s);
+        }
         w->rate_since = now;
         w->rate_segments = segments;
 }

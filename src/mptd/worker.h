@@ -31,6 +31,10 @@ struct Worker {
         usec_t rate_since;
         uint64_t rate_segments;
         size_t min_slots;
+        /* UDP GSO sends on paths that queue locally: at most gso_queued datagrams (sized in time,
+         * SCHED_GSO_TIME_USEC), for path_queued[p] more rate intervals. */
+        unsigned gso_queued;
+        uint8_t path_queued[MPT_PATHS_MAX];
 
         /* Receive side: the (GRO) datagram buffer received into next: one of the tunnel's pool
          * (rx_pool_index, which this worker holds a reference on) or, when the pool has none

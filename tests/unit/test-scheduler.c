@@ -695,6 +695,32 @@ static void test_adaptive_run(void) {
         g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 1, 5, 1, 64), ==, 17);
 }
 
+/* The UDP GSO size of paths that queue locally: SCHED_GSO_TIME_USEC of the smallest share. */
+static void test_adaptive_gso(void) {
+        const uint64_t iv = SCHED_RATE_INTERVAL_USEC, t = SCHED_GSO_TIME_USEC;
+
+        g_assert_cmpuint(t, ==, 100);
+        /* Nothing measured yet: the floor. */
+        g_assert_cmpuint(sched_adaptive_count(1000, 0, 4, 1, t, 1, 64), ==, 1);
+        /* 12 x 100 Mbit/s full: one datagram per send (a shaper releases each at once). */
+        g_assert_cmpuint(sched_adaptive_count(segs(12 * 93e6, iv), iv, 12, 1, t, 1, 64), ==, 1);
+        /* 4 x 1 Gbit/s: 8 datagrams (100 us of one path). */
+        g_assert_cmpuint(sched_adaptive_count(segs(4 * 930e6, iv), iv, 4, 1, t, 1, 64), ==, 8);
+        /* 2 x 5 Gbit/s: 44; 2 x 10 Gbit/s and more: a whole GSO send. */
+        g_assert_cmpuint(sched_adaptive_count(segs(2 * 5e9, iv), iv, 2, 1, t, 1, 64), ==, 44);
+        g_assert_cmpuint(sched_adaptive_count(segs(2 * 10e9, iv), iv, 2, 1, t, 1, 64), ==, 64);
+        /* Weights 3:1 at 800 Mbit/s: path 1 carries 200 Mbit/s, 1 datagram in 100 us. */
+        g_assert_cmpuint(sched_adaptive_count(segs(800e6, iv), iv, 4, 1, t, 1, 64), ==, 1);
+        /* No overflow for any input; the time scales the count linearly. */
+        g_assert_cmpuint(sched_adaptive_count(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, UINT64_MAX, 1, 64), ==, 64);
+        g_assert_cmpuint(sched_adaptive_count(UINT64_MAX, UINT64_MAX, 1, 1, UINT64_MAX, 1, UINT32_MAX), ==,
+                         UINT32_MAX);
+        g_assert_cmpuint(sched_adaptive_count(segs(4 * 930e6, iv), iv, 4, 1, 2000, 16, 64), ==,
+                         sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64));
+        g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 2000, 1, 64), ==, 35);
+        g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 1000, 1, 64), ==, 17);
+}
+
 static void test_vector_min_slots(void) {
         static const uint32_t w3[3] = { 3, 2, 1 }, w2[2] = { 100, 80 }, w1[1] = { 7 };
         uint8_t vec[MPT_VECTOR_MAX] = {};
@@ -743,6 +769,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/scheduler/flow-hash/symmetric", test_hash_symmetric);
         g_test_add_func("/mpt/scheduler/assign-runs", test_assign_runs);
         g_test_add_func("/mpt/scheduler/adaptive-run", test_adaptive_run);
+        g_test_add_func("/mpt/scheduler/adaptive-gso", test_adaptive_gso);
         g_test_add_func("/mpt/scheduler/vector-min-slots", test_vector_min_slots);
 
         return g_test_run();
