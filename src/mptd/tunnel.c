@@ -242,7 +242,7 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
 }
 
 DataplaneOptions dataplane_options = {
-        .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_TURN,
+        .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_MMSG,
 };
 
 void dataplane_options_load(void) {
@@ -261,8 +261,10 @@ void dataplane_options_load(void) {
                 dataplane_options.run_fixed = true;
         }
         e = getenv("MPT_DEBUG_RX_TURN");
-        if (e && safe_atou(e, &v) >= 0 && v >= 1)
+        if (e && safe_atou(e, &v) >= 0 && v >= 1) {
                 dataplane_options.rx_turn = MIN(v, WORKER_RX_MMSG);
+                dataplane_options.rx_turn_fixed = true;
+        }
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
                 dataplane_options.no_aes = true;

@@ -35,8 +35,10 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->id = id;
         w->tun_fd = tun_fd;
         w->epoll_fd = w->wake_fd = -EBADF;
-        for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
+        for (unsigned i = 0; i < MPT_PATHS_MAX; i++) {
                 w->registered[i] = -1;
+                w->rx_turn[i] = 1;
+        }
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
         w->run = dataplane_options.run;
@@ -477,8 +479,8 @@ static int gro_size(struct msghdr *mh) {
 
 /* Reads at most max (<= WORKER_RX_MMSG) receive buffers of one path in one recvmmsg(), each
  * message into its own buffer (with UDP GRO, each may hold many datagrams of one source), and
- * handles them in the order they arrived; returns how many it read. */
-static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned max) {
+ * handles them in the order they arrived; returns how many it read, and their bytes. */
+static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned max, size_t *ret_bytes) {
         Tunnel *t = w->tunnel;
         int fd = w->registered[path];
         struct mmsghdr mm[WORKER_RX_MMSG];
@@ -495,9 +497,11 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
         usec_t now[WORKER_RX_MMSG];
         int64_t offset;
         usec_t latest;
+        size_t bytes = 0;
         int n;
 
         assert(max >= 1 && max <= WORKER_RX_MMSG);
+        *ret_bytes = 0;
         for (unsigned m = 0; m < max; m++) {
                 iov[m] = (struct iovec) { .iov_base = w->rx_cur[m], .iov_len = WORKER_BUFFER_SIZE };
                 mm[m] = (struct mmsghdr) {
@@ -528,6 +532,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 MptAddress src_addr;
                 uint16_t src_port;
 
+                bytes += k;
                 /* Never later than the moment we read it (clock adjustments). */
                 now[m] = MIN(arrival_time(mh, offset), latest);
                 p[m] = RX_UNKNOWN;
@@ -582,25 +587,44 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 reorder_publish_deadline(t);
                 pthread_mutex_unlock(&t->reorder_lock);
         }
+        *ret_bytes = bytes;
         return (unsigned) n;
 }
 
-/* Reads the ready paths in turns of a few buffers each, so that their packets reach the reorder
- * buffer in about the order they arrived: draining one path first would make the others look
- * silent to loss inference and push the window past their packets. A turn is one recvmmsg() of
- * up to RX_TURN messages (MPT_DEBUG_RX_TURN): a message is a UDP GRO train of up to 64 KiB, or
- * a single datagram when the sender did not use GSO (slow paths, MPT_DEBUG_BATCH=1 peers). */
+/* Reads the ready paths in turns, so that their packets reach the reorder buffer in about the
+ * order they arrived: draining one path first would make the others look silent to loss
+ * inference and push the window past their packets. A turn is one recvmmsg() of about
+ * RX_TURN_BYTES: one buffer when the path's messages are UDP GRO trains of up to 64 KiB (fast
+ * paths whose peer sends with GSO), up to WORKER_RX_MMSG when they are single datagrams (slow or
+ * shaped paths, where GSO sends are split, or a peer without GSO), which then cost one system
+ * call per turn rather than one each. The size of the path's last messages sets its next turn;
+ * MPT_DEBUG_RX_TURN fixes it instead. */
+#define RX_TURN_BYTES 65536u
+
+static unsigned next_turn(size_t bytes, unsigned n) {
+        size_t per_message = MAX(bytes / n, (size_t) 1);
+
+        if (dataplane_options.rx_turn_fixed)
+                return dataplane_options.rx_turn;
+        return (unsigned) CLAMP(RX_TURN_BYTES / per_message, (size_t) 1, (size_t) dataplane_options.rx_turn);
+}
+
 static void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsigned n_ready) {
         unsigned budget = dataplane_options.batch * 4;
 
         while (n_ready > 0 && budget > 0) {
                 unsigned kept = 0;
                 for (unsigned i = 0; i < n_ready && budget > 0; i++) {
-                        unsigned turn = MIN(MIN(dataplane_options.rx_turn, dataplane_options.batch), budget);
-                        unsigned got = worker_rx(w, s, ready[i], turn);
+                        unsigned path = ready[i];
+                        unsigned turn = MIN(MIN(MAX(w->rx_turn[path], 1u), dataplane_options.batch), budget);
+                        size_t bytes;
+                        unsigned got = worker_rx(w, s, path, turn, &bytes);
+
+                        if (got > 0)
+                                w->rx_turn[path] = (uint8_t) next_turn(bytes, got);
                         budget -= MIN(got, budget);
                         if (got == turn)
-                                ready[kept++] = ready[i]; /* may have more */
+                                ready[kept++] = path; /* may have more */
                 }
                 n_ready = kept;
         }

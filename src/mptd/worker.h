@@ -7,8 +7,6 @@
 #define WORKER_BATCH 64u
 /* Most receive buffers (messages) one recvmmsg() reads from one path socket. */
 #define WORKER_RX_MMSG 8u
-/* Receive buffers per turn of a ready path (see worker_rx_ready()), 1..WORKER_RX_MMSG. */
-#define WORKER_RX_TURN 1u
 #define WORKER_BUFFER_SIZE (65536u + 64u)
 #define WORKER_HEADROOM 64u
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
@@ -44,6 +42,7 @@ struct Worker {
         uint8_t *rx_buffer; /* WORKER_RX_MMSG x WORKER_BUFFER_SIZE */
         uint8_t *rx_cur[WORKER_RX_MMSG];
         int rx_pool_index[WORKER_RX_MMSG];
+        uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
         Gro gro;
 
         /* Send side: one TUN packet, its segments' headers, and per path the iovecs of the
