@@ -503,6 +503,8 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
         assert(max >= 1 && max <= WORKER_RX_MMSG);
         *ret_bytes = 0;
         for (unsigned m = 0; m < max; m++) {
+                /* Zeroed: a source is compared and passed on whole (report_endpoint()). */
+                src[m] = (MptSockaddr) {};
                 iov[m] = (struct iovec) { .iov_base = w->rx_cur[m], .iov_len = WORKER_BUFFER_SIZE };
                 mm[m] = (struct mmsghdr) {
                         .msg_hdr = {
