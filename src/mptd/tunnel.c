@@ -241,7 +241,9 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
         return t->tun.fds[sched_flow_hash_symmetric(pkt, len) % t->tun.n_fds];
 }
 
-DataplaneOptions dataplane_options = { .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX };
+DataplaneOptions dataplane_options = {
+        .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_MMSG,
+};
 
 void dataplane_options_load(void) {
         const char *e;
@@ -257,6 +259,11 @@ void dataplane_options_load(void) {
         if (e && safe_atou(e, &v) >= 0 && v >= 1) {
                 dataplane_options.run = MIN(v, SCHED_RUN_LIMIT);
                 dataplane_options.run_fixed = true;
+        }
+        e = getenv("MPT_DEBUG_RX_TURN");
+        if (e && safe_atou(e, &v) >= 0 && v >= 1) {
+                dataplane_options.rx_turn = MIN(v, WORKER_RX_MMSG);
+                dataplane_options.rx_turn_fixed = true;
         }
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)

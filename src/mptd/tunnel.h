@@ -275,12 +275,15 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 /* Data-plane switches for testing both code paths (environment, read once at start):
  *   MPT_DEBUG_OFFLOAD=0  no TUN offloads (no virtio-net header), no UDP GSO and GRO
  *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching
+ *   MPT_DEBUG_RX_TURN=N  a fixed number of receive buffers per recvmmsg() of a ready path (1..8)
  *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions */
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
         unsigned run;   /* consecutive packets per path (scheduler runs), 1..SCHED_RUN_LIMIT */
         bool run_fixed; /* MPT_DEBUG_RUN: run is fixed, no adaptive quantum */
+        unsigned rx_turn; /* most receive buffers per recvmmsg() of a ready path, 1..WORKER_RX_MMSG */
+        bool rx_turn_fixed; /* MPT_DEBUG_RX_TURN: always rx_turn, not by the size of the messages */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
 } DataplaneOptions;
 

@@ -37,16 +37,22 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->id = id;
         w->tun_fd = tun_fd;
         w->epoll_fd = w->wake_fd = -EBADF;
-        for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
+        for (unsigned i = 0; i < MPT_PATHS_MAX; i++) {
                 w->registered[i] = -1;
+                w->rx_turn[i] = 1;
+        }
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
         w->run = dataplane_options.run;
         w->gso_queued = GSO_SEGMENTS_MAX;
 
-        w->rx_buffer = malloc(WORKER_BUFFER_SIZE);
-        w->rx_cur = w->rx_buffer;
-        w->rx_pool_index = -1;
+        /* Touched only as far as used: one message per call needs only the first buffer. */
+        w->rx_buffer = malloc((size_t) WORKER_RX_MMSG * WORKER_BUFFER_SIZE);
+        if (w->rx_buffer)
+                for (unsigned i = 0; i < WORKER_RX_MMSG; i++) {
+                        w->rx_cur[i] = w->rx_buffer + (size_t) i * WORKER_BUFFER_SIZE;
+                        w->rx_pool_index[i] = -1;
+                }
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
         w->tx_headers = malloc(OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX));
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
@@ -161,27 +167,29 @@ void worker_pool_free(Tunnel *t) {
         t->rx_pool = mfree(t->rx_pool);
 }
 
-/* After a receive buffer was handled (reorder_lock held, coalesced packets written): keep it if
- * the reorder buffer holds nothing in it, else leave it to the held packets and take a free one
- * (or the worker's own buffer, which held packets are copied out of, when none is free). */
-static void pool_next_buffer(Worker *w) {
+/* After receive buffer m (message m of a recvmmsg()) was handled (reorder_lock held, coalesced
+ * packets written): keep it if the reorder buffer holds nothing in it, else leave it to the held
+ * packets and take a free one (or the worker's own buffer m, which held packets are copied out
+ * of, when none is free). A buffer the reorder buffer holds packets in is thus never received
+ * into again before they are released; the worker's own buffers are never lent (pool_retain()). */
+static void pool_next_buffer(Worker *w, unsigned m) {
         Tunnel *t = w->tunnel;
 
         if (!t->rx_pool)
                 return;
-        if (w->rx_pool_index >= 0) {
-                if (t->rx_pool_refs[w->rx_pool_index] == 1)
+        if (w->rx_pool_index[m] >= 0) {
+                if (t->rx_pool_refs[w->rx_pool_index[m]] == 1)
                         return;
-                pool_put(t, w->rx_pool_index);
+                pool_put(t, w->rx_pool_index[m]);
         }
         if (t->rx_pool_n_free > 0) {
                 int i = t->rx_pool_free[--t->rx_pool_n_free];
                 t->rx_pool_refs[i] = 1;
-                w->rx_pool_index = i;
-                w->rx_cur = t->rx_pool + (size_t) i * WORKER_BUFFER_SIZE;
+                w->rx_pool_index[m] = i;
+                w->rx_cur[m] = t->rx_pool + (size_t) i * WORKER_BUFFER_SIZE;
         } else {
-                w->rx_pool_index = -1;
-                w->rx_cur = w->rx_buffer;
+                w->rx_pool_index[m] = -1;
+                w->rx_cur[m] = w->rx_buffer + (size_t) m * WORKER_BUFFER_SIZE;
         }
 }
 
@@ -472,72 +480,99 @@ static int gro_size(struct msghdr *mh) {
         return 0;
 }
 
-/* Reads at most max receive buffers of one path; returns how many it read. */
-static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned max) {
+/* Reads at most max (<= WORKER_RX_MMSG) receive buffers of one path in one recvmmsg(), each
+ * message into its own buffer (with UDP GRO, each may hold many datagrams of one source), and
+ * handles them in the order they arrived; returns how many it read, and their bytes. */
+static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned max, size_t *ret_bytes) {
         Tunnel *t = w->tunnel;
         int fd = w->registered[path];
-        int64_t offset = clock_offset();
-        usec_t latest = now_usec();
-        unsigned n;
+        struct mmsghdr mm[WORKER_RX_MMSG];
+        struct iovec iov[WORKER_RX_MMSG];
+        MptSockaddr src[WORKER_RX_MMSG];
+        union {
+                struct cmsghdr align;
+                uint8_t buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
+        } control[WORKER_RX_MMSG];
+        /* Per message: its path (demux(); RX_UNKNOWN: dropped), datagram size, arrival time. */
+        int p[WORKER_RX_MMSG];
+        bool new_endpoint[WORKER_RX_MMSG];
+        size_t seg[WORKER_RX_MMSG];
+        usec_t now[WORKER_RX_MMSG];
+        int64_t offset;
+        usec_t latest;
+        size_t bytes = 0;
+        int n;
 
-        for (n = 0; n < max; n++) {
-                MptSockaddr src = {};
-                struct iovec iov = { .iov_base = w->rx_cur, .iov_len = WORKER_BUFFER_SIZE };
-                union {
-                        struct cmsghdr align;
-                        uint8_t buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
-                } control;
-                struct msghdr mh = {
-                        .msg_name = &src,
-                        .msg_namelen = sizeof src,
-                        .msg_iov = &iov,
-                        .msg_iovlen = 1,
-                        .msg_control = &control,
-                        .msg_controllen = sizeof control,
+        assert(max >= 1 && max <= WORKER_RX_MMSG);
+        *ret_bytes = 0;
+        for (unsigned m = 0; m < max; m++) {
+                /* Zeroed: a source is compared and passed on whole (report_endpoint()). */
+                src[m] = (MptSockaddr) {};
+                iov[m] = (struct iovec) { .iov_base = w->rx_cur[m], .iov_len = WORKER_BUFFER_SIZE };
+                mm[m] = (struct mmsghdr) {
+                        .msg_hdr = {
+                                .msg_name = &src[m],
+                                .msg_namelen = sizeof src[m],
+                                .msg_iov = &iov[m],
+                                .msg_iovlen = 1,
+                                .msg_control = &control[m],
+                                .msg_controllen = sizeof control[m],
+                        },
                 };
+        }
+        do
+                n = recvmmsg(fd, mm, max, MSG_DONTWAIT, NULL);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+                return 0; /* EAGAIN, or an ICMP error report we have no use for */
+        offset = clock_offset();
+        latest = now_usec();
+
+        /* First, outside the reorder lock: what each message is, and in secure mode every
+         * datagram authenticated and decrypted (so that the workers do it in parallel); what
+         * fails is skipped below. */
+        for (int m = 0; m < n; m++) {
+                struct msghdr *mh = &mm[m].msg_hdr;
+                size_t k = mm[m].msg_len;
                 MptAddress src_addr;
                 uint16_t src_port;
-                bool new_endpoint;
-                usec_t now;
-                size_t seg;
-                ssize_t k;
-                int p;
 
-                k = recvmsg(fd, &mh, MSG_DONTWAIT);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break; /* EAGAIN, or an ICMP error report we have no use for */
-                }
+                bytes += k;
                 /* Never later than the moment we read it (clock adjustments). */
-                now = MIN(arrival_time(&mh, offset), latest);
-                if (mh.msg_flags & MSG_TRUNC) {
+                now[m] = MIN(arrival_time(mh, offset), latest);
+                p[m] = RX_UNKNOWN;
+                if (mh->msg_flags & MSG_TRUNC) {
                         COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
                         continue;
                 }
-                if (sockaddr_to_address(&src, &src_addr, &src_port) < 0 ||
-                    (p = demux(s, path, &src_addr, src_port, &new_endpoint)) == RX_UNKNOWN) {
+                if (sockaddr_to_address(&src[m], &src_addr, &src_port) < 0 ||
+                    (p[m] = demux(s, path, &src_addr, src_port, &new_endpoint[m])) == RX_UNKNOWN) {
+                        p[m] = RX_UNKNOWN;
                         COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                         continue;
                 }
-
-                /* With UDP GRO the buffer holds several datagrams of one source: all of gso
-                 * size but the last. They are handled under one hold of the reorder lock, and
-                 * what they gathered for the TUN device is written before it is released
-                 * (held packets and this buffer are only stable until then). */
-                seg = (size_t) gro_size(&mh);
-                if (seg == 0 || seg > (size_t) k)
-                        seg = (size_t) k;
-                /* Secure mode: every datagram is authenticated and decrypted first, outside the
-                 * reorder lock (so that the workers do it in parallel); what fails is skipped
-                 * below. */
+                /* With UDP GRO the buffer holds several datagrams of one source: all of gso size
+                 * but the last. */
+                seg[m] = (size_t) gro_size(mh);
+                if (seg[m] == 0 || seg[m] > k)
+                        seg[m] = k;
                 if (t->secure)
-                        secure_open_buffer(w, p >= 0 ? (unsigned) p : path, w->rx_cur, (size_t) k, seg);
-                if (t->reorder_enabled)
-                        pthread_mutex_lock(&t->reorder_lock);
-                for (size_t off = 0; off < (size_t) k; off += seg) {
-                        uint8_t *d = w->rx_cur + off;
-                        size_t dl = MIN(seg, (size_t) k - off);
+                        secure_open_buffer(w, p[m] >= 0 ? (unsigned) p[m] : path, w->rx_cur[m], k, seg[m]);
+        }
+
+        /* Then all messages under one hold of the reorder lock, in arrival order; what they
+         * gathered for the TUN device is written before it is released (held packets and these
+         * buffers are only stable until then). */
+        if (t->reorder_enabled)
+                pthread_mutex_lock(&t->reorder_lock);
+        for (int m = 0; m < n; m++) {
+                size_t k = mm[m].msg_len;
+
+                if (p[m] == RX_UNKNOWN)
+                        continue;
+                for (size_t off = 0; off < k; off += seg[m]) {
+                        uint8_t *d = w->rx_cur[m] + off;
+                        size_t dl = MIN(seg[m], k - off);
 
                         /* Only what authenticated goes on: nothing else may move an endpoint. */
                         if (t->secure) {
@@ -546,23 +581,38 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                                 d += MPT_SECURE_HEADER_SIZE;
                                 dl -= MPT_SECURE_OVERHEAD;
                         }
-                        handle_datagram(w, path, p, new_endpoint, &src, d, dl, now);
-                        new_endpoint = false; /* reported once per buffer is plenty */
-                }
-                gro_flush(w);
-                if (t->reorder_enabled) {
-                        pool_next_buffer(w);
-                        reorder_publish_deadline(t);
-                        pthread_mutex_unlock(&t->reorder_lock);
+                        handle_datagram(w, path, p[m], new_endpoint[m], &src[m], d, dl, now[m]);
+                        new_endpoint[m] = false; /* reported once per buffer is plenty */
                 }
         }
-        return n;
+        gro_flush(w);
+        if (t->reorder_enabled) {
+                for (int m = 0; m < n; m++)
+                        pool_next_buffer(w, (unsigned) m);
+                reorder_publish_deadline(t);
+                pthread_mutex_unlock(&t->reorder_lock);
+        }
+        *ret_bytes = bytes;
+        return (unsigned) n;
 }
 
-/* Reads the ready paths in turns of a few buffers each, so that their packets reach the reorder
- * buffer in about the order they arrived: draining one path first would make the others look
- * silent to loss inference and push the window past their packets. */
-#define RX_TURN 1u
+/* Reads the ready paths in turns, so that their packets reach the reorder buffer in about the
+ * order they arrived: draining one path first would make the others look silent to loss
+ * inference and push the window past their packets. A turn is one recvmmsg() of about
+ * RX_TURN_BYTES: one buffer when the path's messages are UDP GRO trains of up to 64 KiB (fast
+ * paths whose peer sends with GSO), up to WORKER_RX_MMSG when they are single datagrams (slow or
+ * shaped paths, where GSO sends are split, or a peer without GSO), which then cost one system
+ * call per turn rather than one each. The size of the path's last messages sets its next turn;
+ * MPT_DEBUG_RX_TURN fixes it instead. */
+#define RX_TURN_BYTES 65536u
+
+static unsigned next_turn(size_t bytes, unsigned n) {
+        size_t per_message = MAX(bytes / n, (size_t) 1);
+
+        if (dataplane_options.rx_turn_fixed)
+                return dataplane_options.rx_turn;
+        return (unsigned) CLAMP(RX_TURN_BYTES / per_message, (size_t) 1, (size_t) dataplane_options.rx_turn);
+}
 
 static void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsigned n_ready) {
         unsigned budget = dataplane_options.batch * 4;
@@ -570,11 +620,16 @@ static void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsig
         while (n_ready > 0 && budget > 0) {
                 unsigned kept = 0;
                 for (unsigned i = 0; i < n_ready && budget > 0; i++) {
-                        unsigned turn = MIN(MIN(RX_TURN, dataplane_options.batch), budget);
-                        unsigned got = worker_rx(w, s, ready[i], turn);
+                        unsigned path = ready[i];
+                        unsigned turn = MIN(MIN(MAX(w->rx_turn[path], 1u), dataplane_options.batch), budget);
+                        size_t bytes;
+                        unsigned got = worker_rx(w, s, path, turn, &bytes);
+
+                        if (got > 0)
+                                w->rx_turn[path] = (uint8_t) next_turn(bytes, got);
                         budget -= MIN(got, budget);
                         if (got == turn)
-                                ready[kept++] = ready[i]; /* may have more */
+                                ready[kept++] = path; /* may have more */
                 }
                 n_ready = kept;
         }

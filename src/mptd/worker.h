@@ -5,6 +5,8 @@
 #include "tunnel.h"
 
 #define WORKER_BATCH 64u
+/* Most receive buffers (messages) one recvmmsg() reads from one path socket. */
+#define WORKER_RX_MMSG 8u
 #define WORKER_BUFFER_SIZE (65536u + 64u)
 #define WORKER_HEADROOM 64u
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
@@ -36,13 +38,15 @@ struct Worker {
         unsigned gso_queued;
         uint8_t path_queued[MPT_PATHS_MAX];
 
-        /* Receive side: the (GRO) datagram buffer received into next: one of the tunnel's pool
-         * (rx_pool_index, which this worker holds a reference on) or, when the pool has none
-         * free or there is no reorder buffer, its own rx_buffer (rx_pool_index -1); received TCP
-         * segments coalesced for the TUN. */
-        uint8_t *rx_buffer;
-        uint8_t *rx_cur;
-        int rx_pool_index;
+        /* Receive side: per message of one recvmmsg(), the (GRO) datagram buffer received into
+         * next: one of the tunnel's pool (rx_pool_index[i], which this worker holds a reference
+         * on) or, when the pool has none free or there is no reorder buffer, the worker's own
+         * buffer for that message (rx_buffer + i * WORKER_BUFFER_SIZE, rx_pool_index[i] -1);
+         * received TCP segments coalesced for the TUN. */
+        uint8_t *rx_buffer; /* WORKER_RX_MMSG x WORKER_BUFFER_SIZE */
+        uint8_t *rx_cur[WORKER_RX_MMSG];
+        int rx_pool_index[WORKER_RX_MMSG];
+        uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
         Gro gro;
 
         /* Send side: one TUN packet, its segments' headers, and per path the iovecs of the
