@@ -53,16 +53,18 @@ typedef struct SchedRuns {
 #define SCHED_RUN_CEIL 64u
 #define SCHED_RATE_INTERVAL_USEC 10000u
 
-/* UDP GSO sends on a path whose datagrams wait in a local queue. A shaper there (tbf, cake
- * without split-gso, a policer's queue) lets a GSO super-packet go only as a whole, once it has
- * the tokens for all of it: its first datagram waits for the last, and the path's delay jumps by
- * a whole send at a time (16 datagrams are 2 ms at 100 Mbit/s), which a TCP stream inside the
- * tunnel reads as a fatter, slower pipe than it is. So such a path gets sends of what its share
- * of the tunnel's rate carries in SCHED_GSO_TIME_USEC (1 datagram at 100 Mbit/s, 8 at 1
- * Gbit/s; the runs stay as they are, one sendmmsg() carries them), for SCHED_GSO_HOLD rate
- * intervals after its socket last had unsent bytes. Paths that queue nothing keep full sends. */
-#define SCHED_GSO_TIME_USEC 100u
-#define SCHED_GSO_HOLD 8u
+/* Paths whose datagrams wait in a local queue (the socket has unsent bytes when a worker looks,
+ * once per rate interval; a path counts as queueing for SCHED_GSO_HOLD intervals after). A
+ * shaper in that queue (tbf, cake without split-gso) lets a UDP GSO send go only as a whole,
+ * once it has the tokens for all of it: its first datagram waits for the last, and the path's
+ * delay jumps by a whole send at a time (16 datagrams are 2 ms at 100 Mbit/s), which a TCP stream
+ * inside the tunnel reads as a fatter, slower pipe than it is. So such a path gets sends of what
+ * its share of the tunnel's rate carries in SCHED_GSO_TIME_USEC (1 datagram at 100 Mbit/s, 16 at
+ * 1 Gbit/s; one sendmmsg() still carries them all). And while any path queues, the quantum stays
+ * at its floor: a run waits in the queue as a whole while the receiver holds the other paths'
+ * packets behind it. Paths that queue nothing keep full sends and the adaptive quantum. */
+#define SCHED_GSO_TIME_USEC 200u
+#define SCHED_GSO_HOLD 100u
 
 /* The quantum for a tunnel that sent `segments` segments in `interval_usec`, over a vector of
  * vector_len slots in which the path with the fewest slots has min_slots, clamped to

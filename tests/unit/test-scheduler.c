@@ -699,18 +699,18 @@ static void test_adaptive_run(void) {
 static void test_adaptive_gso(void) {
         const uint64_t iv = SCHED_RATE_INTERVAL_USEC, t = SCHED_GSO_TIME_USEC;
 
-        g_assert_cmpuint(t, ==, 100);
+        g_assert_cmpuint(t, ==, 200);
         /* Nothing measured yet: the floor. */
         g_assert_cmpuint(sched_adaptive_count(1000, 0, 4, 1, t, 1, 64), ==, 1);
         /* 12 x 100 Mbit/s full: one datagram per send (a shaper releases each at once). */
         g_assert_cmpuint(sched_adaptive_count(segs(12 * 93e6, iv), iv, 12, 1, t, 1, 64), ==, 1);
-        /* 4 x 1 Gbit/s: 8 datagrams (100 us of one path). */
-        g_assert_cmpuint(sched_adaptive_count(segs(4 * 930e6, iv), iv, 4, 1, t, 1, 64), ==, 8);
-        /* 2 x 5 Gbit/s: 44; 2 x 10 Gbit/s and more: a whole GSO send. */
-        g_assert_cmpuint(sched_adaptive_count(segs(2 * 5e9, iv), iv, 2, 1, t, 1, 64), ==, 44);
-        g_assert_cmpuint(sched_adaptive_count(segs(2 * 10e9, iv), iv, 2, 1, t, 1, 64), ==, 64);
-        /* Weights 3:1 at 800 Mbit/s: path 1 carries 200 Mbit/s, 1 datagram in 100 us. */
-        g_assert_cmpuint(sched_adaptive_count(segs(800e6, iv), iv, 4, 1, t, 1, 64), ==, 1);
+        /* 4 x 1 Gbit/s: 16 datagrams (200 us of one path). */
+        g_assert_cmpuint(sched_adaptive_count(segs(4 * 930e6, iv), iv, 4, 1, t, 1, 64), ==, 16);
+        /* 2 x 2 Gbit/s: 35; 2 x 5 Gbit/s and more: a whole GSO send. */
+        g_assert_cmpuint(sched_adaptive_count(segs(2 * 2e9, iv), iv, 2, 1, t, 1, 64), ==, 35);
+        g_assert_cmpuint(sched_adaptive_count(segs(2 * 5e9, iv), iv, 2, 1, t, 1, 64), ==, 64);
+        /* Weights 3:1 at 800 Mbit/s: path 1 carries 200 Mbit/s, 3 datagrams in 200 us. */
+        g_assert_cmpuint(sched_adaptive_count(segs(800e6, iv), iv, 4, 1, t, 1, 64), ==, 3);
         /* No overflow for any input; the time scales the count linearly. */
         g_assert_cmpuint(sched_adaptive_count(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, UINT64_MAX, 1, 64), ==, 64);
         g_assert_cmpuint(sched_adaptive_count(UINT64_MAX, UINT64_MAX, 1, 1, UINT64_MAX, 1, UINT32_MAX), ==,
