@@ -201,6 +201,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 else
                         ctl_writer_field(w, "loss_tx", "%s", "");
                 ctl_writer_field(w, "peer_flags", "%u", p->peer_flags);
+                ctl_writer_field(w, "queued_locally", "%s", tunnel_path_queued_locally(t, i) ? "yes" : "no");
                 tunnel_sum_counters(t, (int) i, &pc);
                 write_counters(w, &pc, true);
         }

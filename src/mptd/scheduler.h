@@ -54,7 +54,7 @@ typedef struct SchedRuns {
 #define SCHED_RATE_INTERVAL_USEC 10000u
 
 /* Paths whose datagrams wait in a local queue (the socket has unsent bytes when a worker looks,
- * once per rate interval; a path counts as queueing for SCHED_GSO_HOLD intervals after). A
+ * once per rate interval; a path counts as queueing for SCHED_QUEUED_HOLD_USEC after). A
  * shaper in that queue (tbf, cake without split-gso) lets a UDP GSO send go only as a whole,
  * once it has the tokens for all of it: its first datagram waits for the last, and the path's
  * delay jumps by a whole send at a time (16 datagrams are 2 ms at 100 Mbit/s), which a TCP stream
@@ -64,7 +64,7 @@ typedef struct SchedRuns {
  * at its floor: a run waits in the queue as a whole while the receiver holds the other paths'
  * packets behind it. Paths that queue nothing keep full sends and the adaptive quantum. */
 #define SCHED_GSO_TIME_USEC 200u
-#define SCHED_GSO_HOLD 100u
+#define SCHED_QUEUED_HOLD_USEC 1000000u
 
 /* The quantum for a tunnel that sent `segments` segments in `interval_usec`, over a vector of
  * vector_len slots in which the path with the fewest slots has min_slots, clamped to

@@ -371,6 +371,15 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         return 0;
 }
 
+bool tunnel_path_queued_locally(Tunnel *t, unsigned path) {
+        if (path >= MPT_PATHS_MAX || !t->workers)
+                return false;
+        for (unsigned w = 0; w < t->n_workers; w++)
+                if (t->workers[w] && worker_path_queued(t->workers[w], path))
+                        return true;
+        return false;
+}
+
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
         PathCounters sum = {};
 

@@ -269,6 +269,8 @@ int path_set_weight(Path *p, uint32_t weight);
 
 /* Sums the per-thread counters of one path (index) or, with path == -1, the tunnel's own. */
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
+/* Whether a worker saw the path's datagrams wait in a local queue lately (worker.c). */
+bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
 
 #define TUN_TX_QUEUE_LEN 4096u
 

@@ -700,7 +700,7 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
 
         assert(n_segs <= OFFLOAD_SEGMENTS_MAX);
         while (first < n_segs) {
-                unsigned gso_max = !gso ? 1u : w->path_queued[p] > 0 ? MAX(w->gso_queued, 1u) : GSO_SEGMENTS_MAX;
+                unsigned gso_max = !gso ? 1u : w->queued_now & UINT64_C(1) << p ? MAX(w->gso_queued, 1u) : GSO_SEGMENTS_MAX;
                 unsigned m = build_messages(sp, iov, first, n_segs, gso_max, msgs, control, segs_of);
                 unsigned done = 0;
 
@@ -895,25 +895,40 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 pthread_mutex_unlock(&t->tx_lock);
 }
 
-/* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
- * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
-/* Whether path p has datagrams of this worker waiting in a local queue (a qdisc or the driver):
- * the socket's unsent bytes. A path that queues locally gets short UDP GSO sends (see
- * SCHED_GSO_TIME_USEC) for SCHED_GSO_HOLD intervals after it was last seen queueing. */
-static bool sample_queues(Worker *w, const Snapshot *s) {
+/* Whether path p's datagrams of this worker wait in a local queue (a qdisc or the driver): the
+ * socket's unsent bytes, sampled once per rate interval. A path counts as queueing for
+ * SCHED_QUEUED_HOLD_USEC after it was last seen so (see SCHED_GSO_TIME_USEC). Returns whether
+ * any path of the snapshot does. */
+static bool path_queued(const Worker *w, unsigned p, usec_t now) {
+        usec_t at = __atomic_load_n(&w->path_queued_at[p], __ATOMIC_RELAXED);
+        return at > 0 && now < at + SCHED_QUEUED_HOLD_USEC;
+}
+
+bool worker_path_queued(const Worker *w, unsigned p) {
+        return p < MPT_PATHS_MAX && path_queued(w, p, now_usec());
+}
+
+static bool sample_queues(Worker *w, const Snapshot *s, usec_t now) {
+        uint64_t queued = 0;
         bool any = false;
 
+        static_assert(MPT_PATHS_MAX <= 64, "a path is one bit of a uint64_t");
         for (unsigned p = 0; p < s->n_paths && p < MPT_PATHS_MAX; p++) {
                 int fd = s->paths[p].fds[w->id], q = 0;
+                /* Atomic: mptctl show reads it (worker_path_queued()). */
                 if (fd >= 0 && ioctl(fd, SIOCOUTQ, &q) == 0 && q > 0)
-                        w->path_queued[p] = SCHED_GSO_HOLD;
-                else if (w->path_queued[p] > 0)
-                        w->path_queued[p]--;
-                any = any || w->path_queued[p] > 0;
+                        __atomic_store_n(&w->path_queued_at[p], now, __ATOMIC_RELAXED);
+                if (path_queued(w, p, now)) {
+                        queued |= UINT64_C(1) << p;
+                        any = true;
+                }
         }
+        w->queued_now = queued;
         return any;
 }
 
+/* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
+ * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
 static void update_run(Worker *w, const Snapshot *s) {
         Tunnel *t = w->tunnel;
         usec_t now;
@@ -929,7 +944,7 @@ static void update_run(Worker *w, const Snapshot *s) {
                  * its floor (16 segments: 0.2 ms at 1 Gbit/s; 64 would cost 4 x 1 Gbit/s
                  * nearly half its goodput). Only a tunnel whose paths queue nothing (fast,
                  * unshaped) grows it, for fewer and larger sends. */
-                bool queued = sample_queues(w, s);
+                bool queued = sample_queues(w, s, now);
 
                 if (!dataplane_options.run_fixed)
                         w->run = queued ? dataplane_options.run

@@ -33,10 +33,12 @@ struct Worker {
         usec_t rate_since;
         uint64_t rate_segments;
         size_t min_slots;
-        /* UDP GSO sends on paths that queue locally: at most gso_queued datagrams (sized in time,
-         * SCHED_GSO_TIME_USEC), for path_queued[p] more rate intervals. */
+        /* Paths that queue locally (see sample_queues()): when each was last seen so (atomic:
+         * mptctl reads it), those that count as queueing now (a bit per path), and the most
+         * datagrams per UDP GSO send there (sized in time, SCHED_GSO_TIME_USEC). */
+        usec_t path_queued_at[MPT_PATHS_MAX];
+        uint64_t queued_now;
         unsigned gso_queued;
-        uint8_t path_queued[MPT_PATHS_MAX];
 
         /* Receive side: per message of one recvmmsg(), the (GRO) datagram buffer received into
          * next: one of the tunnel's pool (rx_pool_index[i], which this worker holds a reference
@@ -70,6 +72,7 @@ struct Worker {
         PathCounters tunnel_counters; /* drops not tied to a path */
 };
 
+bool worker_path_queued(const Worker *w, unsigned path);
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
 int worker_start(Worker *w);
 /* Asks the worker to stop and joins it. */
