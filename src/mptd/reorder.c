@@ -11,9 +11,10 @@ typedef struct Slot {
         bool lent;      /* pkt points into the lender's memory, not into data */
         usec_t arrival;
         size_t len;
-        const uint8_t *pkt; /* the held packet: data, or lent memory */
+        const uint8_t *pkt; /* the held packet: lent memory, a copy buffer, or data */
+        int32_t copy;       /* the copy buffer pkt is in, -1: none */
         size_t capacity;
-        uint8_t *data;
+        uint8_t *data;      /* for copies larger than a copy buffer, or when none is free */
 } Slot;
 
 typedef struct PathFrontier {
@@ -30,6 +31,14 @@ struct Reorder {
         usec_t max_delay;
         uint32_t mask; /* slots - 1; slots >= 2 * window, power of two */
         Slot *slots;
+        /* Copies of held packets that the lender does not keep: `window` buffers of
+         * REORDER_COPY_BYTES, and a stack of the free ones. The most recently freed is used
+         * first, so a few pages serve ordinary reordering and the resident size grows only as
+         * deep as the reordering ever was (before, each ring slot had a buffer of its own, and as
+         * traffic went round the ring ever more of them became resident). */
+        uint8_t *copies;
+        uint32_t *copies_free;
+        uint32_t n_copies_free;
 
         bool synced;
         uint32_t expected; /* next sequence number to deliver */
@@ -56,8 +65,19 @@ Reorder *reorder_new(uint32_t window, usec_t max_delay) {
         if (!r)
                 return NULL;
         r->slots = calloc(n, sizeof(Slot));
-        if (!r->slots)
+        r->copies = malloc((size_t) window * REORDER_COPY_BYTES);
+        r->copies_free = malloc((size_t) window * sizeof(uint32_t));
+        if (!r->slots || !r->copies || !r->copies_free) {
+                free(r->slots);
+                free(r->copies);
+                free(r->copies_free);
                 return mfree(r);
+        }
+        for (uint32_t i = 0; i < n; i++)
+                r->slots[i].copy = -1;
+        for (uint32_t i = 0; i < window; i++)
+                r->copies_free[i] = window - 1 - i;
+        r->n_copies_free = window;
         r->window = window;
         r->max_delay = max_delay;
         r->mask = n - 1;
@@ -78,6 +98,8 @@ Reorder *reorder_free(Reorder *r) {
                 free(r->slots[i].data);
         }
         free(r->slots);
+        free(r->copies);
+        free(r->copies_free);
         return mfree(r);
 }
 
@@ -98,6 +120,11 @@ static void deliver_slot(Reorder *r, Slot *s, ReorderDeliver deliver, void *user
         if (s->lent) {
                 s->lent = false;
                 r->lender.release(r->lender.userdata, s->pkt);
+        }
+        if (s->copy >= 0) {
+                assert(r->n_copies_free < r->window);
+                r->copies_free[r->n_copies_free++] = (uint32_t) s->copy;
+                s->copy = -1;
         }
 }
 
@@ -211,9 +238,17 @@ static void resync(Reorder *r, uint32_t seq, ReorderDeliver deliver, void *userd
 static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t now) {
         Slot *s = slot_of(r, seq);
 
+        assert(s->copy < 0);
         if (r->lender.retain && r->lender.retain(r->lender.userdata, pkt, len)) {
                 s->lent = true;
                 s->pkt = pkt;
+        } else if (len <= REORDER_COPY_BYTES && r->n_copies_free > 0) {
+                uint32_t c = r->copies_free[--r->n_copies_free];
+                uint8_t *d = r->copies + (size_t) c * REORDER_COPY_BYTES;
+                memcpy(d, pkt, len);
+                s->copy = (int32_t) c;
+                s->lent = false;
+                s->pkt = d;
         } else {
                 if (s->capacity < len) {
                         size_t cap = MAX(len, (size_t) 2048);

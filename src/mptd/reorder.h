@@ -23,6 +23,7 @@
 #define REORDER_PATHS_MAX 64u
 #define REORDER_RESYNC_STALE 8u           /* consecutive stale packets that mean "peer restarted" */
 #define REORDER_BYTES_MAX (64u * 1024u * 1024u) /* bound on buffered bytes */
+#define REORDER_COPY_BYTES 2048u /* a copy buffer: a datagram of a 1500-byte (or 2000-byte) path */
 /* A path counts as silent (and stops holding back loss inference) after this many times its
  * longest recent gap between packets, but not sooner than REORDER_SILENCE_MIN (a receiving
  * thread descheduled for a moment must not make the paths it reads look silent to the others)

@@ -48,11 +48,12 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
 
         /* Touched only as far as used: one message per call needs only the first buffer. */
         w->rx_buffer = malloc((size_t) WORKER_RX_MMSG * WORKER_BUFFER_SIZE);
-        if (w->rx_buffer)
+        if (w->rx_buffer) {
                 for (unsigned i = 0; i < WORKER_RX_MMSG; i++) {
                         w->rx_cur[i] = w->rx_buffer + (size_t) i * WORKER_BUFFER_SIZE;
                         w->rx_pool_index[i] = -1;
                 }
+        }
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
         w->tx_headers = malloc(OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX));
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));

@@ -693,6 +693,43 @@ typedef struct {
         unsigned path;
 } Event;
 
+/* Held packets are copied into the buffer's own copy buffers (allocated at the start, one per
+ * window slot) and these go back to the free ones when delivered: round after round of a full
+ * window held and released delivers every packet intact. Packets larger than a copy buffer take
+ * a slot's own allocation instead. */
+static void copy_rounds(size_t len) {
+        const uint32_t window = 16;
+        g_autoptr(Reorder) r = reorder_new(window, 100 * MS);
+        g_autoptr(Sink) s = sink_new(len);
+        uint32_t seq = 1002;
+
+        g_assert_nonnull(r);
+        /* Both paths seen, in order. */
+        ACCEPT(r, s, 1000, 0, 0);
+        ACCEPT(r, s, 1001, 1, 0);
+        for (unsigned round = 1; round <= 50; round++) {
+                /* All but the first of a window arrive first on path 0 and are held (path 1 may
+                 * still bring the first)... */
+                for (uint32_t i = 1; i < window; i++)
+                        ACCEPT(r, s, seq + i, 0, (usec_t) round * MS);
+                g_assert_cmpuint(reorder_buffered(r), ==, window - 1);
+                /* ...until it comes and fills the gap. */
+                ACCEPT(r, s, seq, 1, (usec_t) round * MS);
+                g_assert_cmpuint(reorder_buffered(r), ==, 0);
+                seq += window;
+        }
+        g_assert_cmpuint(s->seqs->len, ==, 2 + 50 * window);
+        for (guint i = 0; i < s->seqs->len; i++)
+                g_assert_cmpuint(g_array_index(s->seqs, uint32_t, i), ==, 1000 + i);
+}
+
+static void test_copy_buffers(void) {
+        copy_rounds(1400);
+        copy_rounds(REORDER_COPY_BYTES);
+        copy_rounds(REORDER_COPY_BYTES + 1);
+        copy_rounds(9000);
+}
+
 static int event_cmp(const void *a, const void *b) {
         const Event *x = a, *y = b;
 
@@ -945,6 +982,7 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
         g_test_add_func("/mpt/reorder/new", test_new);
+        g_test_add_func("/mpt/reorder/copy-buffers", test_copy_buffers);
         g_test_add_func("/mpt/reorder/in-order", test_in_order);
         g_test_add_func("/mpt/reorder/reordered", test_reordered);
         g_test_add_func("/mpt/reorder/loss-inferred", test_loss_inferred);
