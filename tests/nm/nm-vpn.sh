@@ -146,6 +146,16 @@ down_and_check() { # CONNECTION
         # The service removes it once it has reaped mptd, which may be a moment after mptd is gone.
         wait_until 20 test ! -e "$LAB_DIR/run-a/lab.nm.conf" || lab_die "the private profile file is left behind"
 }
+both_paths_carry() { # LABEL SECONDS: iperf3 through the tunnel; the peer hears it on both paths
+        local b0 b1 e0 e1
+        b0=$(lab_json b "p['p0']['rx_packets']")
+        b1=$(lab_json b "p['p1']['rx_packets']")
+        lab_iperf_tcp "$(lab_tunnel_addr b 4)" "$2" >"$LAB_DIR/iperf.mbit"
+        e0=$(lab_json b "p['p0']['rx_packets']")
+        e1=$(lab_json b "p['p1']['rx_packets']")
+        lab_log "$1: $(cat "$LAB_DIR/iperf.mbit") Mbit/s; peer rx packets p0 +$((e0 - b0)), p1 +$((e1 - b1))"
+        [ $((e0 - b0)) -gt 100 ] && [ $((e1 - b1)) -gt 100 ] || lab_die "$1: traffic did not use both paths"
+}
 
 # ---- import a native profile ----
 step "import"
@@ -200,13 +210,7 @@ else
         nmcli connection modify mpt-add +vpn.data "Mode=compat" || lab_die "cannot set Mode=compat"
 fi
 up_and_ping mpt-add
-before0=$(lab_json b "p['p0']['rx_packets']")
-before1=$(lab_json b "p['p1']['rx_packets']")
-lab_iperf_tcp "$(lab_tunnel_addr b 4)" 3 >"$LAB_DIR/iperf.mbit"
-after0=$(lab_json b "p['p0']['rx_packets']")
-after1=$(lab_json b "p['p1']['rx_packets']")
-lab_log "iperf3 through the tunnel: $(cat "$LAB_DIR/iperf.mbit") Mbit/s; peer rx packets p0 +$((after0 - before0)), p1 +$((after1 - before1))"
-[ $((after0 - before0)) -gt 100 ] && [ $((after1 - before1)) -gt 100 ] || lab_die "traffic did not use both paths"
+both_paths_carry "iperf3 through the tunnel" 3
 step "down (added)"
 down_and_check mpt-add
 
@@ -361,15 +365,8 @@ lab_exec a ip route add default via "$r1" dev pa1 onlink metric 90
 route_dev() { # ip route get ARGS...: the device
         lab_exec a ip -o route get "$@" | sed -n 's/.* dev \([^ ]*\).*/\1/p'
 }
-both_paths_carry() { # LABEL: iperf3 through the tunnel; the peer hears it on both paths
-        local b0 b1 e0 e1
-        b0=$(lab_json b "p['p0']['rx_packets']")
-        b1=$(lab_json b "p['p1']['rx_packets']")
-        lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2 >"$LAB_DIR/iperf.mbit"
-        e0=$(lab_json b "p['p0']['rx_packets']")
-        e1=$(lab_json b "p['p1']['rx_packets']")
-        lab_log "$1: $(cat "$LAB_DIR/iperf.mbit") Mbit/s; peer rx packets p0 +$((e0 - b0)), p1 +$((e1 - b1))"
-        [ $((e0 - b0)) -gt 100 ] && [ $((e1 - b1)) -gt 100 ] || lab_die "$1: traffic did not use both paths"
+both_paths_carry_up() { # LABEL: both_paths_carry, and path 1 is up at a
+        both_paths_carry "$1" 2
         [ "$(lab_json a "t['paths'][1]['state']")" = up ] || lab_die "$1: path 1 is $(lab_json a "t['paths'][1]")"
 }
 # (1) A path without Interface= (LocalAddress= only): the service pins its remote with a host route.
@@ -388,7 +385,7 @@ up_and_ping mpt-def
 lab_exec a ip route show "$r1/32" | grep -q "via $r1 dev pa1 .*metric 50" ||
         lab_die "no host route to $r1: $(lab_exec a ip route)"
 grep -q "path 'path1': host route to $r1 via $r1 dev pa1" "$LAB_DIR/nm.log" || lab_die "the service did not log the host route: $(grep -i "route\|started mptd" "$LAB_DIR/nm.log" | tail -n 5)"
-both_paths_carry "default route, unbound path 1"
+both_paths_carry_up "default route, unbound path 1"
 down_and_check mpt-def
 [ -z "$(lab_exec a ip route show "$r1/32")" ] || lab_die "the host route outlived the tunnel: $(lab_exec a ip route)"
 # (2) Paths with Interface= are bound to it (SO_BINDTODEVICE): no host route needed, although the
@@ -397,7 +394,7 @@ nmcli connection modify mpt-add ipv4.never-default no
 up_and_ping mpt-add
 [ "$(route_dev "$r1")" = lab ] || lab_die "expected the table to route $r1 into the tunnel: $(lab_exec a ip route)"
 [ "$(route_dev "$r1" oif pa1)" = pa1 ] || lab_die "no route to $r1 through pa1: $(lab_exec a ip route)"
-both_paths_carry "default route, bound path 1"
+both_paths_carry_up "default route, bound path 1"
 down_and_check mpt-add
 nmcli connection modify mpt-add ipv4.never-default yes
 lab_exec a ip route del default via "$r1" dev pa1 metric 90
