@@ -638,15 +638,16 @@ static void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsig
 
 /* Path p's datagrams of this TUN packet as messages for one sendmmsg(), from segment `first` on:
  * each message one UDP GSO send of up to gso_max datagrams of one size (only the last may be
- * shorter), or one datagram. Fills msgs (and their control buffers) and the segment count of
- * each; returns the number of messages. */
+ * shorter), or one datagram. Fills msgs (and their control buffers) and the segment and byte
+ * count of each; returns the number of messages. */
 typedef union {
         struct cmsghdr align;
         uint8_t buf[CMSG_SPACE(sizeof(uint16_t))];
 } GsoControl;
 
 static unsigned build_messages(const SnapshotPath *sp, const struct iovec *iov, unsigned first, unsigned n_segs,
-                               unsigned gso_max, struct mmsghdr *msgs, GsoControl *control, unsigned *segs_of) {
+                               unsigned gso_max, struct mmsghdr *msgs, GsoControl *control, unsigned *segs_of,
+                               size_t *bytes_of) {
         unsigned m = 0;
 
         for (unsigned i = first; i < n_segs; m++) {
@@ -681,6 +682,7 @@ static unsigned build_messages(const SnapshotPath *sp, const struct iovec *iov, 
                         mh->msg_controllen = sizeof control[m];
                 }
                 segs_of[m] = n;
+                bytes_of[m] = bytes;
                 i += n;
         }
         return m;
@@ -698,11 +700,12 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
         struct mmsghdr msgs[OFFLOAD_SEGMENTS_MAX];
         GsoControl control[OFFLOAD_SEGMENTS_MAX];
         unsigned segs_of[OFFLOAD_SEGMENTS_MAX], first = 0;
+        size_t bytes_of[OFFLOAD_SEGMENTS_MAX];
 
         assert(n_segs <= OFFLOAD_SEGMENTS_MAX);
         while (first < n_segs) {
                 unsigned gso_max = !gso ? 1u : w->queued_now & UINT64_C(1) << p ? MAX(w->gso_queued, 1u) : GSO_SEGMENTS_MAX;
-                unsigned m = build_messages(sp, iov, first, n_segs, gso_max, msgs, control, segs_of);
+                unsigned m = build_messages(sp, iov, first, n_segs, gso_max, msgs, control, segs_of, bytes_of);
                 unsigned done = 0;
 
                 while (done < m) {
@@ -728,14 +731,10 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
                                 done = k;
                                 continue;
                         }
-                        for (int j = 0; j < r; j++) {
-                                unsigned n = segs_of[done + (unsigned) j];
-                                size_t bytes = 0;
-                                for (unsigned k = 0; k < 2 * n; k++)
-                                        bytes += msgs[done + (unsigned) j].msg_hdr.msg_iov[k].iov_len;
-                                COUNTER_ADD(w->path_counters[p].tx_packets, n);
-                                COUNTER_ADD(w->path_counters[p].tx_bytes, bytes);
-                                first += n;
+                        for (unsigned j = done; j < done + (unsigned) r; j++) {
+                                COUNTER_ADD(w->path_counters[p].tx_packets, segs_of[j]);
+                                COUNTER_ADD(w->path_counters[p].tx_bytes, bytes_of[j]);
+                                first += segs_of[j];
                         }
                         done += (unsigned) r;
                 }
