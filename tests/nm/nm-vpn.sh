@@ -146,6 +146,15 @@ down_and_check() { # CONNECTION
         # The service removes it once it has reaped mptd, which may be a moment after mptd is gone.
         wait_until 20 test ! -e "$LAB_DIR/run-a/lab.nm.conf" || lab_die "the private profile file is left behind"
 }
+activate_without_agent() { # CONNECTION: activation straight over D-Bus, no secret agent at all;
+        # NetworkManager fails it for want of an agent.
+        gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
+                --method org.freedesktop.NetworkManager.ActivateConnection \
+                "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n "s/^$1://p")" / / >/dev/null ||
+                lab_die "ActivateConnection $1 failed"
+        wait_until 30 grep -q "\"$1\".*failed to request VPN secrets.*No agents were available" "$LAB_DIR/nm.log" ||
+                lab_die "$1: no failure for want of an agent: $(grep "\"$1\"" "$LAB_DIR/nm.log" | grep -v trace | tail -n 5)"
+}
 both_paths_carry() { # LABEL SECONDS: iperf3 through the tunnel; the peer hears it on both paths
         local b0 b1 e0 e1
         b0=$(lab_json b "p['p0']['rx_packets']")
@@ -251,12 +260,7 @@ grep -q "$bad_msg" "$LAB_DIR/nm.log" || lab_die "the plugin's message is not in 
 # Without an agent (activation straight over D-Bus): the message is in the log only, and
 # NetworkManager fails the connection for want of an agent to show it to.
 n_msgs=$(grep -c "nm-mpt-service.*$bad_msg" "$LAB_DIR/nm.log")
-gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
-        --method org.freedesktop.NetworkManager.ActivateConnection \
-        "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n 's/^mpt-bad://p')" / / >/dev/null ||
-        lab_die "ActivateConnection failed"
-wait_until 30 grep -q '"mpt-bad".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
-        lab_die "no failure: $(grep '"mpt-bad"' "$LAB_DIR/nm.log" | grep -v trace | tail -n 5)"
+activate_without_agent mpt-bad
 more_msgs() { [ "$(grep -c "nm-mpt-service.*$bad_msg" "$LAB_DIR/nm.log")" -gt "$n_msgs" ]; }
 wait_until 20 more_msgs ||
         lab_die "the service did not log the message again: $(grep -n "invalid Remote" "$LAB_DIR/nm.log")"
@@ -322,12 +326,7 @@ if [ -n "$LAB_KEY" ]; then
                 lab_die "unexpected reason"
         wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
         # No agent at all (activation straight over D-Bus): NetworkManager fails it the same way.
-        gdbus call --system --dest org.freedesktop.NetworkManager --object-path /org/freedesktop/NetworkManager \
-                --method org.freedesktop.NetworkManager.ActivateConnection \
-                "$(nmcli -t -f NAME,DBUS-PATH connection show | sed -n 's/^mpt-ask://p')" / / >/dev/null ||
-                lab_die "ActivateConnection failed"
-        wait_until 30 grep -q '"mpt-ask".*failed to request VPN secrets.*No agents were available' "$LAB_DIR/nm.log" ||
-                lab_die "no failure for want of an agent: $(grep '"mpt-ask"' "$LAB_DIR/nm.log" | tail -n 5)"
+        activate_without_agent mpt-ask
         wait_until 20 not_active mpt-ask || lab_die "mpt-ask is active"
 
         step "malformed stored key: nmcli --ask asks again"
