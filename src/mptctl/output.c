@@ -204,6 +204,26 @@ static void print_drops(FILE *f, const CtlRecord *r) {
                 fputc('\n', f);
 }
 
+/* "  workers: 0 received 1200 sent 3, 1 received 0 sent 1180" (data packets), with several. */
+static void print_workers(FILE *f, const CtlRecord *r) {
+        char key[32];
+
+        if (!ctl_record_get(r, "worker_rx.1"))
+                return;
+        fputs("  workers (data packets):", f);
+        for (unsigned k = 0;; k++) {
+                const char *rx, *tx;
+                snprintf(key, sizeof key, "worker_rx.%u", k);
+                rx = ctl_record_get(r, key);
+                snprintf(key, sizeof key, "worker_tx.%u", k);
+                tx = ctl_record_get(r, key);
+                if (!rx || !tx)
+                        break;
+                fprintf(f, "%s %u received %s sent %s", k ? "," : "", k, rx, tx);
+        }
+        fputc('\n', f);
+}
+
 void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
         char a[64], b[64], c[64];
 
@@ -238,6 +258,7 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                         get(r, "reorder.duplicates"), get(r, "reorder.resyncs"));
                         } else
                                 fprintf(f, "  reorder: off\n");
+                        print_workers(f, r);
                         print_drops(f, r);
                 } else if (streq(r->type, "path")) {
                         const char *loss_rx = get(r, "loss_rx"), *loss_tx = get(r, "loss_tx");

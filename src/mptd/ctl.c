@@ -154,6 +154,17 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         }
         tunnel_sum_counters(t, -1, &pc);
         write_counters(w, &pc, false);
+        /* Which workers move the data: packets each received and sent, over all paths. */
+        for (unsigned k = 0; k < t->n_workers; k++) {
+                uint64_t rx, tx;
+                char key[32];
+
+                tunnel_worker_packets(t, k, &rx, &tx);
+                snprintf(key, sizeof key, "worker_rx.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, rx);
+                snprintf(key, sizeof key, "worker_tx.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, tx);
+        }
 
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];

@@ -156,13 +156,28 @@ static const char *bind_hint(int r) {
 /* The kernel picks one socket of a SO_REUSEPORT group by a hash of the sender's address and
  * port. A path is one UDP flow, so that hash puts it on one worker for good, and with a few paths
  * chance may put most of them on the same worker (in a lab: always the same). Instead each path's
- * group hands its datagrams to worker (path index mod workers): the paths' receive work (the
- * AEAD in secure mode above all) is spread evenly. Each group is one path's (a group that paths
- * share goes to the first path's worker); the sockets' order in the group is the workers' order
- * (bound one after the other above). Without this (an old kernel): the hash, as before. */
+ * group hands its datagrams to the worker path_rx_worker() chooses, by a socket filter. Each
+ * group is one path's (a group that paths share goes to the first path's worker); the sockets'
+ * order in the group is the workers' order (bound one after the other in bind_path()). Without
+ * the filter (an old kernel): the hash, as before. */
+unsigned path_rx_worker(const Tunnel *t, unsigned index) {
+        /* Secure mode: worker (path index mod workers), so that the paths' decryption, which
+         * runs outside any lock, is spread evenly. Compat mode with reordering: everything a
+         * received datagram needs is done under the reorder lock, so receiving workers cannot
+         * overlap; spread, they only take turns at the lock and sleep and wake more often. All
+         * paths go to worker 0 then (t->rx_one_worker), and received packets are written
+         * through the other workers' TUN queues, so that worker 0 does not also send: one
+         * worker receives, the others send (on 2 CPUs one unshaped path moved 9.0-9.3 Gbit/s
+         * when one worker did both, 12.5 when two shared it; 4 and 8 paths moved 0.8 times what
+         * one path moved while spread). */
+        if (t->n_workers < 2 || t->rx_one_worker)
+                return 0;
+        return index % t->n_workers;
+}
+
 static void steer_path(Path *p, const int *fds) {
         struct sock_filter code[] = {
-                BPF_STMT(BPF_RET | BPF_K, p->index % p->tunnel->n_workers),
+                BPF_STMT(BPF_RET | BPF_K, path_rx_worker(p->tunnel, p->index)),
         };
         struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
 

@@ -238,6 +238,10 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
          * kernel uses for the flow's outgoing packets. See tun_deliver() in worker.c. */
         if (t->tun.n_fds <= 1)
                 return t->tun.fds[0];
+        /* With one receiving worker (0), the flows go out through the other workers' queues: it
+         * then only receives, and the others only send. */
+        if (t->rx_one_worker)
+                return t->tun.fds[1 + sched_flow_hash_symmetric(pkt, len) % (t->tun.n_fds - 1)];
         return t->tun.fds[sched_flow_hash_symmetric(pkt, len) % t->tun.n_fds];
 }
 
@@ -265,6 +269,9 @@ void dataplane_options_load(void) {
                 dataplane_options.rx_turn = MIN(v, WORKER_RX_MMSG);
                 dataplane_options.rx_turn_fixed = true;
         }
+        e = getenv("MPT_DEBUG_RX_SPREAD");
+        if (e && parse_boolean(e) > 0)
+                dataplane_options.rx_spread = true;
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
                 dataplane_options.no_aes = true;
@@ -378,6 +385,17 @@ bool tunnel_path_queued_locally(Tunnel *t, unsigned path) {
                 if (t->workers[w] && worker_path_queued(t->workers[w], path))
                         return true;
         return false;
+}
+
+void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_t *ret_tx) {
+        uint64_t rx = 0, tx = 0;
+
+        for (size_t i = 0; worker < t->n_workers && t->workers && t->workers[worker] && i < t->n_paths; i++) {
+                rx += COUNTER_READ(t->workers[worker]->path_counters[i].rx_packets);
+                tx += COUNTER_READ(t->workers[worker]->path_counters[i].tx_packets);
+        }
+        *ret_rx = rx;
+        *ret_tx = tx;
 }
 
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
@@ -787,6 +805,18 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         (void) sd_event_source_set_enabled(t->refresh_event, SD_EVENT_OFF);
 
         t->n_workers = n_workers;
+        /* Before the paths bind: whether it reorders decides where they are received
+         * (path_rx_worker()). */
+        if (profile->tunnel.reorder_window > 0) {
+                t->reorder = reorder_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay);
+                if (!t->reorder)
+                        return log_oom();
+                t->reorder_enabled = true;
+                if (worker_pool_setup(t) < 0)
+                        return log_oom();
+        }
+        t->rx_one_worker = n_workers > 1 && !t->secure && t->reorder_enabled && !dataplane_options.rx_spread;
+
         t->n_paths = profile->n_paths;
         t->paths = calloc(t->n_paths, sizeof(Path *));
         if (!t->paths)
@@ -828,15 +858,6 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = configure_device(t);
         if (r < 0)
                 return r;
-
-        if (profile->tunnel.reorder_window > 0) {
-                t->reorder = reorder_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay);
-                if (!t->reorder)
-                        return log_oom();
-                t->reorder_enabled = true;
-                if (worker_pool_setup(t) < 0)
-                        return log_oom();
-        }
 
         t->workers = calloc(n_workers, sizeof(Worker *));
         if (!t->workers)

@@ -191,6 +191,9 @@ struct Tunnel {
         pthread_mutex_t tx_lock;
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
         bool reorder_enabled;
+        /* All paths are received by worker 0, and the flows sent by the others (see
+         * path_rx_worker()); set before the paths bind. */
+        bool rx_one_worker;
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
         usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
@@ -269,6 +272,8 @@ int path_set_weight(Path *p, uint32_t weight);
 
 /* Sums the per-thread counters of one path (index) or, with path == -1, the tunnel's own. */
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
+/* The data packets one worker received and sent, over all paths. */
+void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_t *ret_tx);
 /* Whether a worker saw the path's datagrams wait in a local queue lately (worker.c). */
 bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
 
@@ -278,6 +283,8 @@ bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
  *   MPT_DEBUG_OFFLOAD=0  no TUN offloads (no virtio-net header), no UDP GSO and GRO
  *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching
  *   MPT_DEBUG_RX_TURN=N  a fixed number of receive buffers per recvmmsg() of a ready path (1..8)
+ *   MPT_DEBUG_RX_SPREAD=1  compat mode spreads the paths over the receiving workers, as secure mode
+ *                        does (see path_rx_worker())
  *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions */
 typedef struct DataplaneOptions {
         bool offload;
@@ -287,6 +294,7 @@ typedef struct DataplaneOptions {
         unsigned rx_turn; /* most receive buffers per recvmmsg() of a ready path, 1..WORKER_RX_MMSG */
         bool rx_turn_fixed; /* MPT_DEBUG_RX_TURN: always rx_turn, not by the size of the messages */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
+        bool rx_spread; /* MPT_DEBUG_RX_SPREAD: compat mode's paths to different workers too */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;
@@ -334,5 +342,7 @@ int path_start(Path *p);
 void path_handle_event(Path *p, const ControlEvent *ev);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 bool path_can_send(const Path *p);
+/* Which worker receives the datagrams of path number index (its socket group's filter). */
+unsigned path_rx_worker(const Tunnel *t, unsigned index);
 
 usec_t now_usec(void);

@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# rx-workers.sh: which worker receives a path's datagrams, and which sends a flow's packets
+# (mptd(8), DESCRIPTION), judged by the per-worker data packet counts of `mptctl show`
+# (worker_rx, worker_tx), with 2 workers at each end and 4 paths, over a TCP transfer a -> b:
+#
+#   - compat mode: every path is received by worker 0, and the flows are sent by worker 1 (b's
+#     acknowledgements as well as a's data: a packet received by worker 0 is written through
+#     worker 1's TUN queue, and the kernel sends the flow's answers through that queue);
+#   - compat mode with MPT_DEBUG_RX_SPREAD=1, and secure mode: paths 0 and 2 are received by
+#     worker 0, paths 1 and 3 by worker 1, so each receives about half;
+#   - the plain output has the per-worker line, and with 1 worker there is none.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+lab_init
+it_require python3 iperf3
+lab_log "rx-workers: receiving and sending workers, compat and secure mode, 4 paths, 2 workers"
+lab_topology 4 none 4
+
+stop_both() {
+        lab_stop a
+        lab_stop b
+}
+
+# run_case NAME MODE_LINE [ENV=VALUE...]: both ends with 2 workers (and the environment), a 2 s
+# TCP transfer a -> b; sets A_RX0 A_RX1 A_TX0 A_TX1 and B_... to the data packets each worker of
+# each end received (RX) and sent (TX) during it.
+run_case() {
+        local name=$1 mode=$2 side kv
+        shift 2
+        it_profiles 4 4 4 "$mode"
+        for side in a b; do
+                for kv in "$@"; do export "${kv?}"; done
+                it_start "$side" "" --workers 2
+                for kv in "$@"; do unset "${kv%%=*}"; done
+        done
+        it_wait_ping a 10.77.0.2 10 || it_fail "$name: the tunnel does not answer ping"
+        it_snap a "$name-before"
+        it_snap b "$name-before"
+        it_load_start 10.77.0.2 2
+        it_load_wait
+        it_snap a "$name-after"
+        it_snap b "$name-after"
+        for side in a b; do
+                python3 - "$LAB_DIR/snap-$side-$name-before.json" "$LAB_DIR/snap-$side-$name-after.json" \
+                        >"$LAB_DIR/$name-$side.txt" <<'EOF'
+import json, sys
+a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
+d = lambda k, w: int(b[k][w]) - int(a[k][w])
+print(d("worker_rx", "0"), d("worker_rx", "1"), d("worker_tx", "0"), d("worker_tx", "1"))
+EOF
+        done
+        read -r A_RX0 A_RX1 A_TX0 A_TX1 <"$LAB_DIR/$name-a.txt"
+        read -r B_RX0 B_RX1 B_TX0 B_TX1 <"$LAB_DIR/$name-b.txt"
+        it_note "$name: $IT_LOAD_MBIT Mbit/s; a received $A_RX0/$A_RX1 and sent $A_TX0/$A_TX1, b received $B_RX0/$B_RX1 and sent $B_TX0/$B_TX1 (workers 0/1)"
+        [ $((B_RX0 + B_RX1)) -gt 1000 ] || it_fail "$name: b received only $((B_RX0 + B_RX1)) data packets"
+}
+
+# share_ok PART TOTAL: PART is between 25 % and 75 % of TOTAL.
+share_ok() {
+        [ $(($1 * 4)) -ge "$2" ] && [ $(($1 * 4)) -le $(($2 * 3)) ]
+}
+
+# Compat mode: one receiving worker (0), the others send.
+run_case compat "Mode=compat"
+[ "$B_RX1" = 0 ] && [ "$A_RX1" = 0 ] ||
+        it_fail "compat: worker 1 received data (a: $A_RX1, b: $B_RX1); all paths should arrive at worker 0"
+# Worker 0 may send a flow's first packets (the ping before, or a SYN): the kernel has no queue
+# of the flow yet. Everything after goes through worker 1's queue.
+[ $((A_TX0 * 100)) -le "$A_TX1" ] ||
+        it_fail "compat: a's worker 0 sent $A_TX0 data packets, worker 1 $A_TX1; the flow should go out by worker 1"
+[ $((B_TX0 * 100)) -le "$B_TX1" ] ||
+        it_fail "compat: b's worker 0 sent $B_TX0 packets, worker 1 $B_TX1; the acknowledgements should go out by worker 1"
+lab_ctl b show lab >"$LAB_DIR/show-b.txt"
+grep -q '^  workers (data packets): 0 received [0-9]* sent [0-9]*, 1 received 0 sent [0-9]*$' "$LAB_DIR/show-b.txt" ||
+        it_fail "compat: mptctl show has no per-worker line as expected: $(grep workers "$LAB_DIR/show-b.txt")"
+stop_both
+
+# Compat mode, spread for comparison: paths 0 and 2 to worker 0, 1 and 3 to worker 1.
+run_case compat-spread "Mode=compat" MPT_DEBUG_RX_SPREAD=1
+share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
+        it_fail "compat-spread: b's workers received $B_RX0 and $B_RX1 data packets; each should get about half"
+stop_both
+
+# Secure mode: spread (the decryption runs in parallel).
+lab_key_init
+run_case secure "Key=$LAB_KEY"
+share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
+        it_fail "secure: b's workers received $B_RX0 and $B_RX1 data packets; each should get about half"
+stop_both
+
+# One worker: nothing to steer, and no per-worker line.
+it_profiles 4 4 4 "Mode=compat"
+it_start a "" --workers 1
+lab_ctl a show lab >"$LAB_DIR/show-a1.txt"
+! grep -q 'workers (data packets)' "$LAB_DIR/show-a1.txt" || it_fail "a per-worker line with one worker"
+lab_ctl a --json show lab | python3 -c '
+import json, sys
+t = json.load(sys.stdin)[0]
+assert set(t["worker_rx"]) == {"0"} and set(t["worker_tx"]) == {"0"}, t' || it_fail "JSON per-worker counts with one worker"
+it_finish rx-workers
