@@ -369,12 +369,18 @@ if "scaling" in selected:
         compat = [ct for ct in MPT_IDS if ct != "mpt" and "Mode=compat" in label(ct)]
         for cct in compat:
             print()
-            print("     secure vs %s (median of per-repetition ratios; the single ratios):" % label(cct))
+            print("     secure vs %s (median of per-repetition ratios; the single ratios);" % label(cct))
+            print("     CPU bound: what the ratio would be if both used the whole machine, compat's CPU per")
+            print("     Gbit/s (host, /proc/stat) over secure's: the most secure mode can reach there")
+            print()
+            print("     %3s  %-32s %8s  %-14s %9s  %s" % ("N", "", "ratio", "goal", "CPU bound", "single ratios"))
             for n in ns:
                 rs = ratios(scale, lambda c: mbit(c[("mpt", n)]) / mbit(c[(cct, n)]))
+                bs = ratios(scale, lambda c: (host_cores(c[(cct, n)]) / mbit(c[(cct, n)])) /
+                            (host_cores(c[("mpt", n)]) / mbit(c[("mpt", n)])))
                 g = ">= 0.60 %s" % verdict(med(rs), 0.60) if n == 4 else ""
-                print("     %3d  %-40s %8s  %-14s %s" % (n, "secure / compat", fmt(med(rs)), g,
-                                                       " ".join("%.2f" % x for x in rs)))
+                print("     %3d  %-32s %8s  %-14s %9s  %s" % (n, "secure / compat", fmt(med(rs)), g, fmt(med(bs)),
+                                                            " ".join("%.2f" % x for x in rs)))
         for rep in sorted(scale):
             for (ct, n), r in scale[rep].items():
                 if "fail" in r:
