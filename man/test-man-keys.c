@@ -30,6 +30,7 @@
  *
  * Prints every problem and exits 1 if there was any. */
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 
@@ -529,8 +530,10 @@ static void bold_words(const char *l, Words *ret) {
         }
 }
 
-/* Field keys that ctl_write_show() writes: the string literal after every "ctl_writer_field(w, ". */
-static size_t show_fields(const char *ctl_c, Words *ret, bool *ret_drops) {
+/* Field keys that ctl_write_show() writes: the string literal after every "ctl_writer_field(w, ";
+ * and the groups of keys built at run time from a format ("drop.%s", "worker_rx.%u"), as "drop.",
+ * "worker_rx.". */
+static size_t show_fields(const char *ctl_c, Words *ret, Words *ret_groups) {
         static const char call[] = "ctl_writer_field(w, \"";
         _cleanup_free_ char *buf = NULL;
         size_t size;
@@ -550,8 +553,23 @@ static size_t show_fields(const char *ctl_c, Words *ret, bool *ret_drops) {
                 if (len > 0 && !words_has(ret, key))
                         words_add(ret, k, len);
         }
-        /* The drop counters go through a variable key built from "drop.%s". */
-        *ret_drops = strstr(buf, "\"drop.%s\"");
+        /* Keys built from a format: a string literal "<lowercase, digits, _>.%s" or ".%u". */
+        for (const char *s = strstr(buf, ".%"); s; s = strstr(s + 1, ".%")) {
+                const char *q = s;
+                if (!(s[2] == 's' || s[2] == 'u') || s[3] != '"')
+                        continue;
+                while (q > buf && (islower((unsigned char) q[-1]) || isdigit((unsigned char) q[-1]) || q[-1] == '_'))
+                        q--;
+                if (q == s || q == buf || q[-1] != '"')
+                        continue;
+                {
+                        _cleanup_free_ char *group = strndup(q, (size_t) (s - q) + 1);
+                        if (!group)
+                                abort();
+                        if (!words_has(ret_groups, group))
+                                words_add(ret_groups, q, (size_t) (s - q) + 1);
+                }
+        }
         if (ret->n == 0)
                 problem("%s: no ctl_writer_field(w, \"...\") calls found", ctl_c);
         return ret->n;
@@ -559,14 +577,16 @@ static size_t show_fields(const char *ctl_c, Words *ret, bool *ret_drops) {
 
 static void check_show_fields(const Page *p, const char *ctl_c, const char *const *states, size_t n_states,
                               const char *const *classes, size_t n_classes) {
-        Words fields = {}, tags = {}, bold = {};
-        bool drops = false;
+        Words fields = {}, groups = {}, tags = {}, bold = {};
         size_t b, e, sb, se;
 
-        if (show_fields(ctl_c, &fields, &drops) == 0)
+        if (show_fields(ctl_c, &fields, &groups) == 0) {
+                words_done(&groups);
                 return;
+        }
         if (!page_section(p, "OUTPUT", &b, &e) || !page_subsection(p, b, e, "Dump", &sb, &se)) {
                 words_done(&fields);
+                words_done(&groups);
                 return;
         }
         for (size_t i = sb; i < se; i++) {
@@ -592,13 +612,16 @@ static void check_show_fields(const Page *p, const char *ctl_c, const char *cons
                         problem("%s: show field '%s' (written by %s) has no entry in OUTPUT/Dump", p->filename, f,
                                 ctl_c);
         }
+        for (size_t i = 0; i < groups.n; i++)
+                if (!words_has(&tags, groups.w[i]))
+                        problem("%s: show fields '%s*' (built from a format in %s) have no entry in OUTPUT/Dump",
+                                p->filename, groups.w[i], ctl_c);
         /* Page -> code: nothing documented that is not written any more. */
         for (size_t i = 0; i < tags.n; i++) {
                 const char *t = tags.w[i];
                 bool known = words_has(&fields, t);
                 if (!known && t[0] && t[strlen(t) - 1] == '.') {
-                        if (streq(t, "drop."))
-                                known = drops;
+                        known = words_has(&groups, t);
                         for (size_t k = 0; !known && k < fields.n; k++)
                                 known = startswith(fields.w[k], t);
                 }
@@ -612,6 +635,7 @@ static void check_show_fields(const Page *p, const char *ctl_c, const char *cons
                 if (!words_has(&bold, classes[i]))
                         problem("%s: device class '%s' is not named in OUTPUT/Dump", p->filename, classes[i]);
         words_done(&fields);
+        words_done(&groups);
         words_done(&tags);
         words_done(&bold);
 }

@@ -80,7 +80,7 @@ awk -F'\t' '
         NR == 1 && $1 != "tunnel" { print "line 1: expected a tunnel record, got " $1; bad = 1 }
         NR > 1 && $1 != "path" { print "line " NR ": expected a path record, got " $1; bad = 1 }
         NF < 5 { print "line " NR ": expected tab-separated fields, got " NF " field(s)"; bad = 1 }
-        { for (i = 2; i <= NF; i++) if ($i !~ /^[a-z_.-]+=/) { print "line " NR ": field " i " is not KEY=VALUE: " $i; bad = 1 } }
+        { for (i = 2; i <= NF; i++) if ($i !~ /^[a-z0-9_.-]+=/) { print "line " NR ": field " i " is not KEY=VALUE: " $i; bad = 1 } }
         NR > 1 { names = names " " $2 }
         END {
                 if (NR != 4) { print "expected 4 records, got " NR; bad = 1 }
