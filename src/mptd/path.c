@@ -160,7 +160,7 @@ static const char *bind_hint(int r) {
  * group is one path's (a group that paths share goes to the first path's worker); the sockets'
  * order in the group is the workers' order (bound one after the other in bind_path()). Without
  * the filter (an old kernel): the hash, as before. */
-unsigned path_rx_worker(const Tunnel *t, unsigned index) {
+static unsigned path_rx_worker(const Tunnel *t, unsigned index) {
         /* Secure mode: worker (path index mod workers), so that the paths' decryption, which
          * runs outside any lock, is spread evenly. Compat mode with reordering: everything a
          * received datagram needs is done under the reorder lock, so receiving workers cannot

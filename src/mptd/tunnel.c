@@ -388,14 +388,13 @@ bool tunnel_path_queued_locally(Tunnel *t, unsigned path) {
 }
 
 void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_t *ret_tx) {
-        uint64_t rx = 0, tx = 0;
+        const Worker *w = t->workers && worker < t->n_workers ? t->workers[worker] : NULL;
 
-        for (size_t i = 0; worker < t->n_workers && t->workers && t->workers[worker] && i < t->n_paths; i++) {
-                rx += COUNTER_READ(t->workers[worker]->path_counters[i].rx_packets);
-                tx += COUNTER_READ(t->workers[worker]->path_counters[i].tx_packets);
+        *ret_rx = *ret_tx = 0;
+        for (size_t i = 0; w && i < t->n_paths; i++) {
+                *ret_rx += COUNTER_READ(w->path_counters[i].rx_packets);
+                *ret_tx += COUNTER_READ(w->path_counters[i].tx_packets);
         }
-        *ret_rx = rx;
-        *ret_tx = tx;
 }
 
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {

@@ -342,7 +342,5 @@ int path_start(Path *p);
 void path_handle_event(Path *p, const ControlEvent *ev);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 bool path_can_send(const Path *p);
-/* Which worker receives the datagrams of path number index (its socket group's filter). */
-unsigned path_rx_worker(const Tunnel *t, unsigned index);
 
 usec_t now_usec(void);
