@@ -577,9 +577,9 @@ static void send_frame(Path *p, const uint8_t *buf, size_t len) {
                 /* Control frames are sealed like data: authenticated and encrypted. */
                 assert(len <= sizeof sealed - MPT_SECURE_OVERHEAD);
                 memcpy(sealed + MPT_SECURE_HEADER_SIZE, buf, len);
-                len = tunnel_seal(t, p->index, sealed, len);
-                if (len == 0) {
-                        COUNTER_ADD(p->counters.drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                int reason = tunnel_seal(t, p->index, sealed, len, &len);
+                if (reason >= 0) {
+                        COUNTER_ADD(p->counters.drops[reason], 1);
                         return;
                 }
                 buf = sealed;

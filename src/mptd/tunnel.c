@@ -40,18 +40,15 @@ MptCipher tunnel_tx_cipher(Tunnel *t) {
                                                                                    : MPT_CIPHER_CHACHA20_POLY1305;
 }
 
-size_t tunnel_seal_from(Tunnel *t, unsigned path, uint8_t *buf, const uint8_t *m, size_t len) {
+int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len) {
         uint64_t counter;
 
         assert(path < MPT_PATHS_MAX);
         if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
-                return 0;
-        return mpt_secure_seal_from(buf, m, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
-                                    (uint16_t) path, counter);
-}
-
-size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len) {
-        return tunnel_seal_from(t, path, buf, buf + MPT_SECURE_HEADER_SIZE, len);
+                return MPT_DROP_COUNTER_EXHAUSTED;
+        *ret_len = mpt_secure_seal(buf, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                   (uint16_t) path, counter);
+        return *ret_len == 0 ? MPT_DROP_CIPHER_ERROR : -1;
 }
 
 Path *tunnel_find_path(Tunnel *t, const char *name) {
@@ -761,8 +758,12 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
 
                 assert(profile->tunnel.psk.set); /* profile_verify() */
                 r = mpt_secure_init();
+                if (r == -EOPNOTSUPP)
+                        return log_tunnel_error_errno(t, r, "%s provides no ChaCha20-Poly1305, AES-256-GCM or "
+                                                      "BLAKE2b MAC (a FIPS-only OpenSSL configuration?): %m",
+                                                      mpt_secure_library());
                 if (r < 0)
-                        return log_tunnel_error_errno(t, r, "Failed to initialise libsodium: %m");
+                        return log_tunnel_error_errno(t, r, "Failed to initialise %s: %m", mpt_secure_library());
                 /* The epoch grows from one run to the next (the other end never goes back to an
                  * older one): wall-clock nanoseconds, the low 16 bits random so that both ends
                  * never pick the same one. */
@@ -771,7 +772,9 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (t->epoch == 0)
                         t->epoch = 1;
                 t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
-                mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
+                r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
                 t->secure_rx.own_epoch = t->epoch;
                 for (size_t i = 0; i < MPT_PATHS_MAX; i++)
                         t->tx_counter[i] = 1;

@@ -312,11 +312,9 @@ void tunnel_reset_reorder(Tunnel *t);
 bool tunnel_reorder_has_delivered(Tunnel *t);
 
 /* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
- * the tag after it) for path index path, in place. Returns the datagram's length, or 0 when
- * the path's counter is exhausted (counted as counter-exhausted by the caller). Any thread. */
-size_t tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len);
-/* The same, sealing the plaintext m (len bytes, not overlapping buf) into buf. */
-size_t tunnel_seal_from(Tunnel *t, unsigned path, uint8_t *buf, const uint8_t *m, size_t len);
+ * the tag after it) for path index path, in place, its length in *ret_len. Returns -1, or the
+ * drop reason for the caller to count: counter-exhausted, cipher-error. Any thread. */
+int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len);
 /* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
 MptCipher tunnel_tx_cipher(Tunnel *t);
 

@@ -441,9 +441,12 @@ static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t
                         else {
                                 /* A newer epoch (the other end restarted): its keys, kept aside
                                  * until a datagram under it authenticates. */
-                                if (h[i].epoch != w->rx_try_keys.epoch)
-                                        mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
-                                                          &w->rx_try_keys);
+                                if (h[i].epoch != w->rx_try_keys.epoch &&
+                                    mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
+                                                      &w->rx_try_keys) < 0) {
+                                        reason[i] = MPT_DROP_CIPHER_ERROR;
+                                        continue;
+                                }
                                 keys = &w->rx_try_keys;
                         }
                         reason[i] = mpt_secure_open(buf + off, MIN(seg, len - off), keys);
@@ -821,10 +824,14 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         else {
                                 dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
                                                           t->aes ? MPT_SECURE_FLAG_AES : 0, (uint16_t) p, next[p]++);
-                                crypt_used += dl;
-                                iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
-                                iov[1] = (struct iovec) {};
-                                w->path_segs[p]++;
+                                if (dl == 0)
+                                        COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
+                                else {
+                                        crypt_used += dl;
+                                        iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
+                                        iov[1] = (struct iovec) {};
+                                        w->path_segs[p]++;
+                                }
                         }
                 } else {
                         iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };

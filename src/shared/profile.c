@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
-#include <sodium.h>
 #include <sys/stat.h>
 
 #include "conf-parser.h"
@@ -22,29 +21,77 @@ static const char *const mpt_mode_table[_MPT_MODE_MAX] = {
 };
 DEFINE_STRING_TABLE(mpt_mode, MptMode, _MPT_MODE_MAX);
 
+/* The character of a 6-bit value in base64's standard alphabet, without a table lookup indexed by
+ * it (so a key's bytes leave no trace in the cache): each range's offset is added by a mask. */
+static char base64_char(uint32_t x) {
+        uint32_t c = x + 'A';
+        c += ((25u - x) >> 8) & 6;   /* 26..51: 'a'.. */
+        c -= ((51u - x) >> 8) & 75;  /* 52..61: '0'.. */
+        c -= ((61u - x) >> 8) & 15;  /* 62: '+' */
+        c += ((62u - x) >> 8) & 3;   /* 63: '/' */
+        return (char) c;
+}
+
+static int base64_value(char c) {
+        int v = -1;
+        for (uint32_t i = 0; i < 64; i++)
+                v = base64_char(i) == c ? (int) i : v;
+        return v;
+}
+
+/* A key is 32 bytes in base64 (RFC 4648, standard alphabet, padded): 43 characters and one
+ * '=', the last character's two unused bits zero, so each key has exactly one spelling. */
 int mpt_key_from_base64(const char *s, MptKey *ret) {
-        uint8_t buf[MPT_KEY_SIZE + 3];
-        size_t n = 0, len;
-        const char *end = NULL;
+        uint8_t buf[MPT_KEY_SIZE + 1];
+        uint32_t acc = 0;
+        size_t len, bits = 0, n = 0;
+        int r = -EINVAL;
 
         s += strspn(s, " \t\r\n");
         len = strcspn(s, " \t\r\n");
         if (s[len + strspn(s + len, " \t\r\n")] != 0)
                 return -EINVAL; /* more than one word */
-        if (len != 44 || sodium_base642bin(buf, sizeof buf, s, len, NULL, &n, &end,
-                                           sodium_base64_VARIANT_ORIGINAL) != 0 ||
-            n != MPT_KEY_SIZE || end != s + len) {
-                explicit_bzero(buf, sizeof buf);
+        if (len != 44 || s[43] != '=')
                 return -EINVAL;
+        for (size_t i = 0; i < 43; i++) {
+                int v = base64_value(s[i]);
+                if (v < 0)
+                        goto finish;
+                acc = acc << 6 | (uint32_t) v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        buf[n++] = (uint8_t) (acc >> bits);
+                }
         }
+        if (n != MPT_KEY_SIZE || (acc & ((1u << bits) - 1)) != 0)
+                goto finish;
         ret->set = true;
         memcpy(ret->bytes, buf, MPT_KEY_SIZE);
+        r = 0;
+finish:
         explicit_bzero(buf, sizeof buf);
-        return 0;
+        explicit_bzero(&acc, sizeof acc);
+        return r;
 }
 
 char *mpt_key_to_base64(const MptKey *k, char buf[static 45]) {
-        return sodium_bin2base64(buf, 45, k->bytes, MPT_KEY_SIZE, sodium_base64_VARIANT_ORIGINAL);
+        size_t n = 0;
+
+        /* 32 bytes: ten groups of three, then two bytes as three characters and one '='. */
+        for (size_t i = 0; i < MPT_KEY_SIZE; i += 3) {
+                size_t left = MIN((size_t) 3, MPT_KEY_SIZE - i);
+                uint32_t v = (uint32_t) k->bytes[i] << 16;
+
+                if (left > 1)
+                        v |= (uint32_t) k->bytes[i + 1] << 8;
+                if (left > 2)
+                        v |= k->bytes[i + 2];
+                for (size_t j = 0; j < 4; j++)
+                        buf[n++] = j <= left ? base64_char(v >> (18 - 6 * j) & 63) : '=';
+        }
+        buf[n] = 0;
+        return buf;
 }
 
 static const char *const mpt_section_table[_MPT_SECTION_MAX] = {

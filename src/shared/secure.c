@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <sodium.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/auxv.h>
 
 #include "secure.h"
 #include "wire.h"
@@ -23,40 +29,179 @@ static const char *const mpt_cipher_table[_MPT_CIPHER_MAX] = {
 };
 DEFINE_STRING_TABLE(mpt_cipher, MptCipher, _MPT_CIPHER_MAX);
 
+/* The algorithms, fetched from libcrypto's providers once (mpt_secure_init()), so that nothing
+ * is looked up (or loaded from disk) on the data path. */
+static EVP_CIPHER *ciphers[_MPT_CIPHER_MAX];
+static EVP_MAC *blake2b_mac;
+static int init_result = -EAGAIN;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Unique per derivation (never 0): which keys a thread's cipher contexts hold. */
+static uint64_t next_key_id = 1;
+
+/* libcrypto's cipher contexts hold an expanded key and per-message state, so one thread cannot
+ * share them with another. Each thread keeps its own, one per cipher and direction, keyed on
+ * the last keys it used (the data path uses one set at a time, so re-keying is rare). They are
+ * freed (and wiped, as libcrypto does on free) when the thread ends. */
+typedef struct ThreadCiphers {
+        EVP_CIPHER_CTX *ctx[_MPT_CIPHER_MAX][2]; /* [cipher][1: seal, 0: open] */
+        uint64_t key_id[_MPT_CIPHER_MAX][2];
+} ThreadCiphers;
+
+static _Thread_local ThreadCiphers *thread_ciphers;
+static pthread_key_t thread_ciphers_key;
+
+static void thread_ciphers_free(void *p) {
+        ThreadCiphers *tc = p;
+
+        for (size_t c = 0; c < _MPT_CIPHER_MAX; c++)
+                for (size_t e = 0; e < 2; e++)
+                        EVP_CIPHER_CTX_free(tc->ctx[c][e]);
+        free(tc);
+        thread_ciphers = NULL;
+}
+
+static void init_once_fn(void) {
+        static const char *const names[_MPT_CIPHER_MAX] = {
+                [MPT_CIPHER_CHACHA20_POLY1305] = "ChaCha20-Poly1305",
+                [MPT_CIPHER_AES256_GCM] = "AES-256-GCM",
+        };
+
+        /* Reads the system's OpenSSL configuration (its providers); no cleanup at exit, where
+         * another thread might still be sealing. */
+        if (OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT, NULL) != 1) {
+                init_result = -EIO;
+                return;
+        }
+        for (size_t c = 0; c < _MPT_CIPHER_MAX; c++) {
+                ciphers[c] = EVP_CIPHER_fetch(NULL, names[c], NULL);
+                if (!ciphers[c]) {
+                        init_result = -EOPNOTSUPP;
+                        return;
+                }
+        }
+        blake2b_mac = EVP_MAC_fetch(NULL, "BLAKE2BMAC", NULL);
+        if (!blake2b_mac) {
+                init_result = -EOPNOTSUPP;
+                return;
+        }
+        if (pthread_key_create(&thread_ciphers_key, thread_ciphers_free) != 0) {
+                init_result = -ENOMEM;
+                return;
+        }
+        init_result = 0;
+}
+
 int mpt_secure_init(void) {
-        return sodium_init() < 0 ? -EIO : 0;
+        pthread_once(&init_once, init_once_fn);
+        return init_result;
+}
+
+const char *mpt_secure_library(void) {
+        return OpenSSL_version(OPENSSL_VERSION);
 }
 
 bool mpt_secure_aes_available(void) {
-        return crypto_aead_aes256gcm_is_available() == 1;
+        /* libcrypto has AES-256-GCM everywhere, but only with AES instructions (and carry-less
+         * multiplication for GHASH) is it both fast and free of key-dependent table lookups;
+         * without them ChaCha20-Poly1305 is the faster and the safer choice. */
+#if defined(__x86_64__) || defined(__i386__)
+        return __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul");
+#elif defined(__aarch64__)
+        unsigned long hw = getauxval(AT_HWCAP);
+        return (hw & (1ul << 3)) && (hw & (1ul << 4)); /* HWCAP_AES, HWCAP_PMULL */
+#else
+        return false;
+#endif
 }
 
-void mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCipher cipher,
-                           uint8_t ret[MPT_KEY_SIZE]) {
+int mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCipher cipher,
+                          uint8_t ret[MPT_KEY_SIZE]) {
         const char *label = cipher == MPT_CIPHER_AES256_GCM ? MPT_SECURE_KDF_LABEL_AESGCM : MPT_SECURE_KDF_LABEL_CHACHA;
-        size_t n = strlen(label);
+        size_t n = strlen(label), out = 0, size = MPT_KEY_SIZE;
+        OSSL_PARAM params[] = {
+                OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size),
+                OSSL_PARAM_construct_end(),
+        };
+        EVP_MAC_CTX *ctx;
         uint8_t msg[32];
+        int r = -EIO;
 
         assert(n + 8 <= sizeof msg);
+        if (mpt_secure_init() < 0)
+                return -EIO;
         memcpy(msg, label, n);
         wr64(msg + n, epoch);
-        crypto_generichash(ret, MPT_KEY_SIZE, msg, n + 8, psk, MPT_KEY_SIZE);
+        /* Keyed BLAKE2b with a 32-byte digest (RFC 7693; what libsodium calls crypto_generichash). */
+        ctx = EVP_MAC_CTX_new(blake2b_mac);
+        if (!ctx)
+                return -ENOMEM;
+        if (EVP_MAC_init(ctx, psk, MPT_KEY_SIZE, params) == 1 && EVP_MAC_update(ctx, msg, n + 8) == 1 &&
+            EVP_MAC_final(ctx, ret, &out, MPT_KEY_SIZE) == 1 && out == MPT_KEY_SIZE)
+                r = 0;
+        EVP_MAC_CTX_free(ctx);
+        if (r < 0)
+                explicit_bzero(ret, MPT_KEY_SIZE);
+        return r;
 }
 
-void mpt_secure_derive(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, bool with_aes, MptSecureKeys *ret) {
-        ret->epoch = epoch;
-        mpt_secure_derive_key(psk, epoch, MPT_CIPHER_CHACHA20_POLY1305, ret->chacha);
-        ret->has_aes = with_aes;
-        if (with_aes) {
-                uint8_t k[MPT_KEY_SIZE];
-                mpt_secure_derive_key(psk, epoch, MPT_CIPHER_AES256_GCM, k);
-                crypto_aead_aes256gcm_beforenm(&ret->aes, k);
-                sodium_memzero(k, sizeof k);
+int mpt_secure_derive(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, bool with_aes, MptSecureKeys *ret) {
+        int r;
+
+        mpt_secure_keys_wipe(ret);
+        r = mpt_secure_derive_key(psk, epoch, MPT_CIPHER_CHACHA20_POLY1305, ret->key[MPT_CIPHER_CHACHA20_POLY1305]);
+        if (r >= 0 && with_aes)
+                r = mpt_secure_derive_key(psk, epoch, MPT_CIPHER_AES256_GCM, ret->key[MPT_CIPHER_AES256_GCM]);
+        if (r < 0) {
+                mpt_secure_keys_wipe(ret);
+                return r;
         }
+        ret->has_aes = with_aes;
+        ret->epoch = epoch;
+        ret->id = __atomic_fetch_add(&next_key_id, 1, __ATOMIC_RELAXED);
+        return 0;
 }
 
 void mpt_secure_keys_wipe(MptSecureKeys *k) {
-        sodium_memzero(k, sizeof *k);
+        explicit_bzero(k, sizeof *k);
+}
+
+/* This thread's context for cipher and direction, holding k's key. NULL: no memory (or
+ * libcrypto refused, which it does not for valid keys). */
+static EVP_CIPHER_CTX *thread_ctx(const MptSecureKeys *k, MptCipher cipher, bool seal) {
+        ThreadCiphers *tc = thread_ciphers;
+        EVP_CIPHER_CTX *ctx;
+
+        if (!tc) {
+                if (mpt_secure_init() < 0)
+                        return NULL;
+                tc = calloc(1, sizeof *tc);
+                if (!tc)
+                        return NULL;
+                if (pthread_setspecific(thread_ciphers_key, tc) != 0) {
+                        free(tc);
+                        return NULL;
+                }
+                thread_ciphers = tc;
+        }
+        ctx = tc->ctx[cipher][seal];
+        if (ctx && tc->key_id[cipher][seal] == k->id)
+                return ctx;
+        if (!ctx) {
+                ctx = EVP_CIPHER_CTX_new();
+                if (!ctx)
+                        return NULL;
+                if (EVP_CipherInit_ex2(ctx, ciphers[cipher], NULL, NULL, seal, NULL) != 1) {
+                        EVP_CIPHER_CTX_free(ctx);
+                        return NULL;
+                }
+                tc->ctx[cipher][seal] = ctx;
+        }
+        tc->key_id[cipher][seal] = 0;
+        if (EVP_CipherInit_ex2(ctx, NULL, k->key[cipher], NULL, seal, NULL) != 1)
+                return NULL;
+        tc->key_id[cipher][seal] = k->id;
+        return ctx;
 }
 
 static void nonce_of(const uint8_t *header, uint8_t nonce[static MPT_SECURE_NONCE_SIZE]) {
@@ -74,8 +219,12 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
         uint8_t nonce[MPT_SECURE_NONCE_SIZE];
         uint8_t *c = buf + MPT_SECURE_HEADER_SIZE;
         bool aes = cipher == MPT_CIPHER_AES256_GCM;
+        EVP_CIPHER_CTX *ctx;
+        int n;
 
         assert(!aes || k->has_aes);
+        assert(k->id != 0);
+        assert(len <= INT_MAX);
         buf[0] = aes ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
         buf[1] = flags;
         buf[2] = (uint8_t) (path_id >> 8);
@@ -83,13 +232,21 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
         wr64(buf + 4, k->epoch);
         wr64(buf + 12, counter);
         nonce_of(buf, nonce);
-        /* In place or not (libsodium allows c == m); the tag goes right after the ciphertext. */
-        if (aes)
-                crypto_aead_aes256gcm_encrypt_detached_afternm(c, c + len, NULL, m, len, buf, MPT_SECURE_HEADER_SIZE,
-                                                               NULL, nonce, &k->aes);
-        else
-                crypto_aead_chacha20poly1305_ietf_encrypt_detached(c, c + len, NULL, m, len, buf,
-                                                                   MPT_SECURE_HEADER_SIZE, NULL, nonce, k->chacha);
+        ctx = thread_ctx(k, cipher, true);
+        /* In place or not (libcrypto allows c == m); the tag goes right after the ciphertext. */
+        if (!ctx || EVP_CipherInit_ex2(ctx, NULL, NULL, nonce, 1, NULL) != 1 ||
+            EVP_CipherUpdate(ctx, NULL, &n, buf, MPT_SECURE_HEADER_SIZE) != 1 ||
+            EVP_CipherUpdate(ctx, c, &n, m, (int) len) != 1 || (size_t) n != len ||
+            EVP_CipherFinal_ex(ctx, c + len, &n) != 1)
+                return 0;
+        /* The tag through the provider's parameters (EVP_CIPHER_CTX_ctrl() would build them and
+         * look up the IV length on every call). */
+        OSSL_PARAM tag[] = {
+                OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, c + len, MPT_SECURE_TAG_SIZE),
+                OSSL_PARAM_construct_end(),
+        };
+        if (EVP_CIPHER_CTX_get_params(ctx, tag) != 1)
+                return 0;
         return len + MPT_SECURE_OVERHEAD;
 }
 
@@ -124,22 +281,42 @@ int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret) {
 int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k) {
         uint8_t nonce[MPT_SECURE_NONCE_SIZE];
         uint8_t *c = buf + MPT_SECURE_HEADER_SIZE;
+        MptCipher cipher;
+        EVP_CIPHER_CTX *ctx;
         size_t clen;
-        int r;
+        int n;
 
         if (len <= MPT_SECURE_OVERHEAD)
                 return MPT_DROP_TOO_SHORT;
+        assert(len <= INT_MAX);
         clen = len - MPT_SECURE_OVERHEAD;
         nonce_of(buf, nonce);
         if (buf[0] == MPT_SECURE_V1_AESGCM) {
                 if (!k->has_aes)
                         return MPT_DROP_BAD_VERSION;
-                r = crypto_aead_aes256gcm_decrypt_detached_afternm(c, NULL, c, clen, c + clen, buf,
-                                                                   MPT_SECURE_HEADER_SIZE, nonce, &k->aes);
+                cipher = MPT_CIPHER_AES256_GCM;
         } else
-                r = crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, clen, c + clen, buf,
-                                                                       MPT_SECURE_HEADER_SIZE, nonce, k->chacha);
-        return r != 0 ? MPT_DROP_AUTH_FAILED : -1;
+                cipher = MPT_CIPHER_CHACHA20_POLY1305;
+        /* The expected tag goes in with the nonce, in one call. */
+        OSSL_PARAM tag[] = {
+                OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, c + clen, MPT_SECURE_TAG_SIZE),
+                OSSL_PARAM_construct_end(),
+        };
+        ctx = thread_ctx(k, cipher, false);
+        if (!ctx || EVP_CipherInit_ex2(ctx, NULL, NULL, nonce, 0, tag) != 1 ||
+            EVP_CipherUpdate(ctx, NULL, &n, buf, MPT_SECURE_HEADER_SIZE) != 1)
+                return MPT_DROP_CIPHER_ERROR;
+        if (EVP_CipherUpdate(ctx, c, &n, c, (int) clen) != 1 || (size_t) n != clen) {
+                explicit_bzero(c, clen);
+                return MPT_DROP_CIPHER_ERROR;
+        }
+        /* Decrypted in place before the tag is known to be good: on failure the plaintext is
+         * wiped (the datagram is dropped anyway). */
+        if (EVP_CipherFinal_ex(ctx, c + clen, &n) != 1) {
+                explicit_bzero(c, clen);
+                return MPT_DROP_AUTH_FAILED;
+        }
+        return -1;
 }
 
 /* RFC 6479: a ring of 64-bit words; bit (counter mod ring size). Advancing clears the words the

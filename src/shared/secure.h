@@ -2,7 +2,8 @@
 #pragma once
 
 /* The secure wire format (Mode=secure; mptd(8), section "SECURE WIRE FORMAT"). Every datagram is
- * one AEAD message, ChaCha20-Poly1305 (IETF variant) or AES-256-GCM, from libsodium:
+ * one AEAD message, ChaCha20-Poly1305 (IETF variant, RFC 8439) or AES-256-GCM, from OpenSSL's
+ * libcrypto:
  *
  *   offset  size  field (in the clear, all of it authenticated as associated data)
  *        0     1  type, version and cipher: 0xE1 ChaCha20-Poly1305, 0xE2 AES-256-GCM
@@ -23,9 +24,10 @@
  * AES-256-GCM when its CPU has AES instructions and the other end's datagrams (of its current
  * epoch) say that it can receive it; otherwise ChaCha20-Poly1305, which every receiver takes.
  *
- * Pure functions (libsodium only): no system calls, no allocation, no locking. */
+ * No system calls and no locking on the data path. Sealing and opening use cipher contexts of
+ * the calling thread, made on its first use of a cipher (the only allocation) and re-keyed when
+ * it uses other keys; they are freed when the thread ends. */
 
-#include <sodium.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,30 +81,38 @@ typedef struct MptSecureRx {
         MptReplay replay[MPT_PATHS_MAX]; /* per sender path id, for peer_epoch */
 } MptSecureRx;
 
-/* The keys of one epoch, ready to use. */
+/* The keys of one epoch: plain bytes, so they may be copied (a copy keeps the id, and with it
+ * the threads' cipher contexts that hold them). */
 typedef struct MptSecureKeys {
-        crypto_aead_aes256gcm_state aes; /* valid when has_aes */
-        uint64_t epoch;
+        uint64_t epoch; /* 0: no keys */
+        uint64_t id;    /* unique per derivation, never 0 */
         bool has_aes;
-        uint8_t chacha[MPT_KEY_SIZE];
+        uint8_t key[_MPT_CIPHER_MAX][MPT_KEY_SIZE]; /* the AES-256-GCM one valid when has_aes */
 } MptSecureKeys;
 
-/* libsodium's initialisation (picks the fastest implementation for the CPU). < 0 on failure. */
+/* libcrypto's initialisation (the system's OpenSSL configuration) and fetching the algorithms:
+ * call before any system call filter is in place. Idempotent and thread-safe. < 0 on failure:
+ * -EOPNOTSUPP when the configured providers lack one of the algorithms. */
 int mpt_secure_init(void);
-/* Whether this CPU can do AES-256-GCM (libsodium needs AES-NI and PCLMUL for it). */
+/* The crypto library's name and version, for logs and benchmarks. */
+const char *mpt_secure_library(void);
+/* Whether this CPU has AES instructions (and carry-less multiplication) for AES-256-GCM. */
 bool mpt_secure_aes_available(void);
 
-/* The key of one cipher for datagrams sent under epoch, from the pre-shared key. */
-void mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCipher cipher,
-                           uint8_t ret[MPT_KEY_SIZE]);
-/* The keys of an epoch (the AES-256-GCM one only with_aes, which needs mpt_secure_aes_available()). */
-void mpt_secure_derive(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, bool with_aes, MptSecureKeys *ret);
+/* The key of one cipher for datagrams sent under epoch, from the pre-shared key. < 0 on failure
+ * (no memory), with ret wiped. */
+int mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCipher cipher,
+                          uint8_t ret[MPT_KEY_SIZE]);
+/* The keys of an epoch (the AES-256-GCM one only with_aes, which needs mpt_secure_aes_available()).
+ * < 0 on failure, with *ret wiped (epoch 0). */
+int mpt_secure_derive(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, bool with_aes, MptSecureKeys *ret);
 void mpt_secure_keys_wipe(MptSecureKeys *k);
 
 /* Seals one datagram in place: buf holds the plaintext at buf + MPT_SECURE_HEADER_SIZE (len
  * bytes) and has MPT_SECURE_TAG_SIZE bytes of room after it. Writes the header (the epoch is the
  * keys') in front and the tag after the ciphertext; returns the datagram's length (len +
- * MPT_SECURE_OVERHEAD). AES-256-GCM needs keys with has_aes. */
+ * MPT_SECURE_OVERHEAD), or 0 when this thread could not get a cipher context (no memory; drop
+ * the datagram as cipher-error). AES-256-GCM needs keys with has_aes. */
 size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCipher cipher, uint8_t flags,
                        uint16_t path_id, uint64_t counter);
 /* The same with the plaintext elsewhere (m, len bytes; it must not overlap buf). */
@@ -115,8 +125,9 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
 int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret);
 
 /* Checks the tag and decrypts in place with the cipher the header names; the plaintext is at
- * buf + MPT_SECURE_HEADER_SIZE, len - MPT_SECURE_OVERHEAD bytes. Returns -1, auth-failed, or
- * bad-version for AES-256-GCM with keys without it (a CPU without AES instructions). */
+ * buf + MPT_SECURE_HEADER_SIZE, len - MPT_SECURE_OVERHEAD bytes. Returns -1, auth-failed (the
+ * decrypted bytes are wiped), bad-version for AES-256-GCM with keys without it (a CPU without
+ * AES instructions), or cipher-error (no cipher context: no memory). */
 int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k);
 
 /* Before decrypting (cheap, changes nothing): -1 when the datagram may be accepted, else

@@ -34,6 +34,7 @@ static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
         [MPT_DROP_STALE_EPOCH] = "stale-epoch",
         [MPT_DROP_OWN_EPOCH] = "own-epoch",
         [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
+        [MPT_DROP_CIPHER_ERROR] = "cipher-error",
 };
 DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
 

@@ -61,6 +61,7 @@ typedef enum MptDropReason {
         MPT_DROP_STALE_EPOCH,     /* from an older epoch (a previous run) of the other end */
         MPT_DROP_OWN_EPOCH,       /* carries our own epoch: our datagram reflected back at us */
         MPT_DROP_COUNTER_EXHAUSTED, /* TX: the path's 64-bit counter would wrap */
+        MPT_DROP_CIPHER_ERROR,    /* the crypto library failed (no memory for a cipher context) */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;

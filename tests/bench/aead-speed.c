@@ -1,24 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The crypto floor of secure mode: how many bytes per second one core seals and opens with
- * libsodium's AES-256-GCM (precomputed state, as mptd uses it) and ChaCha20-Poly1305 (IETF), at
- * the datagram sizes mptd sends (about 1400 bytes) and at 64 KiB. Not a test: a benchmark that
- * prints figures.
+/* The crypto floor of secure mode: how many bytes per second one core seals and opens through
+ * mpt_secure_seal() and mpt_secure_open() (libcrypto's AES-256-GCM and ChaCha20-Poly1305, the
+ * calls mptd makes, per-thread contexts and all), at the datagram size mptd sends (about 1400
+ * bytes) and at 64 KiB. Not a test: a benchmark that prints figures.
  *
- *   cc -O2 -o aead-speed tests/bench/aead-speed.c -lsodium && ./aead-speed [SECONDS]
+ *   ninja -C build tests/bench/aead-speed && build/tests/bench/aead-speed [SECONDS]
  *
  * Every figure is the best of three timed runs (the machine may be shared); "bytes" are
- * plaintext bytes. */
+ * plaintext bytes; CPU time of the thread, so time spent waiting for the CPU does not count. */
 
-#include <sodium.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
-#define AD_LEN 20u
-#define TAG_LEN 16u
+#include "secure.h"
 
 static double now(void) {
         struct timespec ts;
@@ -26,60 +24,43 @@ static double now(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-/* Per-thread CPU time, so that time the process spent waiting for the CPU does not count. */
 static double cpu(void) {
         struct timespec ts;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
         return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-typedef enum { AES_SEAL, AES_OPEN, CHACHA_SEAL, CHACHA_OPEN, MEMCPY } Op;
+static void fill(uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                p[i] = (uint8_t) (i * 131 + 7);
+}
 
-static const char *const op_name[] = { "aes-256-gcm seal", "aes-256-gcm open", "chacha20-poly1305 seal",
-                                       "chacha20-poly1305 open", "memcpy (cache-hot)" };
+typedef enum { SEAL, OPEN, MEMCPY } Op;
 
-static crypto_aead_aes256gcm_state aes_state;
-static uint8_t key[32];
+static MptSecureKeys keys;
 
 /* The batch pattern of mptd: GSO batches of 1400-byte datagrams, about 64 KiB, sealed from one
- * buffer into another and opened in place in a third, one after the other (L2, not L1). */
-static double run_batch(bool aes, double secs) {
-        enum { DGRAM = 1400, N = 46, ROOM = DGRAM + AD_LEN + TAG_LEN };
+ * buffer into another, copied (as the kernel's receive would) and opened in place. */
+static double run_batch(MptCipher cipher, double secs) {
+        enum { DGRAM = 1400, N = 46, ROOM = DGRAM + MPT_SECURE_OVERHEAD };
         uint8_t *in = malloc(N * DGRAM), *out = malloc(N * ROOM), *rx = malloc(N * ROOM);
-        uint8_t nonce[12] = { 0 }, ad[AD_LEN] = { 0xe2 };
-        uint64_t counter = 0, bytes = 0;
+        uint64_t counter = 1, bytes = 0;
         double t0, c0, c1;
 
         if (!in || !out || !rx)
                 abort();
-        randombytes_buf(in, N * DGRAM);
+        fill(in, N * DGRAM);
         t0 = now();
         c0 = cpu();
         do {
-                for (int i = 0; i < N; i++) {
-                        uint8_t *c = out + (size_t) i * ROOM;
-                        memcpy(nonce + 4, &counter, 8);
-                        counter++;
-                        if (aes)
-                                crypto_aead_aes256gcm_encrypt_detached_afternm(c, c + DGRAM, NULL, in + (size_t) i * DGRAM,
-                                                                               DGRAM, ad, AD_LEN, NULL, nonce, &aes_state);
-                        else
-                                crypto_aead_chacha20poly1305_ietf_encrypt_detached(c, c + DGRAM, NULL,
-                                                                                   in + (size_t) i * DGRAM, DGRAM, ad,
-                                                                                   AD_LEN, NULL, nonce, key);
-                }
-                memcpy(rx, out, N * ROOM); /* what the kernel's copy would be */
-                counter -= N;
-                for (int i = 0; i < N; i++) {
-                        uint8_t *c = rx + (size_t) i * ROOM;
-                        memcpy(nonce + 4, &counter, 8);
-                        counter++;
-                        if ((aes ? crypto_aead_aes256gcm_decrypt_detached_afternm(c, NULL, c, DGRAM, c + DGRAM, ad, AD_LEN,
-                                                                                  nonce, &aes_state)
-                                 : crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, DGRAM, c + DGRAM, ad,
-                                                                                      AD_LEN, nonce, key)) != 0)
+                for (int i = 0; i < N; i++)
+                        if (mpt_secure_seal_from(out + (size_t) i * ROOM, in + (size_t) i * DGRAM, DGRAM, &keys, cipher,
+                                                 0, 1, counter++) != ROOM)
                                 abort();
-                }
+                memcpy(rx, out, N * ROOM);
+                for (int i = 0; i < N; i++)
+                        if (mpt_secure_open(rx + (size_t) i * ROOM, ROOM, &keys) != -1)
+                                abort();
                 bytes += N * DGRAM;
         } while (now() - t0 < secs);
         c1 = cpu();
@@ -89,57 +70,34 @@ static double run_batch(bool aes, double secs) {
         return (double) bytes * 8 / (c1 - c0) / 1e9;
 }
 
-/* Gbit/s of plaintext on one core (CPU time) over about secs seconds of wall time. */
-static double run(Op op, size_t len, double secs) {
-        uint8_t *buf = malloc(len + AD_LEN + TAG_LEN), *src = malloc(len + AD_LEN + TAG_LEN);
-        uint8_t nonce[12] = { 0 }, ad[AD_LEN] = { 0xe2 };
-        uint64_t counter = 0, bytes = 0;
+/* Gbit/s of plaintext on one core over about secs seconds of wall time. Opening copies the
+ * sealed datagram in first (opening is in place), as MEMCPY shows what that costs alone. */
+static double run(Op op, MptCipher cipher, size_t len, double secs) {
+        uint8_t *buf = malloc(len + MPT_SECURE_OVERHEAD), *src = malloc(len + MPT_SECURE_OVERHEAD);
+        uint64_t counter = 1, bytes = 0;
         double t0, c0, c1;
 
         if (!buf || !src)
                 abort();
-        randombytes_buf(src, len + AD_LEN + TAG_LEN);
-        memcpy(buf, src, len);
-        /* Something valid to open, sealed under a fixed nonce and opened under it again and again
-         * (the cost does not depend on the nonce). */
-        if (op == AES_OPEN)
-                crypto_aead_aes256gcm_encrypt_detached_afternm(buf, buf + len, NULL, buf, len, ad, AD_LEN, NULL, nonce,
-                                                               &aes_state);
-        else if (op == CHACHA_OPEN)
-                crypto_aead_chacha20poly1305_ietf_encrypt_detached(buf, buf + len, NULL, buf, len, ad, AD_LEN, NULL,
-                                                                   nonce, key);
-        memcpy(src, buf, len + TAG_LEN);
-
+        fill(src + MPT_SECURE_HEADER_SIZE, len);
+        if (mpt_secure_seal(src, len, &keys, cipher, 0, 1, counter) == 0)
+                abort();
         t0 = now();
         c0 = cpu();
         do {
                 for (int i = 0; i < 64; i++) {
                         switch (op) {
-                        case AES_SEAL:
-                                memcpy(nonce + 4, &counter, 8);
-                                counter++;
-                                crypto_aead_aes256gcm_encrypt_detached_afternm(buf, buf + len, NULL, buf, len, ad,
-                                                                               AD_LEN, NULL, nonce, &aes_state);
-                                break;
-                        case CHACHA_SEAL:
-                                memcpy(nonce + 4, &counter, 8);
-                                counter++;
-                                crypto_aead_chacha20poly1305_ietf_encrypt_detached(buf, buf + len, NULL, buf, len, ad,
-                                                                                   AD_LEN, NULL, nonce, key);
-                                break;
-                        case AES_OPEN:
-                                /* Out of place from the sealed copy: in place would leave plaintext. */
-                                if (crypto_aead_aes256gcm_decrypt_detached_afternm(buf, NULL, src, len, src + len, ad,
-                                                                                   AD_LEN, nonce, &aes_state) != 0)
+                        case SEAL:
+                                if (mpt_secure_seal(buf, len, &keys, cipher, 0, 1, counter++) == 0)
                                         abort();
                                 break;
-                        case CHACHA_OPEN:
-                                if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(buf, NULL, src, len, src + len,
-                                                                                       ad, AD_LEN, nonce, key) != 0)
+                        case OPEN:
+                                memcpy(buf, src, len + MPT_SECURE_OVERHEAD);
+                                if (mpt_secure_open(buf, len + MPT_SECURE_OVERHEAD, &keys) != -1)
                                         abort();
                                 break;
                         case MEMCPY:
-                                memcpy(buf, src, len);
+                                memcpy(buf, src, len + MPT_SECURE_OVERHEAD);
                                 __asm__ volatile("" : : "r"(buf) : "memory");
                                 break;
                         }
@@ -152,46 +110,52 @@ static double run(Op op, size_t len, double secs) {
         return (double) bytes * 8 / (c1 - c0) / 1e9;
 }
 
+static double best_of_3(Op op, MptCipher cipher, size_t len, double secs) {
+        double best = 0;
+        for (int k = 0; k < 3; k++) {
+                double g = op == (Op) -1 ? run_batch(cipher, secs) : run(op, cipher, len, secs);
+                if (g > best)
+                        best = g;
+        }
+        return best;
+}
+
 int main(int argc, char **argv) {
         static const size_t sizes[] = { 1400, 65536 };
+        static const char *const op_name[] = { "seal", "open" };
         double secs = argc > 1 ? atof(argv[1]) : 1.0;
-        int have_aes;
+        uint8_t psk[MPT_KEY_SIZE];
+        bool aes;
 
-        if (sodium_init() < 0)
-                return 1;
         if (secs <= 0)
                 secs = 1.0;
-        have_aes = crypto_aead_aes256gcm_is_available();
-        randombytes_buf(key, sizeof key);
-        if (have_aes)
-                crypto_aead_aes256gcm_beforenm(&aes_state, key);
-        printf("libsodium %s; AES-256-GCM %s; Gbit/s of plaintext per core (CPU time), best of 3 x %.1f s\n",
-               sodium_version_string(), have_aes ? "available" : "NOT available", secs);
-        for (int op = AES_SEAL; op <= MEMCPY; op++) {
-                if (!have_aes && (op == AES_SEAL || op == AES_OPEN))
-                        continue;
-                printf("  %-24s", op_name[op]);
-                for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-                        double best = 0;
-                        for (int k = 0; k < 3; k++) {
-                                double g = run((Op) op, sizes[s], secs);
-                                if (g > best)
-                                        best = g;
-                        }
-                        printf("  %6zu B: %7.2f Gbit/s", sizes[s], best);
-                }
-                printf("\n");
+        if (mpt_secure_init() < 0) {
+                fprintf(stderr, "aead-speed: cannot initialise %s\n", mpt_secure_library());
+                return 1;
         }
-        for (int aes = have_aes; aes >= 0; aes--) {
-                double best = 0;
-                for (int k = 0; k < 3; k++) {
-                        double g = run_batch(aes, secs);
-                        if (g > best)
-                                best = g;
+        aes = mpt_secure_aes_available();
+        if (getrandom(psk, sizeof psk, 0) != sizeof psk || mpt_secure_derive(psk, 1, aes, &keys) < 0)
+                return 1;
+        printf("%s; AES instructions %s; Gbit/s of plaintext per core (CPU time), best of 3 x %.1f s\n",
+               mpt_secure_library(), aes ? "present" : "ABSENT (AES-256-GCM not used)", secs);
+        for (int c = aes ? MPT_CIPHER_AES256_GCM : MPT_CIPHER_CHACHA20_POLY1305; c >= 0; c--)
+                for (int op = SEAL; op <= OPEN; op++) {
+                        printf("  %-17s %s", mpt_cipher_to_string((MptCipher) c), op_name[op]);
+                        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+                                printf("  %6zu B: %7.2f Gbit/s", sizes[s], best_of_3((Op) op, (MptCipher) c, sizes[s], secs));
+                        printf("\n");
                 }
-                /* Both ends share the machine's cores: seconds per Gbit of seal + open together. */
+        printf("  %-22s", "memcpy (cache-hot)");
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+                printf("  %6zu B: %7.2f Gbit/s", sizes[s], best_of_3(MEMCPY, 0, sizes[s], secs));
+        printf("\n");
+        for (int c = aes ? MPT_CIPHER_AES256_GCM : MPT_CIPHER_CHACHA20_POLY1305; c >= 0; c--) {
+                double g = best_of_3((Op) -1, (MptCipher) c, 0, secs);
+                /* Both ends share the machine's cores: CPU time per Gbit of seal + open together. */
                 printf("  %s seal + open of 64 KiB batches of 1400 B datagrams: %.2f Gbit/s, %.1f ms of CPU per Gbit\n",
-                       aes ? "aes-256-gcm" : "chacha20-poly1305", best, 1000 / best);
+                       mpt_cipher_to_string((MptCipher) c), g, 1000 / g);
         }
+        mpt_secure_keys_wipe(&keys);
+        explicit_bzero(psk, sizeof psk);
         return 0;
 }

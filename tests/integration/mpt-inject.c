@@ -31,7 +31,7 @@
 #include <getopt.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
-#include <sodium.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +116,20 @@ static size_t compat_frame(uint8_t *buf, uint16_t protocol) {
         return 4 + sizeof icmp;
 }
 
+static void random_fill(uint8_t *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = getrandom(p, n, 0);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        perror("mpt-inject: getrandom");
+                        exit(1);
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "to", required_argument, NULL, 't' },         { "spoof", required_argument, NULL, 's' },
@@ -127,7 +141,7 @@ int main(int argc, char *argv[]) {
         struct sockaddr_in to = {}, from = {};
         bool spoof = false, have_to = false;
         uint64_t epoch = 0, own_epoch = 0, counter = 1;
-        MptSecureKeys keys;
+        MptSecureKeys keys = {};
         MptKey psk = {};
         unsigned count = 1;
         const char *what;
@@ -185,16 +199,17 @@ int main(int argc, char *argv[]) {
 
                 if (streq(what, "garbage")) {
                         len = 100;
-                        randombytes_buf(buf, len);
+                        random_fill(buf, len);
                         buf[0] = 0xff;
                 } else if (streq(what, "truncated")) {
                         len = 16;
-                        randombytes_buf(buf, len);
+                        random_fill(buf, len);
                         buf[0] = MPT_SECURE_V1_CHACHA;
                 } else if (streq(what, "oversized")) {
                         len = 60000;
-                        randombytes_buf(buf, len);
-                        mpt_secure_derive(psk.bytes, epoch, false, &keys);
+                        random_fill(buf, len);
+                        if (mpt_secure_derive(psk.bytes, epoch, false, &keys) < 0)
+                                return 1;
                         /* A plausible header, then anything: the tag cannot match. */
                         mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, 62, counter + i);
                 } else if (streq(what, "bad-version") || streq(what, "bad-header") || streq(what, "wrong-key") ||
@@ -202,7 +217,7 @@ int main(int argc, char *argv[]) {
                         uint64_t e = epoch;
                         uint16_t path = 61;
                         if (streq(what, "wrong-key"))
-                                randombytes_buf(psk.bytes, sizeof psk.bytes);
+                                random_fill(psk.bytes, sizeof psk.bytes);
                         if (streq(what, "stale"))
                                 e = epoch - 1;
                         if (streq(what, "own-epoch")) {
@@ -217,7 +232,8 @@ int main(int argc, char *argv[]) {
                         /* GRE of an experimental protocol type (88B5): even when authentic,
                          * nothing for the TUN device. */
                         plain = compat_frame(buf + MPT_SECURE_HEADER_SIZE, 0x88b5);
-                        mpt_secure_derive(psk.bytes, e, false, &keys);
+                        if (mpt_secure_derive(psk.bytes, e, false, &keys) < 0)
+                                return 1;
                         len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, path,
                                               streq(what, "replay") ? counter : counter + i);
                         if (streq(what, "bad-version"))
@@ -238,7 +254,7 @@ int main(int argc, char *argv[]) {
                 usleep(2000);
         }
         mpt_secure_keys_wipe(&keys);
-        sodium_memzero(&psk, sizeof psk);
+        explicit_bzero(&psk, sizeof psk);
         close(fd);
         return 0;
 }

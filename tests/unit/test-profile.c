@@ -1069,6 +1069,53 @@ static void test_verify_ok_cases(void) {
         g_assert_cmpuint(d->n_paths, ==, 2);
 }
 
+/* Keys in base64: GLib's codec is the reference (every byte value at every position, and random
+ * keys), and only the one canonical spelling of a key is accepted. */
+static void test_key_base64(void) {
+        MptKey k = {}, back = {};
+        char text[45];
+
+        for (unsigned pos = 0; pos < MPT_KEY_SIZE; pos++)
+                for (unsigned v = 0; v < 256; v += (pos % 3 == 0 ? 1 : 17)) {
+                        g_autofree char *want = NULL;
+
+                        memset(k.bytes, (int) (pos * 7 + 1), sizeof k.bytes);
+                        k.bytes[pos] = (uint8_t) v;
+                        want = g_base64_encode(k.bytes, MPT_KEY_SIZE);
+                        g_assert_cmpstr(mpt_key_to_base64(&k, text), ==, want);
+                        g_assert_cmpint(mpt_key_from_base64(want, &back), ==, 0);
+                        g_assert_true(back.set);
+                        g_assert_cmpmem(back.bytes, MPT_KEY_SIZE, k.bytes, MPT_KEY_SIZE);
+                }
+        for (unsigned i = 0; i < 200; i++) {
+                g_autofree char *want = NULL;
+                for (size_t j = 0; j < MPT_KEY_SIZE; j++)
+                        k.bytes[j] = (uint8_t) g_random_int();
+                want = g_base64_encode(k.bytes, MPT_KEY_SIZE);
+                g_assert_cmpstr(mpt_key_to_base64(&k, text), ==, want);
+                g_assert_cmpint(mpt_key_from_base64(want, &back), ==, 0);
+                g_assert_cmpmem(back.bytes, MPT_KEY_SIZE, k.bytes, MPT_KEY_SIZE);
+        }
+        /* Surrounding blanks are fine; everything else about the text is not. */
+        g_assert_cmpint(mpt_key_from_base64(" \t" KEY1 "\n", &back), ==, 0);
+        static const char *const bad[] = {
+                "",
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh9=", /* unused bits set: not canonical */
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh==", /* 31 bytes */
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8A", /* no padding */
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=A",
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd-h8=", /* URL-safe alphabet */
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd_h8=",
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX GBkaGxwdHh8=",
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8\x80",
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+                MptKey none = {};
+                g_assert_cmpint(mpt_key_from_base64(bad[i], &none), ==, -EINVAL);
+                g_assert_false(none.set);
+        }
+}
+
 /* The key in use (psk) comes from Key= or from KeyFile=, and secure mode is the default. */
 static void test_secure_keys(void) {
         g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL;
@@ -1366,6 +1413,7 @@ int main(int argc, char *argv[]) {
         write_key_file("notakey.key", "hello\n", 0600);
 
         g_test_add_func("/mpt/profile/keys/table", test_key_table);
+        g_test_add_func("/mpt/profile/keys/base64", test_key_base64);
         g_test_add_func("/mpt/profile/keys/covered", test_key_table_covered);
         g_test_add_func("/mpt/profile/keys/suggest", test_key_suggest);
         g_test_add_func("/mpt/profile/enums", test_enums);

@@ -7,7 +7,7 @@
 #include <glib.h>
 
 /* ---- a fixed vector ----
- * Computed independently of libsodium and of this code (Python: hashlib.blake2b and the
+ * Computed independently of libcrypto, of libsodium (which the first versions used) and of this code (Python: hashlib.blake2b and the
  * "cryptography" package's ChaCha20Poly1305) from the format as mptd(8) describes it:
  *   PSK = 00 01 .. 1f, epoch = 0x187a3c5e9d2b41f7, path id 3, counter 42,
  *   plaintext = a GRE header (0000 0800) and an ICMP echo request in IPv4. */
@@ -56,7 +56,7 @@ static void test_vector_key(const void *data) {
         uint8_t key[MPT_KEY_SIZE], want[MPT_KEY_SIZE];
 
         unhex(v->key, want, sizeof want);
-        mpt_secure_derive_key(vec_psk, VEC_EPOCH, v->cipher, key);
+        g_assert_cmpint(mpt_secure_derive_key(vec_psk, VEC_EPOCH, v->cipher, key), ==, 0);
         g_assert_cmpmem(key, sizeof key, want, sizeof want);
 }
 
@@ -70,7 +70,7 @@ static void test_vector_seal(const void *data) {
                 g_test_skip("no AES instructions");
                 return;
         }
-        mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k);
+        g_assert_cmpint(mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k), ==, 0);
         plain = unhex(VEC_PLAIN, buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_OVERHEAD);
         want_n = unhex(v->dgram, want, sizeof want);
         n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, 3, 42);
@@ -85,7 +85,7 @@ static void test_vector_open(const void *data) {
         MptSecureKeys k;
         size_t n, plain_n;
 
-        mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k);
+        g_assert_cmpint(mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k), ==, 0);
         n = unhex(v->dgram, buf, sizeof buf);
         plain_n = unhex(VEC_PLAIN, plain, sizeof plain);
         g_assert_cmpint(mpt_secure_parse(buf, n, &h), ==, -1);
@@ -104,7 +104,7 @@ static void test_vector_open(const void *data) {
         /* Keys without AES-256-GCM (a CPU without AES instructions) cannot open it. */
         if (v->cipher == MPT_CIPHER_AES256_GCM) {
                 n = unhex(v->dgram, buf, sizeof buf);
-                mpt_secure_derive(vec_psk, VEC_EPOCH, false, &k);
+                g_assert_cmpint(mpt_secure_derive(vec_psk, VEC_EPOCH, false, &k), ==, 0);
                 g_assert_cmpint(mpt_secure_open(buf, n, &k), ==, MPT_DROP_BAD_VERSION);
         }
 }
@@ -127,7 +127,7 @@ static void seal_random(Sealed *s, size_t plain_len, uint16_t path, uint64_t epo
         for (size_t i = 0; i < plain_len; i++)
                 s->plain[i] = (uint8_t) g_test_rand_int();
         s->plain_len = plain_len;
-        mpt_secure_derive(vec_psk, epoch, have_aes, &s->key);
+        g_assert_cmpint(mpt_secure_derive(vec_psk, epoch, have_aes, &s->key), ==, 0);
         memcpy(s->buf + MPT_SECURE_HEADER_SIZE, s->plain, plain_len);
         s->len = mpt_secure_seal(s->buf, plain_len, &s->key, cur_cipher, have_aes ? MPT_SECURE_FLAG_AES : 0, path,
                                  counter);
@@ -163,14 +163,14 @@ static void test_wrong_key(void) {
         /* Another PSK, one bit off. */
         memcpy(other_psk, vec_psk, sizeof other_psk);
         other_psk[31] ^= 1;
-        mpt_secure_derive(other_psk, 1000, have_aes, &key);
+        g_assert_cmpint(mpt_secure_derive(other_psk, 1000, have_aes, &key), ==, 0);
         g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
         /* The right PSK, but the keys of another epoch. */
-        mpt_secure_derive(vec_psk, 1001, have_aes, &key);
+        g_assert_cmpint(mpt_secure_derive(vec_psk, 1001, have_aes, &key), ==, 0);
         g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
         /* The other cipher's key of the right epoch: the version byte is authenticated too. */
         if (have_aes) {
-                mpt_secure_derive(vec_psk, 1000, have_aes, &key);
+                g_assert_cmpint(mpt_secure_derive(vec_psk, 1000, have_aes, &key), ==, 0);
                 s.buf[0] = s.buf[0] == MPT_SECURE_V1_CHACHA ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
                 g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
         }
@@ -207,6 +207,127 @@ static void test_tamper_every_bit(void) {
         g_assert_cmpint(mpt_secure_open(s.buf, s.len - 1, &s.key), ==, MPT_DROP_AUTH_FAILED);
         s.buf[s.len] = 0;
         g_assert_cmpint(mpt_secure_open(s.buf, s.len + 1, &s.key), ==, MPT_DROP_AUTH_FAILED);
+}
+
+/* A datagram that does not authenticate leaves no unauthenticated plaintext behind. */
+static void test_auth_failed_wipes(void) {
+        Sealed s;
+
+        seal_random(&s, 300, 2, 99, 5);
+        s.buf[s.len - 1] ^= 0x40; /* the tag */
+        g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, MPT_DROP_AUTH_FAILED);
+        for (size_t i = MPT_SECURE_HEADER_SIZE; i < s.len - MPT_SECURE_TAG_SIZE; i++)
+                g_assert_cmpuint(s.buf[i], ==, 0);
+}
+
+/* Keys are plain values: a copy opens what the original sealed; wiped keys are no keys; two
+ * sets used in turn on one thread (which re-keys its cipher contexts each time) stay apart. */
+static void test_keys_copy_and_switch(void) {
+        MptSecureKeys a, b, copy;
+        Sealed sa, sb;
+
+        seal_random(&sa, 200, 1, 500, 9);
+        seal_random(&sb, 200, 1, 501, 9);
+        a = sa.key;
+        b = sb.key;
+        g_assert_cmpuint(a.id, !=, 0);
+        g_assert_cmpuint(a.id, !=, b.id);
+        copy = a;
+        for (int round = 0; round < 3; round++) {
+                uint8_t ba[sizeof sa.buf], bb[sizeof sb.buf];
+                memcpy(ba, sa.buf, sa.len);
+                memcpy(bb, sb.buf, sb.len);
+                g_assert_cmpint(mpt_secure_open(bb, sb.len, &a), ==, MPT_DROP_AUTH_FAILED);
+                memcpy(bb, sb.buf, sb.len);
+                g_assert_cmpint(mpt_secure_open(ba, sa.len, &copy), ==, -1);
+                g_assert_cmpmem(ba + MPT_SECURE_HEADER_SIZE, sa.plain_len, sa.plain, sa.plain_len);
+                g_assert_cmpint(mpt_secure_open(bb, sb.len, &b), ==, -1);
+                g_assert_cmpmem(bb + MPT_SECURE_HEADER_SIZE, sb.plain_len, sb.plain, sb.plain_len);
+        }
+        mpt_secure_keys_wipe(&copy);
+        g_assert_cmpuint(copy.epoch, ==, 0);
+        g_assert_cmpuint(copy.id, ==, 0);
+        g_assert_false(copy.has_aes);
+}
+
+/* Threads seal and open with the same keys at once (mptd's workers share the sending keys):
+ * each has its own cipher contexts. Datagrams sealed on one thread are opened on another. */
+#define THREADS 4
+#define PER_THREAD 400
+
+typedef struct ThreadJob {
+        const MptSecureKeys *keys;
+        const MptSecureKeys *other; /* used in turn with keys: re-keying under way */
+        unsigned id;
+        uint8_t (*sealed)[1500];    /* [PER_THREAD], sealed here, opened by the next thread */
+        size_t *len;
+        const uint8_t (*to_open)[1500];
+        const size_t *to_open_len;
+        unsigned bad;
+} ThreadJob;
+
+static size_t job_plain(unsigned thread, unsigned i, uint8_t *out) {
+        size_t n = 64 + (thread * 131 + i * 17) % 1300;
+        for (size_t j = 0; j < n; j++)
+                out[j] = (uint8_t) (thread * 7 + i * 3 + j);
+        return n;
+}
+
+static gpointer seal_thread(gpointer data) {
+        ThreadJob *j = data;
+
+        for (unsigned i = 0; i < PER_THREAD; i++) {
+                size_t n = job_plain(j->id, i, j->sealed[i] + MPT_SECURE_HEADER_SIZE);
+                const MptSecureKeys *k = i % 3 == 2 ? j->other : j->keys;
+                j->len[i] = mpt_secure_seal(j->sealed[i], n, k, cur_cipher, 0, (uint16_t) j->id,
+                                            (uint64_t) j->id << 32 | i);
+                if (j->len[i] != n + MPT_SECURE_OVERHEAD)
+                        j->bad++;
+        }
+        return NULL;
+}
+
+static gpointer open_thread(gpointer data) {
+        ThreadJob *j = data;
+        unsigned from = (j->id + THREADS - 1) % THREADS;
+
+        for (unsigned i = 0; i < PER_THREAD; i++) {
+                uint8_t copy[1500], want[1500];
+                size_t n = job_plain(from, i, want);
+                const MptSecureKeys *k = i % 3 == 2 ? j->other : j->keys;
+
+                memcpy(copy, j->to_open[i], j->to_open_len[i]);
+                if (mpt_secure_open(copy, j->to_open_len[i], k) != -1 ||
+                    j->to_open_len[i] != n + MPT_SECURE_OVERHEAD ||
+                    memcmp(copy + MPT_SECURE_HEADER_SIZE, want, n) != 0)
+                        j->bad++;
+        }
+        return NULL;
+}
+
+static void test_threads(void) {
+        static uint8_t sealed[THREADS][PER_THREAD][1500];
+        static size_t len[THREADS][PER_THREAD];
+        MptSecureKeys keys, other;
+        ThreadJob jobs[THREADS];
+        GThread *th[THREADS];
+
+        g_assert_cmpint(mpt_secure_derive(vec_psk, 4242, have_aes, &keys), ==, 0);
+        g_assert_cmpint(mpt_secure_derive(vec_psk, 4243, have_aes, &other), ==, 0);
+        for (unsigned t = 0; t < THREADS; t++)
+                jobs[t] = (ThreadJob) { .keys = &keys, .other = &other, .id = t, .sealed = sealed[t], .len = len[t],
+                                        .to_open = (const uint8_t (*)[1500]) sealed[(t + THREADS - 1) % THREADS],
+                                        .to_open_len = len[(t + THREADS - 1) % THREADS] };
+        for (unsigned t = 0; t < THREADS; t++)
+                th[t] = g_thread_new("seal", seal_thread, &jobs[t]);
+        for (unsigned t = 0; t < THREADS; t++)
+                g_thread_join(th[t]);
+        for (unsigned t = 0; t < THREADS; t++)
+                th[t] = g_thread_new("open", open_thread, &jobs[t]);
+        for (unsigned t = 0; t < THREADS; t++)
+                g_thread_join(th[t]);
+        for (unsigned t = 0; t < THREADS; t++)
+                g_assert_cmpuint(jobs[t].bad, ==, 0);
 }
 
 typedef struct ParseVector {
@@ -542,6 +663,9 @@ int main(int argc, char *argv[]) {
         ADD_EACH("/mpt/secure/round-trip", test_round_trip);
         ADD_EACH("/mpt/secure/wrong-key", test_wrong_key);
         ADD_EACH("/mpt/secure/tamper-every-bit", test_tamper_every_bit);
+        ADD_EACH("/mpt/secure/auth-failed-wipes", test_auth_failed_wipes);
+        ADD_EACH("/mpt/secure/keys-copy-and-switch", test_keys_copy_and_switch);
+        ADD_EACH("/mpt/secure/threads", test_threads);
         for (size_t i = 0; i < G_N_ELEMENTS(parse_vectors); i++) {
                 g_autofree char *name = g_strdup_printf("/mpt/secure/parse/%s", parse_vectors[i].name);
                 g_test_add_data_func(name, &parse_vectors[i], test_parse);

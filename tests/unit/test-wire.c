@@ -144,6 +144,7 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_STALE_EPOCH] = "stale-epoch",
         [MPT_DROP_OWN_EPOCH] = "own-epoch",
         [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
+        [MPT_DROP_CIPHER_ERROR] = "cipher-error",
 };
 
 static void test_drop_reason_enum(void) {
