@@ -235,10 +235,11 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
          * kernel uses for the flow's outgoing packets. See tun_deliver() in worker.c. */
         if (t->tun.n_fds <= 1)
                 return t->tun.fds[0];
-        /* With one receiving worker (0), the flows go out through the other workers' queues: it
-         * then only receives, and the others only send. */
-        if (t->rx_one_worker)
-                return t->tun.fds[1 + sched_flow_hash_symmetric(pkt, len) % (t->tun.n_fds - 1)];
+        /* With receiving and sending workers apart, the flows go out through the sending
+         * workers' queues. */
+        if (t->rx_workers > 0 && t->rx_workers < t->tun.n_fds)
+                return t->tun.fds[t->rx_workers +
+                                  sched_flow_hash_symmetric(pkt, len) % (t->tun.n_fds - t->rx_workers)];
         return t->tun.fds[sched_flow_hash_symmetric(pkt, len) % t->tun.n_fds];
 }
 
@@ -817,7 +818,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (worker_pool_setup(t) < 0)
                         return log_oom();
         }
-        t->rx_one_worker = n_workers > 1 && !t->secure && t->reorder_enabled && !dataplane_options.rx_spread;
+        if (n_workers > 1 && t->reorder_enabled && !dataplane_options.rx_spread)
+                t->rx_workers = t->secure ? n_workers / 2 : 1;
 
         t->n_paths = profile->n_paths;
         t->paths = calloc(t->n_paths, sizeof(Path *));

@@ -191,9 +191,10 @@ struct Tunnel {
         pthread_mutex_t tx_lock;
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
         bool reorder_enabled;
-        /* All paths are received by worker 0, and the flows sent by the others (see
-         * path_rx_worker()); set before the paths bind. */
-        bool rx_one_worker;
+        /* Receiving and sending workers apart (see path_rx_worker()): the paths are received
+         * by workers 0 .. rx_workers - 1 and the flows sent by the others; 0: every worker
+         * does both. Set before the paths bind. */
+        unsigned rx_workers;
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
         usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
@@ -283,8 +284,7 @@ bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
  *   MPT_DEBUG_OFFLOAD=0  no TUN offloads (no virtio-net header), no UDP GSO and GRO
  *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching
  *   MPT_DEBUG_RX_TURN=N  a fixed number of receive buffers per recvmmsg() of a ready path (1..8)
- *   MPT_DEBUG_RX_SPREAD=1  compat mode spreads the paths over the receiving workers, as secure mode
- *                        does (see path_rx_worker())
+ *   MPT_DEBUG_RX_SPREAD=1  every worker receives paths and sends flows (see path_rx_worker())
  *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions */
 typedef struct DataplaneOptions {
         bool offload;
@@ -294,7 +294,7 @@ typedef struct DataplaneOptions {
         unsigned rx_turn; /* most receive buffers per recvmmsg() of a ready path, 1..WORKER_RX_MMSG */
         bool rx_turn_fixed; /* MPT_DEBUG_RX_TURN: always rx_turn, not by the size of the messages */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
-        bool rx_spread; /* MPT_DEBUG_RX_SPREAD: compat mode's paths to different workers too */
+        bool rx_spread; /* MPT_DEBUG_RX_SPREAD: no receiving and sending workers apart */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;

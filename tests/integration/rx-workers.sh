@@ -3,13 +3,16 @@
 #
 # rx-workers.sh: which worker receives a path's datagrams, and which sends a flow's packets
 # (mptd(8), DESCRIPTION), judged by the per-worker data packet counts of `mptctl show`
-# (worker_rx, worker_tx), with 2 workers at each end and 4 paths, over a TCP transfer a -> b:
+# (worker_rx, worker_tx), with 4 paths, over a TCP transfer a -> b:
 #
-#   - compat mode: every path is received by worker 0, and the flows are sent by worker 1 (b's
-#     acknowledgements as well as a's data: a packet received by worker 0 is written through
-#     worker 1's TUN queue, and the kernel sends the flow's answers through that queue);
-#   - compat mode with MPT_DEBUG_RX_SPREAD=1, and secure mode: paths 0 and 2 are received by
-#     worker 0, paths 1 and 3 by worker 1, so each receives about half;
+#   - compat mode, 2 workers: every path is received by worker 0, and the flows are sent by
+#     worker 1 (b's acknowledgements as well as a's data: a packet received by worker 0 is
+#     written through worker 1's TUN queue, and the kernel sends the flow's answers through it);
+#   - secure mode, 2 workers: the same (half of the workers receive);
+#   - secure mode, 4 workers: paths 0 and 2 are received by worker 0, 1 and 3 by worker 1, so
+#     each receives about half, and workers 2 and 3 receive nothing;
+#   - MPT_DEBUG_RX_SPREAD=1 (compat mode, 2 workers): paths 0 and 2 are received by worker 0,
+#     1 and 3 by worker 1;
 #   - the plain output has the per-worker line, and with 1 worker there is none.
 
 set -eu
@@ -19,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 lab_init
 it_require python3 iperf3
-lab_log "rx-workers: receiving and sending workers, compat and secure mode, 4 paths, 2 workers"
+lab_log "rx-workers: receiving and sending workers, compat and secure mode, 4 paths, 2 and 4 workers"
 lab_topology 4 none 4
 
 stop_both() {
@@ -27,16 +30,16 @@ stop_both() {
         lab_stop b
 }
 
-# run_case NAME MODE_LINE [ENV=VALUE...]: both ends with 2 workers (and the environment), a 2 s
-# TCP transfer a -> b; sets A_RX0 A_RX1 A_TX0 A_TX1 and B_... to the data packets each worker of
-# each end received (RX) and sent (TX) during it.
+# run_case NAME MODE_LINE [ENV=VALUE...]: both ends with $WORKERS workers (default 2; and the
+# environment), a 2 s TCP transfer a -> b; sets A_RX0 A_RX1 ... A_TX0 A_TX1 ... and B_... to the
+# data packets each worker of each end received (RX) and sent (TX) during it.
 run_case() {
         local name=$1 mode=$2 side kv
         shift 2
         it_profiles 4 4 4 "$mode"
         for side in a b; do
                 for kv in "$@"; do export "${kv?}"; done
-                it_start "$side" "" --workers 2
+                it_start "$side" "" --workers "${WORKERS:-2}"
                 for kv in "$@"; do unset "${kv%%=*}"; done
         done
         it_wait_ping a 10.77.0.2 10 || it_fail "$name: the tunnel does not answer ping"
@@ -51,13 +54,13 @@ run_case() {
                         >"$LAB_DIR/$name-$side.txt" <<'EOF'
 import json, sys
 a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-d = lambda k, w: int(b[k][w]) - int(a[k][w])
-print(d("worker_rx", "0"), d("worker_rx", "1"), d("worker_tx", "0"), d("worker_tx", "1"))
+for k in ("worker_rx", "worker_tx"):
+    for w in sorted(b[k], key=int):
+        print("%s%s=%d" % ("RX" if k == "worker_rx" else "TX", w, int(b[k][w]) - int(a[k][w])))
 EOF
+                eval "$(sed "s/^/${side^^}_/" "$LAB_DIR/$name-$side.txt")"
         done
-        read -r A_RX0 A_RX1 A_TX0 A_TX1 <"$LAB_DIR/$name-a.txt"
-        read -r B_RX0 B_RX1 B_TX0 B_TX1 <"$LAB_DIR/$name-b.txt"
-        it_note "$name: $IT_LOAD_MBIT Mbit/s; a received $A_RX0/$A_RX1 and sent $A_TX0/$A_TX1, b received $B_RX0/$B_RX1 and sent $B_TX0/$B_TX1 (workers 0/1)"
+        it_note "$name: $IT_LOAD_MBIT Mbit/s; a: $(tr '\n' ' ' <"$LAB_DIR/$name-a.txt"); b: $(tr '\n' ' ' <"$LAB_DIR/$name-b.txt")"
         [ $((B_RX0 + B_RX1)) -gt 1000 ] || it_fail "$name: b received only $((B_RX0 + B_RX1)) data packets"
 }
 
@@ -87,11 +90,23 @@ share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
         it_fail "compat-spread: b's workers received $B_RX0 and $B_RX1 data packets; each should get about half"
 stop_both
 
-# Secure mode: spread (the decryption runs in parallel).
+# Secure mode, 2 workers: half of them (one) receive, as in compat mode.
 lab_key_init
 run_case secure "Key=$LAB_KEY"
+[ "$B_RX1" = 0 ] && [ "$A_RX1" = 0 ] ||
+        it_fail "secure: worker 1 received data (a: $A_RX1, b: $B_RX1); with 2 workers all paths should arrive at worker 0"
+[ $((A_TX0 * 100)) -le "$A_TX1" ] ||
+        it_fail "secure: a's worker 0 sent $A_TX0 data packets, worker 1 $A_TX1; the flow should go out by worker 1"
+stop_both
+
+# Secure mode, 4 workers: two receive (decrypting in parallel), two send.
+WORKERS=4 run_case secure-4 "Key=$LAB_KEY"
 share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
-        it_fail "secure: b's workers received $B_RX0 and $B_RX1 data packets; each should get about half"
+        it_fail "secure-4: b's workers 0 and 1 received $B_RX0 and $B_RX1 data packets; each should get about half"
+[ "$B_RX2" = 0 ] && [ "$B_RX3" = 0 ] ||
+        it_fail "secure-4: b's workers 2 and 3 received data ($B_RX2, $B_RX3); only workers 0 and 1 should"
+[ $(((A_TX0 + A_TX1) * 100)) -le $((A_TX2 + A_TX3)) ] ||
+        it_fail "secure-4: a's workers 0 and 1 sent $((A_TX0 + A_TX1)) data packets, 2 and 3 $((A_TX2 + A_TX3)); the flow should go out by 2 or 3"
 stop_both
 
 # One worker: nothing to steer, and no per-worker line.
