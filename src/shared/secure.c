@@ -123,25 +123,29 @@ int mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCi
                 OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size),
                 OSSL_PARAM_construct_end(),
         };
-        EVP_MAC_CTX *ctx;
+        EVP_MAC_CTX *ctx = NULL;
         uint8_t msg[32];
         int r = -EIO;
 
         assert(n + 8 <= sizeof msg);
-        if (mpt_secure_init() < 0)
-                return -EIO;
         memcpy(msg, label, n);
         wr64(msg + n, epoch);
         /* Keyed BLAKE2b with a 32-byte digest (RFC 7693; what libsodium calls crypto_generichash). */
+        if (mpt_secure_init() < 0)
+                goto fail;
         ctx = EVP_MAC_CTX_new(blake2b_mac);
-        if (!ctx)
-                return -ENOMEM;
+        if (!ctx) {
+                r = -ENOMEM;
+                goto fail;
+        }
         if (EVP_MAC_init(ctx, psk, MPT_KEY_SIZE, params) == 1 && EVP_MAC_update(ctx, msg, n + 8) == 1 &&
-            EVP_MAC_final(ctx, ret, &out, MPT_KEY_SIZE) == 1 && out == MPT_KEY_SIZE)
-                r = 0;
+            EVP_MAC_final(ctx, ret, &out, MPT_KEY_SIZE) == 1 && out == MPT_KEY_SIZE) {
+                EVP_MAC_CTX_free(ctx);
+                return 0;
+        }
+fail:
         EVP_MAC_CTX_free(ctx);
-        if (r < 0)
-                explicit_bzero(ret, MPT_KEY_SIZE);
+        explicit_bzero(ret, MPT_KEY_SIZE);
         return r;
 }
 

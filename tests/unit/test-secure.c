@@ -7,8 +7,9 @@
 #include <glib.h>
 
 /* ---- a fixed vector ----
- * Computed independently of libcrypto, of libsodium (which the first versions used) and of this code (Python: hashlib.blake2b and the
- * "cryptography" package's ChaCha20Poly1305) from the format as mptd(8) describes it:
+ * Computed independently of libcrypto, of libsodium (which the first versions used) and of
+ * this code (Python: hashlib.blake2b and the "cryptography" package's ChaCha20Poly1305) from
+ * the format as mptd(8) describes it:
  *   PSK = 00 01 .. 1f, epoch = 0x187a3c5e9d2b41f7, path id 3, counter 42,
  *   plaintext = a GRE header (0000 0800) and an ICMP echo request in IPv4. */
 static const uint8_t vec_psk[32] = { 0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
