@@ -275,15 +275,18 @@ void dataplane_options_load(void) {
                 dataplane_options.no_aes = true;
 }
 
-int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len) {
+/* Writes one received packet through TUN queue fd, or (fd < 0) the queue tunnel_tun_fd_for()
+ * chooses. */
+int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len) {
         /* A packet that came inside a UDP datagram the kernel checksummed. */
         static const struct virtio_net_hdr valid = { .flags = VIRTIO_NET_HDR_F_DATA_VALID };
         struct iovec iov[2] = {
                 { .iov_base = (void *) &valid, .iov_len = VNET_HDR_LEN },
                 { .iov_base = (void *) pkt, .iov_len = len },
         };
-        int fd = tunnel_tun_fd_for(t, pkt, len);
 
+        if (fd < 0)
+                fd = tunnel_tun_fd_for(t, pkt, len);
         if (t->tun.vnet_hdr)
                 return writev(fd, iov, 2) < 0 ? -errno : 0;
         return write(fd, pkt, len) < 0 ? -errno : 0;
@@ -292,7 +295,7 @@ int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len) {
 static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
         Tunnel *t = userdata;
 
-        if (tunnel_write_packet(t, pkt, len) < 0)
+        if (tunnel_write_packet(t, -1, pkt, len) < 0)
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 

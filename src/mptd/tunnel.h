@@ -302,7 +302,7 @@ void dataplane_options_load(void);
 
 /* Writes one complete IP packet to the TUN device (any thread): through the queue of its flow,
  * with a virtio-net header when the device has them. */
-int tunnel_write_packet(const Tunnel *t, const uint8_t *pkt, size_t len);
+int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len);
 
 /* The TUN queue to write a received packet through (by symmetric flow hash). */
 int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);

@@ -13,6 +13,9 @@
 #     each receives about half, and workers 2 and 3 receive nothing;
 #   - MPT_DEBUG_RX_SPREAD=1 (compat mode, 2 workers): paths 0 and 2 are received by worker 0,
 #     1 and 3 by worker 1;
+#   - a quiet tunnel (pings 20 ms apart, no other traffic), compat and secure mode, 2 workers:
+#     worker 0, which receives, also sends: a's echo requests (its replies came in through
+#     worker 0's own queue) and b's replies, so an idle round trip wakes one thread per end;
 #   - the plain output has the per-worker line, and with 1 worker there is none.
 
 set -eu
@@ -30,10 +33,9 @@ stop_both() {
         lab_stop b
 }
 
-# run_case NAME MODE_LINE [ENV=VALUE...]: both ends with $WORKERS workers (default 2; and the
-# environment), a 2 s TCP transfer a -> b; sets A_RX0 A_RX1 ... A_TX0 A_TX1 ... and B_... to the
-# data packets each worker of each end received (RX) and sent (TX) during it.
-run_case() {
+# start_case NAME MODE_LINE [ENV=VALUE...]: both ends with $WORKERS workers (default 2; and the
+# environment); waits for the tunnel and takes the "before" snapshots.
+start_case() {
         local name=$1 mode=$2 side kv
         shift 2
         it_profiles 4 4 4 "$mode"
@@ -45,8 +47,35 @@ run_case() {
         it_wait_ping a 10.77.0.2 10 || it_fail "$name: the tunnel does not answer ping"
         it_snap a "$name-before"
         it_snap b "$name-before"
+}
+
+# run_case NAME MODE_LINE [ENV=VALUE...]: start_case, a 2 s TCP transfer a -> b; sets A_RX0 A_RX1
+# ... A_TX0 A_TX1 ... and B_... to the data packets each worker of each end received (RX) and
+# sent (TX) during it.
+run_case() {
+        local name=$1
+        start_case "$@"
         it_load_start 10.77.0.2 2
         it_load_wait
+        worker_counts "$name"
+        [ $((B_RX0 + B_RX1)) -gt 1000 ] || it_fail "$name: b received only $((B_RX0 + B_RX1)) data packets"
+}
+
+# ping_case NAME MODE_LINE: start_case, then 40 pings a -> b 20 ms apart and nothing else; the
+# same counts as run_case.
+ping_case() {
+        local name=$1
+        IT_LOAD_MBIT=
+        start_case "$@"
+        lab_exec a ping -n -q -c 40 -i 0.02 -W 1 10.77.0.2 >"$LAB_DIR/$name-ping.txt" 2>&1 ||
+                it_fail "$name: pings lost: $(tail -n 2 "$LAB_DIR/$name-ping.txt")"
+        worker_counts "$name"
+}
+
+# worker_counts NAME: the "after" snapshots, and per worker the data packets received and sent
+# since "before", as A_RX0 ... B_TX1 ....
+worker_counts() {
+        local name=$1 side what="pings only"
         it_snap a "$name-after"
         it_snap b "$name-after"
         for side in a b; do
@@ -60,8 +89,16 @@ for k in ("worker_rx", "worker_tx"):
 EOF
                 eval "$(sed "s/^/${side^^}_/" "$LAB_DIR/$name-$side.txt")"
         done
-        it_note "$name: $IT_LOAD_MBIT Mbit/s; a: $(tr '\n' ' ' <"$LAB_DIR/$name-a.txt"); b: $(tr '\n' ' ' <"$LAB_DIR/$name-b.txt")"
-        [ $((B_RX0 + B_RX1)) -gt 1000 ] || it_fail "$name: b received only $((B_RX0 + B_RX1)) data packets"
+        [ -z "$IT_LOAD_MBIT" ] || what="$IT_LOAD_MBIT Mbit/s"
+        it_note "$name: $what; a: $(tr '\n' ' ' <"$LAB_DIR/$name-a.txt"); b: $(tr '\n' ' ' <"$LAB_DIR/$name-b.txt")"
+}
+
+# quiet_ok NAME: after ping_case, worker 0 of each end sent nearly everything (a's requests after
+# the first, b's replies) and worker 1 at most the first requests, before a's worker 0 had
+# written a reply.
+quiet_ok() {
+        [ "$A_TX0" -ge 37 ] && [ "$A_TX1" -le 3 ] && [ "$B_TX0" -ge 39 ] && [ "$B_TX1" = 0 ] ||
+                it_fail "$1: a quiet tunnel's pings were sent by a's workers 0/1: $A_TX0/$A_TX1, replies by b's: $B_TX0/$B_TX1; worker 0, which receives them, should send them"
 }
 
 # share_ok PART TOTAL: PART is between 25 % and 75 % of TOTAL.
@@ -84,6 +121,11 @@ grep -q '^  workers (data packets): 0 received [0-9]* sent [0-9]*, 1 received 0 
         it_fail "compat: mptctl show has no per-worker line as expected: $(grep workers "$LAB_DIR/show-b.txt")"
 stop_both
 
+# A quiet tunnel: the receiving worker answers itself.
+ping_case compat-quiet "Mode=compat"
+quiet_ok compat-quiet
+stop_both
+
 # Compat mode, spread for comparison: paths 0 and 2 to worker 0, 1 and 3 to worker 1.
 run_case compat-spread "Mode=compat" MPT_DEBUG_RX_SPREAD=1
 share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
@@ -97,6 +139,9 @@ run_case secure "Key=$LAB_KEY"
         it_fail "secure: worker 1 received data (a: $A_RX1, b: $B_RX1); with 2 workers all paths should arrive at worker 0"
 [ $((A_TX0 * 100)) -le "$A_TX1" ] ||
         it_fail "secure: a's worker 0 sent $A_TX0 data packets, worker 1 $A_TX1; the flow should go out by worker 1"
+stop_both
+ping_case secure-quiet "Key=$LAB_KEY"
+quiet_ok secure-quiet
 stop_both
 
 # Secure mode, 4 workers: two receive (decrypting in parallel), two send.
