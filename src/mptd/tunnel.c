@@ -275,8 +275,6 @@ void dataplane_options_load(void) {
                 dataplane_options.no_aes = true;
 }
 
-/* Writes one received packet through TUN queue fd, or (fd < 0) the queue tunnel_tun_fd_for()
- * chooses. */
 int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len) {
         /* A packet that came inside a UDP datagram the kernel checksummed. */
         static const struct virtio_net_hdr valid = { .flags = VIRTIO_NET_HDR_F_DATA_VALID };
@@ -285,8 +283,6 @@ int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len)
                 { .iov_base = (void *) pkt, .iov_len = len },
         };
 
-        if (fd < 0)
-                fd = tunnel_tun_fd_for(t, pkt, len);
         if (t->tun.vnet_hdr)
                 return writev(fd, iov, 2) < 0 ? -errno : 0;
         return write(fd, pkt, len) < 0 ? -errno : 0;
@@ -295,7 +291,7 @@ int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len)
 static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
         Tunnel *t = userdata;
 
-        if (tunnel_write_packet(t, -1, pkt, len) < 0)
+        if (tunnel_write_packet(t, tunnel_tun_fd_for(t, pkt, len), pkt, len) < 0)
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 

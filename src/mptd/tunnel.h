@@ -300,8 +300,9 @@ typedef struct DataplaneOptions {
 extern DataplaneOptions dataplane_options;
 void dataplane_options_load(void);
 
-/* Writes one complete IP packet to the TUN device (any thread): through the queue of its flow,
- * with a virtio-net header when the device has them. */
+/* Writes one complete IP packet to the TUN device (any thread) through queue fd (one of
+ * t->tun.fds: tunnel_tun_fd_for(), or a worker's own), with a virtio-net header when the device
+ * has them. */
 int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len);
 
 /* The TUN queue to write a received packet through (by symmetric flow hash). */

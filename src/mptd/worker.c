@@ -234,7 +234,8 @@ static bool worker_rx_apart(const Worker *w) {
  * quiet (update_quiet()): then a receiving worker writes through its own queue and so sends the
  * answers itself. */
 static int worker_tun_fd(const Worker *w, const uint8_t *pkt, size_t len) {
-        if (w->quiet && worker_rx_apart(w))
+        /* Only a receiving worker is ever quiet (update_quiet()). */
+        if (w->quiet)
                 return w->tun_fd;
         return tunnel_tun_fd_for(w->tunnel, pkt, len);
 }

@@ -438,8 +438,8 @@ if "cost" in selected and single:
     print("   ends (utime + stime, /proc/PID/stat, over the middle of each run), host CPU busy (all of it:")
     print("   iperf3, softirq, the contender), system calls of the contender's processes per MB of inner")
     print("   packets delivered (perf raw_syscalls:sys_enter, separate runs of up to 6 s), idle ping round")
-    print("   trip (median of 4 x 50 pings 10 ms apart, the contenders in turn) and what the tunnel adds to")
-    print("   the bare path's. Medians.")
+    print("   trip (median of a repetition's pings 10 ms apart: 4 rounds of 50, the contenders in turn in")
+    print("   each; --quick: 1) and what the tunnel adds to the bare path's. Medians.")
     print()
     print("     %-44s %7s %9s %10s %9s %11s %8s %8s" % ("contender", "Gbit/s", "CPU cores", "Gbit/s per",
                                                      "host busy", "syscalls", "RTT", "added"))
