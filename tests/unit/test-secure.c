@@ -5,6 +5,8 @@
 
 /* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
 #include <glib.h>
+#include <openssl/crypto.h>
+#include <stdlib.h>
 
 /* ---- a fixed vector ----
  * Computed independently of libcrypto, of libsodium (which the first versions used) and of
@@ -219,6 +221,74 @@ static void test_auth_failed_wipes(void) {
         g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, MPT_DROP_AUTH_FAILED);
         for (size_t i = MPT_SECURE_HEADER_SIZE; i < s.len - MPT_SECURE_TAG_SIZE; i++)
                 g_assert_cmpuint(s.buf[i], ==, 0);
+}
+
+/* ---- no memory for a cipher context ----
+ * libcrypto allocates through these (installed before its first allocation, in main()); a thread
+ * that sets fail_alloc gets NULL from every libcrypto allocation, as when memory is exhausted. */
+static _Thread_local bool fail_alloc;
+
+static void *test_malloc(size_t n, const char *file, int line) {
+        (void) file, (void) line;
+        return fail_alloc ? NULL : malloc(n);
+}
+
+static void *test_realloc(void *p, size_t n, const char *file, int line) {
+        (void) file, (void) line;
+        return fail_alloc ? NULL : realloc(p, n);
+}
+
+static void test_free(void *p, const char *file, int line) {
+        (void) file, (void) line;
+        free(p);
+}
+
+typedef struct NoMemoryJob {
+        const MptSecureKeys *keys;
+        uint8_t *sealed;
+        size_t sealed_len;
+        size_t seal_failed, seal_after;
+        int open_failed, open_after;
+        bool buf_untouched;
+} NoMemoryJob;
+
+/* A fresh thread, so that it has no cipher contexts yet. */
+static void *no_memory_thread(void *data) {
+        NoMemoryJob *j = data;
+        uint8_t buf[256], copy[256];
+
+        memset(buf, 0x5a, sizeof buf);
+        fail_alloc = true;
+        j->seal_failed = mpt_secure_seal(buf, 100, j->keys, cur_cipher, 0, 1, 1);
+        memcpy(copy, j->sealed, j->sealed_len);
+        j->open_failed = mpt_secure_open(copy, j->sealed_len, j->keys);
+        /* Nothing was decrypted (and so nothing needs wiping): the datagram is as it came. */
+        j->buf_untouched = memcmp(copy, j->sealed, j->sealed_len) == 0;
+        fail_alloc = false;
+        /* Memory again: the same thread gets its contexts and works. */
+        j->seal_after = mpt_secure_seal(buf, 100, j->keys, cur_cipher, 0, 1, 2);
+        memcpy(copy, j->sealed, j->sealed_len);
+        j->open_after = mpt_secure_open(copy, j->sealed_len, j->keys);
+        return NULL;
+}
+
+/* Sealing and opening without memory for a cipher context fail with cipher-error (mptd counts
+ * the datagram as dropped for that reason) and recover when there is memory again. */
+static void test_no_memory(void) {
+        Sealed s;
+        NoMemoryJob j = { 0 };
+        GThread *th;
+
+        seal_random(&s, 200, 1, 31, 9);
+        g_assert_cmpuint(s.len, ==, 200 + MPT_SECURE_OVERHEAD);
+        j = (NoMemoryJob) { .keys = &s.key, .sealed = s.buf, .sealed_len = s.len };
+        th = g_thread_new("no-memory", no_memory_thread, &j);
+        g_thread_join(th);
+        g_assert_cmpuint(j.seal_failed, ==, 0);
+        g_assert_cmpint(j.open_failed, ==, MPT_DROP_CIPHER_ERROR);
+        g_assert_true(j.buf_untouched);
+        g_assert_cmpuint(j.seal_after, ==, 100 + MPT_SECURE_OVERHEAD);
+        g_assert_cmpint(j.open_after, ==, -1);
 }
 
 /* Keys are plain values: a copy opens what the original sealed; wiped keys are no keys; two
@@ -647,6 +717,8 @@ static void test_cipher_enum(void) {
 #define ADD_EACH(path, fn) g_test_add_data_func(path, (const void *) (uintptr_t) (fn), each_cipher)
 
 int main(int argc, char *argv[]) {
+        /* Before anything allocates through libcrypto (it refuses once it has). */
+        g_assert_true(CRYPTO_set_mem_functions(test_malloc, test_realloc, test_free));
         g_test_init(&argc, &argv, NULL);
         g_assert_cmpint(mpt_secure_init(), ==, 0);
         have_aes = mpt_secure_aes_available();
@@ -665,6 +737,7 @@ int main(int argc, char *argv[]) {
         ADD_EACH("/mpt/secure/wrong-key", test_wrong_key);
         ADD_EACH("/mpt/secure/tamper-every-bit", test_tamper_every_bit);
         ADD_EACH("/mpt/secure/auth-failed-wipes", test_auth_failed_wipes);
+        ADD_EACH("/mpt/secure/no-memory", test_no_memory);
         ADD_EACH("/mpt/secure/keys-copy-and-switch", test_keys_copy_and_switch);
         ADD_EACH("/mpt/secure/threads", test_threads);
         for (size_t i = 0; i < G_N_ELEMENTS(parse_vectors); i++) {
