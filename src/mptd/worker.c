@@ -251,10 +251,10 @@ static int worker_tun_fd(const Worker *w, const uint8_t *pkt, size_t len) {
  * worker wrote; it hands them back to the sending workers as soon as the tunnel has moved more
  * than WORKER_BUSY_PACKETS within one interval while sending more than one per
  * WORKER_RECEIVING_RATIO (the margin keeps a tunnel near the ratio from moving its flows every
- * interval). A flow changes
- * worker once when its rate or direction crosses, while its queues are nearly empty (no
- * reordering worth the name); a download moves to the sending workers at the end that sends it
- * within its first milliseconds and stays with the receiving workers at the end that receives.
+ * interval). A flow changes worker once when its rate or direction crosses, while its queues are
+ * nearly empty (no reordering worth the name); a download moves to the sending workers at the end
+ * that sends it within its first milliseconds and stays with the receiving workers at the end
+ * that receives.
  * Pings 10 ms apart through an idle tunnel of two workers per end (medians of 20 x 100): 128 us
  * added round trip instead of 147 in compat mode, 159 instead of 169 in secure mode; the naive
  * forwarder of tests/bench adds 106. */

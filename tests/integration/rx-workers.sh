@@ -8,8 +8,8 @@
 #   - compat mode, 2 workers: every path is received by worker 0, and a's data goes out by
 #     worker 1 (a packet received by worker 0, here an acknowledgement, is written through worker
 #     1's TUN queue, and the kernel sends the flow's answers through it); b, which mostly
-#     receives, may answer by either (its receiving worker answers while it sends fewer than one
-#     packet per 8 it receives, which depends on how far the acknowledgements are coalesced);
+#     receives, may answer by either (its receiving worker answers while it sends at most one
+#     packet per 16 it receives, which depends on how far the acknowledgements are coalesced);
 #   - TCP both ways at once (compat mode): both ends send much, so every flow goes out by worker 1;
 #   - a one-way UDP stream a -> b with pings b -> a beside it (compat and secure mode): b only
 #     receives, so worker 0, which receives the replies, sends b's echo requests too, while a's

@@ -276,7 +276,7 @@ static void *no_memory_thread(void *data) {
  * the datagram as dropped for that reason) and recover when there is memory again. */
 static void test_no_memory(void) {
         Sealed s;
-        NoMemoryJob j = { 0 };
+        NoMemoryJob j;
         GThread *th;
 
         seal_random(&s, 200, 1, 31, 9);
