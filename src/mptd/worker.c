@@ -240,35 +240,20 @@ static int worker_tun_fd(const Worker *w, const uint8_t *pkt, size_t len) {
         return tunnel_tun_fd_for(w->tunnel, pkt, len);
 }
 
-/* Receiving and sending workers apart pay off when both directions carry much: then neither
- * waits for the other. A tunnel that is quiet (a few pings, an interactive session, keepalives)
- * or mostly receiving (the far end of a download, whose answers are acknowledgements) gains
- * nothing from it and pays for it in wake-ups: each answer wakes a sending worker, at the other
- * end a receiving one, and on an idle machine that thread often sleeps on another, idle CPU. So a
- * receiving worker answers its flows itself (w->quiet) while, per SCHED_RATE_INTERVAL_USEC, the
- * tunnel moves fewer than WORKER_QUIET_PACKETS packets (what this worker wrote to the TUN device
- * and what the tunnel sent) or sends at most one packet per 2 * WORKER_RECEIVING_RATIO this
- * worker wrote; it hands them back to the sending workers as soon as the tunnel has moved more
- * than WORKER_BUSY_PACKETS within one interval while sending more than one per
- * WORKER_RECEIVING_RATIO (the margin keeps a tunnel near the ratio from moving its flows every
- * interval). A flow changes worker once when its rate or direction crosses, while its queues are
- * nearly empty (no reordering worth the name); a download moves to the sending workers at the end
- * that sends it within its first milliseconds and stays with the receiving workers at the end
- * that receives.
- * Pings 10 ms apart through an idle tunnel of two workers per end (medians of 20 x 100): 128 us
- * added round trip instead of 147 in compat mode, 159 instead of 169 in secure mode; the naive
- * forwarder of tests/bench adds 106. */
-static bool tunnel_sends_much(uint64_t rx, uint64_t tx) {
-        return tx * WORKER_RECEIVING_RATIO > rx;
-}
-
-static bool tunnel_mostly_receives(uint64_t rx, uint64_t tx) {
-        return tx * WORKER_RECEIVING_RATIO * 2 <= rx;
-}
-
+/* A quiet tunnel (a few pings, an interactive session, keepalives) gains nothing from
+ * receiving and sending workers apart and pays for it in latency: each answer would wake a
+ * second thread at each end, which on an idle machine often sleeps on another, idle CPU. So a
+ * receiving worker answers its flows itself while the tunnel moves fewer than
+ * WORKER_QUIET_PACKETS packets per SCHED_RATE_INTERVAL_USEC (what this worker wrote to the TUN
+ * device and what the tunnel sent), and hands them back to the sending workers as soon as it
+ * moves more than WORKER_BUSY_PACKETS within one: a bulk flow moves to the sending workers
+ * within its first milliseconds, and one flow changes worker once when its rate crosses, while
+ * its queues are nearly empty (no reordering worth the name). Pings 10 ms apart through an idle
+ * tunnel of two workers per end (medians of 20 x 100): 128 us added round trip instead of 147 in
+ * compat mode, 159 instead of 169 in secure mode; the naive forwarder of tests/bench adds 106. */
 static void update_quiet(Worker *w) {
         Tunnel *t = w->tunnel;
-        uint64_t tx, sent, packets;
+        uint64_t tx, packets;
         usec_t now;
 
         if (!worker_rx_apart(w))
@@ -282,14 +267,12 @@ static void update_quiet(Worker *w) {
                 w->quiet_tx = tx;
                 return;
         }
-        sent = tx - w->quiet_tx;
-        packets = w->quiet_rx + sent;
-        if (w->quiet && packets > WORKER_BUSY_PACKETS && tunnel_sends_much(w->quiet_rx, sent))
+        packets = w->quiet_rx + (tx - w->quiet_tx);
+        if (w->quiet && packets > WORKER_BUSY_PACKETS)
                 w->quiet = false;
         if (now >= w->quiet_since + SCHED_RATE_INTERVAL_USEC) {
                 if (!w->quiet &&
-                    (packets * SCHED_RATE_INTERVAL_USEC < (uint64_t) WORKER_QUIET_PACKETS * (now - w->quiet_since) ||
-                     tunnel_mostly_receives(w->quiet_rx, sent)))
+                    packets * SCHED_RATE_INTERVAL_USEC < (uint64_t) WORKER_QUIET_PACKETS * (now - w->quiet_since))
                         w->quiet = true;
                 w->quiet_since = now;
                 w->quiet_rx = 0;

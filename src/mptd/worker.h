@@ -9,14 +9,11 @@
 #define WORKER_RX_MMSG 8u
 #define WORKER_BUFFER_SIZE (65536u + 64u)
 #define WORKER_HEADROOM 64u
-/* A receiving worker answers its flows itself (see update_quiet() in worker.c) while its tunnel
- * moves fewer than WORKER_QUIET_PACKETS packets per SCHED_RATE_INTERVAL_USEC (1000 a second) or
- * sends at most one packet per 2 * WORKER_RECEIVING_RATIO the worker receives, and hands them to
- * the sending workers from the moment the tunnel has moved more than WORKER_BUSY_PACKETS within
- * one (4000 a second) while sending more than one per WORKER_RECEIVING_RATIO. */
+/* A receiving worker's tunnel is quiet (see update_quiet() in worker.c) while it moves fewer than
+ * WORKER_QUIET_PACKETS packets per SCHED_RATE_INTERVAL_USEC (1000 a second), and busy from the
+ * moment it has moved more than WORKER_BUSY_PACKETS within one (4000 a second). */
 #define WORKER_QUIET_PACKETS 10u
 #define WORKER_BUSY_PACKETS 40u
-#define WORKER_RECEIVING_RATIO 8u
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
 /* Sealed datagrams of one TUN packet: its bytes, and per segment the headers and overhead. */
 #define WORKER_CRYPT_SIZE \
@@ -58,9 +55,9 @@ struct Worker {
         int rx_pool_index[WORKER_RX_MMSG];
         uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
         Gro gro;
-        /* A receiving worker of a quiet or mostly receiving tunnel writes what it receives
-         * through its own TUN queue (see update_quiet()); the packets it wrote and the tunnel's
-         * tx_segments since quiet_since. */
+        /* A receiving worker of a quiet tunnel writes what it receives through its own TUN
+         * queue (see update_quiet()); the packets it wrote and the tunnel's tx_segments since
+         * quiet_since. */
         bool quiet;
         usec_t quiet_since;
         uint64_t quiet_rx;
