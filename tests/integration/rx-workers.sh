@@ -67,14 +67,19 @@ run_case() {
         [ $((B_RX0 + B_RX1)) -gt 1000 ] || it_fail "$name: b received only $((B_RX0 + B_RX1)) data packets"
 }
 
+# pings NAME SIDE ADDRESS: 40 pings from SIDE to ADDRESS, 20 ms apart; none may be lost.
+pings() {
+        lab_exec "$2" ping -n -q -c 40 -i 0.02 -W 1 "$3" >"$LAB_DIR/$1-ping.txt" 2>&1 ||
+                it_fail "$1: pings lost: $(tail -n 2 "$LAB_DIR/$1-ping.txt")"
+}
+
 # ping_case NAME MODE_LINE: start_case, then 40 pings a -> b 20 ms apart and nothing else; the
 # same counts as run_case.
 ping_case() {
         local name=$1
         IT_LOAD_MBIT=
         start_case "$@"
-        lab_exec a ping -n -q -c 40 -i 0.02 -W 1 10.77.0.2 >"$LAB_DIR/$name-ping.txt" 2>&1 ||
-                it_fail "$name: pings lost: $(tail -n 2 "$LAB_DIR/$name-ping.txt")"
+        pings "$name" a 10.77.0.2
         worker_counts "$name"
 }
 
@@ -85,8 +90,7 @@ oneway_case() {
         start_case "$@"
         it_load_start 10.77.0.2 2 -u -b 300M -l 1200
         sleep 0.5
-        lab_exec b ping -n -q -c 40 -i 0.02 -W 1 10.77.0.1 >"$LAB_DIR/$name-ping.txt" 2>&1 ||
-                it_fail "$name: pings lost: $(tail -n 2 "$LAB_DIR/$name-ping.txt")"
+        pings "$name" b 10.77.0.1
         it_load_wait
         worker_counts "$name"
 }
