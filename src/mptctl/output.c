@@ -281,7 +281,7 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 fprintf(f, ", receive weight %s", get(r, "receive_weight"));
                         fputc('\n', f);
                         if (streq(get(r, "queued_locally"), "yes"))
-                                fprintf(f, "    queues locally: short sends, quantum at its floor\n");
+                                fprintf(f, "    queues locally: short sends, short runs\n");
                         if (streq(get(r, "keepalive_interval_us"), "0"))
                                 fprintf(f, "    keepalive: off\n");
                         else {

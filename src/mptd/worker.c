@@ -1008,12 +1008,14 @@ static void update_run(Worker *w, const Snapshot *s) {
                 /* Paths that queue locally: a run there waits in the queue as a whole, and the
                  * next path's run is held at the receiver meanwhile, so the quantum stays at
                  * its floor (16 segments: 0.2 ms at 1 Gbit/s; 64 would cost 4 x 1 Gbit/s
-                 * nearly half its goodput). Only a tunnel whose paths queue nothing (fast,
+                 * nearly half its goodput), and below it when the whole tunnel is slow (see
+                 * sched_queued_run()). Only a tunnel whose paths queue nothing (fast,
                  * unshaped) grows it, for fewer and larger sends. */
                 bool queued = sample_queues(w, s, now);
 
                 if (!dataplane_options.run_fixed)
-                        w->run = queued ? dataplane_options.run
+                        w->run = queued ? sched_queued_run(segments - w->rate_segments, now - w->rate_since,
+                                                           dataplane_options.run)
                                         : sched_adaptive_run(segments - w->rate_segments, now - w->rate_since,
                                                              s->vector_len, w->min_slots, dataplane_options.run,
                                                              SCHED_RUN_CEIL);

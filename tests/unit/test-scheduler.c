@@ -721,6 +721,35 @@ static void test_adaptive_gso(void) {
         g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 1000, 1, 64), ==, 17);
 }
 
+/* The quantum while paths queue locally: SCHED_RUN_QUEUED_TIME_USEC of the whole tunnel, down
+ * to a power of two, from 4 up to the floor. */
+static void test_queued_run(void) {
+        const uint64_t iv = SCHED_RATE_INTERVAL_USEC;
+
+        g_assert_cmpuint(SCHED_RUN_QUEUED_TIME_USEC, ==, 250);
+        /* Nothing measured yet, or idle: the lower bound. */
+        g_assert_cmpuint(sched_queued_run(1000, 0, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_run(0, iv, 16), ==, 4);
+        /* 2 x 10 Mbit/s: less than one segment in 250 us, still 4. */
+        g_assert_cmpuint(sched_queued_run(segs(2 * 9.3e6, iv), iv, 16), ==, 4);
+        /* Paths of 100 Mbit/s, full: 2 get 4 segments, 4 get 8, 8 and 12 get 16. */
+        g_assert_cmpuint(sched_queued_run(segs(2 * 93e6, iv), iv, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_run(segs(4 * 93e6, iv), iv, 16), ==, 8);
+        g_assert_cmpuint(sched_queued_run(segs(8 * 93e6, iv), iv, 16), ==, 16);
+        g_assert_cmpuint(sched_queued_run(segs(12 * 93e6, iv), iv, 16), ==, 16);
+        /* Powers of two only: 3 paths (6.2 segments) get 4, 6 paths (12.3) get 8. */
+        g_assert_cmpuint(sched_queued_run(segs(3 * 93e6, iv), iv, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_run(segs(6 * 93e6, iv), iv, 16), ==, 8);
+        /* 4 x 1 Gbit/s: the floor, as before the tunnel's rate counted. */
+        g_assert_cmpuint(sched_queued_run(segs(4 * 930e6, iv), iv, 16), ==, 16);
+        /* A lower floor bounds it from above and below. */
+        g_assert_cmpuint(sched_queued_run(segs(8 * 93e6, iv), iv, 2), ==, 2);
+        g_assert_cmpuint(sched_queued_run(0, iv, 1), ==, 1);
+        /* No overflow. */
+        g_assert_cmpuint(sched_queued_run(UINT64_MAX, 1, 16), ==, 16);
+        g_assert_cmpuint(sched_queued_run(1, UINT64_MAX, 16), ==, 4);
+}
+
 static void test_vector_min_slots(void) {
         static const uint32_t w3[3] = { 3, 2, 1 }, w2[2] = { 100, 80 }, w1[1] = { 7 };
         uint8_t vec[MPT_VECTOR_MAX] = {};
@@ -770,6 +799,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/scheduler/assign-runs", test_assign_runs);
         g_test_add_func("/mpt/scheduler/adaptive-run", test_adaptive_run);
         g_test_add_func("/mpt/scheduler/adaptive-gso", test_adaptive_gso);
+        g_test_add_func("/mpt/scheduler/queued-run", test_queued_run);
         g_test_add_func("/mpt/scheduler/vector-min-slots", test_vector_min_slots);
 
         return g_test_run();
