@@ -162,13 +162,12 @@ unsigned sched_adaptive_count(uint64_t segments, uint64_t interval_usec, size_t 
 }
 
 unsigned sched_queued_run(uint64_t segments, uint64_t interval_usec, unsigned floor) {
-        /* The whole tunnel's rate: a vector of one slot that the "smallest share" has. */
-        unsigned q = sched_adaptive_count(segments, interval_usec, 1, 1, SCHED_RUN_QUEUED_TIME_USEC,
-                                          MIN(SCHED_RUN_QUEUED_MIN, floor), floor);
+        unsigned lo = MIN(SCHED_RUN_QUEUED_MIN, floor), q;
 
-        /* Down to a power of two, unless that goes below the lower bound (a floor under it). */
-        q = 1u << (31 - __builtin_clz(q));
-        return MAX(q, MIN(SCHED_RUN_QUEUED_MIN, floor));
+        /* The whole tunnel's rate: a vector of one slot, which the "smallest share" has; then
+         * down to a power of two, but not below lo (a floor that is none). */
+        q = sched_adaptive_count(segments, interval_usec, 1, 1, SCHED_RUN_QUEUED_TIME_USEC, lo, floor);
+        return MAX(1u << (31 - __builtin_clz(q)), lo);
 }
 
 size_t sched_vector_min_slots(const uint8_t *vector, size_t vector_len) {
