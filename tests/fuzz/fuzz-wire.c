@@ -2,8 +2,9 @@
 
 /* The receive path's decoders, in the order the worker applies them to a datagram from the
  * network: GRE header, then a keepalive or path-status frame, or the inner IP packet. A
- * well-formed decode must describe memory inside the input, and re-encoding a decoded
- * keepalive or path-status frame must decode to the same values. */
+ * well-formed decode must describe memory inside the input, and a decoded keepalive or
+ * path-status frame must re-encode to a frame of its size that decodes to the same values, and
+ * encode to the same bytes again (so that an encoder that writes garbage cannot pass). */
 
 #include <assert.h>
 #include <stdlib.h>
@@ -13,9 +14,33 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static bool keepalive_equal(const MptKeepalive *a, const MptKeepalive *b) {
+        return a->ip_version == b->ip_version && address_equal(&a->src_tun, &b->src_tun) &&
+               address_equal(&a->dst_tun, &b->dst_tun) && a->extended == b->extended && a->flags == b->flags &&
+               a->receive_weight == b->receive_weight && a->session == b->session && a->seq == b->seq &&
+               a->echo_seq == b->echo_seq && a->echo_delay_us == b->echo_delay_us && a->rx_count == b->rx_count &&
+               a->path_token == b->path_token;
+}
+
+static bool path_status_equal(const MptPathStatus *a, const MptPathStatus *b) {
+        return a->ip_version == b->ip_version && address_equal(&a->src_tun, &b->src_tun) &&
+               address_equal(&a->dst_tun, &b->dst_tun) && a->session == b->session &&
+               a->path_token == b->path_token && a->flags == b->flags;
+}
+
+/* A frame of kind decoded from out[0..n), as the receive path decodes it: -1, else a reason. */
+static int redecode(const uint8_t *out, size_t n, MptFrameKind kind, MptFrame *ret) {
+        int r = mpt_frame_decode(out, n, ret);
+
+        if (r >= 0)
+                return r;
+        return ret->kind == kind && !ret->has_seq && ret->header_len == 4 ? -1 : MPT_DROP_BAD_KEEPALIVE;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        uint8_t *buf, out[256];
-        MptFrame f;
+        uint8_t *buf, out[256], again[256];
+        MptFrame f, f2;
+        size_t n;
         int r;
 
         /* An exact-size copy, so that ASan sees any read past the datagram. */
@@ -35,24 +60,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         break;
                 case MPT_FRAME_KEEPALIVE: {
                         MptKeepalive ka, ka2;
-                        MptFrame f2;
-                        size_t n;
 
                         if (mpt_keepalive_decode(&f, &ka) >= 0)
                                 break;
                         n = mpt_keepalive_encode(out, sizeof out, &ka);
-                        if (n > 0 && mpt_frame_decode(out, n, &f2) < 0 && f2.kind == MPT_FRAME_KEEPALIVE &&
-                            mpt_keepalive_decode(&f2, &ka2) < 0) {
-                                assert(ka2.session == ka.session && ka2.seq == ka.seq);
-                                assert(ka2.extended == ka.extended);
-                        }
+                        assert(n == (ka.extended ? MPT_KEEPALIVE_EXT_SIZE : MPT_KEEPALIVE_SIZE));
+                        r = redecode(out, n, MPT_FRAME_KEEPALIVE, &f2);
+                        assert(r < 0);
+                        r = mpt_keepalive_decode(&f2, &ka2);
+                        assert(r < 0);
+                        assert(keepalive_equal(&ka, &ka2));
+                        assert(mpt_keepalive_encode(again, sizeof again, &ka2) == n);
+                        assert(memcmp(out, again, n) == 0);
                         break;
                 }
                 case MPT_FRAME_PATH_STATUS: {
-                        MptPathStatus ps;
+                        MptPathStatus ps, ps2;
 
-                        if (mpt_path_status_decode(&f, &ps) < 0)
-                                (void) mpt_path_status_encode(out, sizeof out, &ps);
+                        if (mpt_path_status_decode(&f, &ps) >= 0)
+                                break;
+                        n = mpt_path_status_encode(out, sizeof out, &ps);
+                        assert(n == MPT_PATH_STATUS_SIZE);
+                        r = redecode(out, n, MPT_FRAME_PATH_STATUS, &f2);
+                        assert(r < 0);
+                        r = mpt_path_status_decode(&f2, &ps2);
+                        assert(r < 0);
+                        assert(path_status_equal(&ps, &ps2));
+                        assert(mpt_path_status_encode(again, sizeof again, &ps2) == n);
+                        assert(memcmp(out, again, n) == 0);
                         break;
                 }
                 }
