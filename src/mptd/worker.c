@@ -543,24 +543,90 @@ static int gro_size(struct msghdr *mh) {
         return 0;
 }
 
+void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const WorkerRxMessage *msgs, unsigned n) {
+        Tunnel *t = w->tunnel;
+        /* Per message: its path (demux(); RX_UNKNOWN: dropped), datagram size. */
+        int p[WORKER_RX_MMSG];
+        bool new_endpoint[WORKER_RX_MMSG];
+        size_t seg[WORKER_RX_MMSG];
+
+        assert(n <= WORKER_RX_MMSG);
+        assert(path < s->n_paths);
+
+        /* First, outside the reorder lock: what each message is, and in secure mode every
+         * datagram authenticated and decrypted (so that the workers do it in parallel); what
+         * fails is skipped below. */
+        for (unsigned m = 0; m < n; m++) {
+                size_t k = msgs[m].len;
+                MptAddress src_addr;
+                uint16_t src_port;
+
+                p[m] = RX_UNKNOWN;
+                if (msgs[m].truncated) {
+                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
+                        continue;
+                }
+                if (sockaddr_to_address(&msgs[m].source, &src_addr, &src_port) < 0 ||
+                    (p[m] = demux(s, path, &src_addr, src_port, &new_endpoint[m])) == RX_UNKNOWN) {
+                        p[m] = RX_UNKNOWN;
+                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        continue;
+                }
+                /* With UDP GRO the buffer holds several datagrams of one source: all of gso size
+                 * but the last. */
+                seg[m] = msgs[m].segment_size;
+                if (seg[m] == 0 || seg[m] > k)
+                        seg[m] = k;
+                if (t->secure)
+                        secure_open_buffer(w, p[m] >= 0 ? (unsigned) p[m] : path, w->rx_cur[m], k, seg[m]);
+        }
+
+        /* Then all messages under one hold of the reorder lock, in arrival order; what they
+         * gathered for the TUN device is written before it is released (held packets and these
+         * buffers are only stable until then). */
+        if (t->reorder_enabled)
+                pthread_mutex_lock(&t->reorder_lock);
+        for (unsigned m = 0; m < n; m++) {
+                size_t k = msgs[m].len;
+
+                if (p[m] == RX_UNKNOWN)
+                        continue;
+                for (size_t off = 0; off < k; off += seg[m]) {
+                        uint8_t *d = w->rx_cur[m] + off;
+                        size_t dl = MIN(seg[m], k - off);
+
+                        /* Only what authenticated goes on: nothing else may move an endpoint. */
+                        if (t->secure) {
+                                if (d[0] == 0)
+                                        continue;
+                                d += MPT_SECURE_HEADER_SIZE;
+                                dl -= MPT_SECURE_OVERHEAD;
+                        }
+                        handle_datagram(w, path, p[m], new_endpoint[m], &msgs[m].source, d, dl, msgs[m].arrival);
+                        new_endpoint[m] = false; /* reported once per buffer is plenty */
+                }
+        }
+        gro_flush(w);
+        if (t->reorder_enabled) {
+                for (unsigned m = 0; m < n; m++)
+                        pool_next_buffer(w, m);
+                reorder_publish_deadline(t);
+                pthread_mutex_unlock(&t->reorder_lock);
+        }
+}
+
 /* Reads at most max (<= WORKER_RX_MMSG) receive buffers of one path in one recvmmsg(), each
  * message into its own buffer (with UDP GRO, each may hold many datagrams of one source), and
  * handles them in the order they arrived; returns how many it read, and their bytes. */
 static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned max, size_t *ret_bytes) {
-        Tunnel *t = w->tunnel;
         int fd = w->registered[path];
         struct mmsghdr mm[WORKER_RX_MMSG];
         struct iovec iov[WORKER_RX_MMSG];
-        MptSockaddr src[WORKER_RX_MMSG];
+        WorkerRxMessage msgs[WORKER_RX_MMSG];
         union {
                 struct cmsghdr align;
                 uint8_t buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
         } control[WORKER_RX_MMSG];
-        /* Per message: its path (demux(); RX_UNKNOWN: dropped), datagram size, arrival time. */
-        int p[WORKER_RX_MMSG];
-        bool new_endpoint[WORKER_RX_MMSG];
-        size_t seg[WORKER_RX_MMSG];
-        usec_t now[WORKER_RX_MMSG];
         int64_t offset;
         usec_t latest;
         size_t bytes = 0;
@@ -570,12 +636,12 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
         *ret_bytes = 0;
         for (unsigned m = 0; m < max; m++) {
                 /* Zeroed: a source is compared and passed on whole (report_endpoint()). */
-                src[m] = (MptSockaddr) {};
+                msgs[m].source = (MptSockaddr) {};
                 iov[m] = (struct iovec) { .iov_base = w->rx_cur[m], .iov_len = WORKER_BUFFER_SIZE };
                 mm[m] = (struct mmsghdr) {
                         .msg_hdr = {
-                                .msg_name = &src[m],
-                                .msg_namelen = sizeof src[m],
+                                .msg_name = &msgs[m].source,
+                                .msg_namelen = sizeof msgs[m].source,
                                 .msg_iov = &iov[m],
                                 .msg_iovlen = 1,
                                 .msg_control = &control[m],
@@ -591,70 +657,18 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
         offset = clock_offset();
         latest = now_usec();
 
-        /* First, outside the reorder lock: what each message is, and in secure mode every
-         * datagram authenticated and decrypted (so that the workers do it in parallel); what
-         * fails is skipped below. */
         for (int m = 0; m < n; m++) {
                 struct msghdr *mh = &mm[m].msg_hdr;
-                size_t k = mm[m].msg_len;
-                MptAddress src_addr;
-                uint16_t src_port;
 
-                bytes += k;
+                bytes += mm[m].msg_len;
+                msgs[m].len = mm[m].msg_len;
+                msgs[m].truncated = mh->msg_flags & MSG_TRUNC;
+                /* A negative size (never seen) counts as none, as one too large does. */
+                msgs[m].segment_size = (size_t) gro_size(mh);
                 /* Never later than the moment we read it (clock adjustments). */
-                now[m] = MIN(arrival_time(mh, offset), latest);
-                p[m] = RX_UNKNOWN;
-                if (mh->msg_flags & MSG_TRUNC) {
-                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
-                        continue;
-                }
-                if (sockaddr_to_address(&src[m], &src_addr, &src_port) < 0 ||
-                    (p[m] = demux(s, path, &src_addr, src_port, &new_endpoint[m])) == RX_UNKNOWN) {
-                        p[m] = RX_UNKNOWN;
-                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
-                        continue;
-                }
-                /* With UDP GRO the buffer holds several datagrams of one source: all of gso size
-                 * but the last. */
-                seg[m] = (size_t) gro_size(mh);
-                if (seg[m] == 0 || seg[m] > k)
-                        seg[m] = k;
-                if (t->secure)
-                        secure_open_buffer(w, p[m] >= 0 ? (unsigned) p[m] : path, w->rx_cur[m], k, seg[m]);
+                msgs[m].arrival = MIN(arrival_time(mh, offset), latest);
         }
-
-        /* Then all messages under one hold of the reorder lock, in arrival order; what they
-         * gathered for the TUN device is written before it is released (held packets and these
-         * buffers are only stable until then). */
-        if (t->reorder_enabled)
-                pthread_mutex_lock(&t->reorder_lock);
-        for (int m = 0; m < n; m++) {
-                size_t k = mm[m].msg_len;
-
-                if (p[m] == RX_UNKNOWN)
-                        continue;
-                for (size_t off = 0; off < k; off += seg[m]) {
-                        uint8_t *d = w->rx_cur[m] + off;
-                        size_t dl = MIN(seg[m], k - off);
-
-                        /* Only what authenticated goes on: nothing else may move an endpoint. */
-                        if (t->secure) {
-                                if (d[0] == 0)
-                                        continue;
-                                d += MPT_SECURE_HEADER_SIZE;
-                                dl -= MPT_SECURE_OVERHEAD;
-                        }
-                        handle_datagram(w, path, p[m], new_endpoint[m], &src[m], d, dl, now[m]);
-                        new_endpoint[m] = false; /* reported once per buffer is plenty */
-                }
-        }
-        gro_flush(w);
-        if (t->reorder_enabled) {
-                for (int m = 0; m < n; m++)
-                        pool_next_buffer(w, (unsigned) m);
-                reorder_publish_deadline(t);
-                pthread_mutex_unlock(&t->reorder_lock);
-        }
+        worker_rx_process(w, s, path, msgs, (unsigned) n);
         *ret_bytes = bytes;
         return (unsigned) n;
 }
@@ -1064,13 +1078,11 @@ static int timeout_ms(Tunnel *t) {
         return (int) MIN(DIV_ROUND_UP(deadline - now, USEC_PER_MSEC), (usec_t) 60000);
 }
 
-static void expire_reorder(Worker *w) {
+void worker_rx_expire(Worker *w, usec_t now) {
         Tunnel *t = w->tunnel;
-        usec_t now;
 
         if (!t->reorder_enabled)
                 return;
-        now = now_usec();
         if (__atomic_load_n(&t->reorder_deadline, __ATOMIC_ACQUIRE) > now)
                 return;
         pthread_mutex_lock(&t->reorder_lock);
@@ -1078,6 +1090,11 @@ static void expire_reorder(Worker *w) {
         gro_flush(w);
         reorder_publish_deadline(t);
         pthread_mutex_unlock(&t->reorder_lock);
+}
+
+static void expire_reorder(Worker *w) {
+        if (w->tunnel->reorder_enabled)
+                worker_rx_expire(w, now_usec());
 }
 
 static void *worker_main(void *userdata) {

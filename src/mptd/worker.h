@@ -84,6 +84,26 @@ struct Worker {
         PathCounters tunnel_counters; /* drops not tied to a path */
 };
 
+/* One message a recvmmsg() read from a path socket into the worker's receive buffer of its index
+ * (message m is in w->rx_cur[m]). */
+typedef struct WorkerRxMessage {
+        MptSockaddr source; /* zeroed beyond the address: it is compared and passed on whole */
+        size_t len;         /* bytes received */
+        bool truncated;     /* larger than the buffer (MSG_TRUNC): dropped */
+        size_t segment_size; /* UDP GRO: the size of every datagram in it but the last; 0: one datagram */
+        usec_t arrival;     /* when the kernel received it (CLOCK_MONOTONIC) */
+} WorkerRxMessage;
+
+/* Handles n (<= WORKER_RX_MMSG) messages that arrived on the socket of path `path` of snapshot s,
+ * in order: which path each belongs to, authentication and decryption (secure mode), control
+ * frames to the main thread, data through the reorder buffer (when on) to the TUN device. Then
+ * picks the receive buffers for the next messages (w->rx_cur[0..n) may change). What a
+ * receiving worker does after each recvmmsg(); fuzz-rx calls it directly. */
+void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const WorkerRxMessage *msgs, unsigned n);
+/* Releases what the reorder buffer held longer than its maximum delay, as of now, when its
+ * deadline has come. */
+void worker_rx_expire(Worker *w, usec_t now);
+
 bool worker_path_queued(const Worker *w, unsigned path);
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
 int worker_start(Worker *w);
