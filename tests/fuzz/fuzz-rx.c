@@ -1,0 +1,1450 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* mptd's whole receive path, as a receiving worker runs it after each recvmmsg():
+ * worker_rx_process() (the path a datagram belongs to by its source; authentication,
+ * decryption, anti-replay windows and epochs in secure mode; control frames to the main thread;
+ * the reorder buffer and its pool of receive buffers; GRO towards the TUN device) and
+ * worker_rx_expire(). The tunnel is built here without a kernel: one worker, a few paths with
+ * fixed remotes, and the TUN device's writes caught at link time (-Wl,--wrap=write,--wrap=writev,
+ * see meson.build) and checked as they happen.
+ *
+ * The input is a configuration and a sequence of operations (see "The input" below) that make
+ * datagrams: data packets and control frames, in secure mode sealed with the tunnel's key (so
+ * that they get past authentication) under the epochs, sender paths and counters the input
+ * picks, or with another key; arbitrary bytes; replays of earlier datagrams, intact or damaged.
+ * They are grouped into UDP GRO messages and batches of messages, from sources the input picks,
+ * with arrival times, expiry, and what the main thread does to the reorder buffer.
+ *
+ * What must hold (fail() says which did not):
+ * - Every packet written to the TUN device is a well-formed IP packet that was sent: in secure
+ *   mode one sealed here with the right key, never one sealed with another key or made up; in
+ *   compat mode the inner packet of one of the datagrams. A GRO super-packet has a consistent
+ *   virtio-net header (and the partial checksum the kernel expects) and cuts back, as the
+ *   kernel's segmentation would (offload_segment()), into such packets.
+ * - Secure mode: no datagram (epoch, sender path, counter) is delivered twice; none of an epoch
+ *   older than the newest one authenticated before it arrived; none that must be refused (our
+ *   own epoch, a bad header, a cipher this end cannot open). Control events (keepalives, path
+ *   status, new endpoints) come only from authenticated datagrams whose epoch and counter were
+ *   not seen before (so a replay cannot move an endpoint), no more than there were.
+ * - With the reorder buffer, no sequence number is delivered twice, and none below one
+ *   delivered before it unless the buffer counts it as late, between two of its
+ *   resynchronisations.
+ * - The counters add up: every datagram is counted once (as received data, a keepalive, a
+ *   path-status event or a drop); every received data packet is delivered, held, or dropped for a
+ *   counted reason; what is held is due within the maximum delay, and once that has passed,
+ *   nothing is held.
+ * - No crash, undefined behaviour or leak (the sanitizers of the libFuzzer build). */
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+
+#include "offload.h"
+#include "reorder.h"
+#include "secure.h"
+#include "tunnel.h"
+#include "wire.h"
+#include "worker.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The TUN device: writes to this descriptor are caught (see __wrap_write()). */
+ssize_t __real_write(int fd, const void *buf, size_t n);
+ssize_t __real_writev(int fd, const struct iovec *iov, int n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_writev(int fd, const struct iovec *iov, int n);
+
+#define FUZZ_PATHS_MAX 4u
+#define MSG_DATAGRAMS_MAX 64u   /* as the kernel's UDP GRO */
+#define MSG_BYTES_MAX 65535u
+#define HISTORY 32u             /* datagrams a replay can pick from */
+#define FED_BYTES_MAX (4u << 20) /* per input, so that one stays quick */
+#define INNER_MAX 1400u
+#define CLOCK_START (UINT64_C(1) << 40)
+/* The epochs a sealed datagram can have (epochs[]): three of the other end, in order; ours (a
+ * reflected datagram); and the first one under a key from another PSK (a forgery). */
+#define EPOCHS 5u
+#define OWN_EPOCH UINT64_C(0x5000)
+#define EPOCH_FORGED 4u
+
+static void fail(const char *what, ...) _printf_(1, 2);
+static void fail(const char *what, ...) {
+        va_list ap;
+
+        fputs("fuzz-rx: ", stderr);
+        va_start(ap, what);
+        vfprintf(stderr, what, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        abort();
+}
+
+#define check(cond, ...)                         \
+        do {                                     \
+                if (!(cond))                     \
+                        fail(__VA_ARGS__);       \
+        } while (0)
+
+static inline uint16_t rd16(const uint8_t *p) {
+        return (uint16_t) (p[0] << 8 | p[1]);
+}
+static inline void wr16(uint8_t *p, uint16_t v) {
+        p[0] = v >> 8;
+        p[1] = v & 0xff;
+}
+static inline void wr32(uint8_t *p, uint32_t v) {
+        p[0] = v >> 24;
+        p[1] = (v >> 16) & 0xff;
+        p[2] = (v >> 8) & 0xff;
+        p[3] = v & 0xff;
+}
+
+/* ---- sets of pairs of 64-bit numbers (open addressing) ---- */
+
+typedef struct Key {
+        uint64_t a, b;
+        bool used;
+} Key;
+
+typedef struct Set {
+        Key *slots;
+        size_t n, capacity;
+} Set;
+
+static uint64_t mix64(uint64_t k) {
+        k ^= k >> 33;
+        k *= UINT64_C(0xff51afd7ed558ccd);
+        k ^= k >> 33;
+        return k;
+}
+
+/* Adds (a, b); returns false when it was there already. */
+static bool set_add(Set *s, uint64_t a, uint64_t b) {
+        if (2 * (s->n + 1) > s->capacity) {
+                Set bigger = { .capacity = s->capacity ? 2 * s->capacity : 256 };
+                bigger.slots = calloc(bigger.capacity, sizeof(Key));
+                check(bigger.slots, "out of memory");
+                for (size_t i = 0; i < s->capacity; i++)
+                        if (s->slots[i].used)
+                                (void) set_add(&bigger, s->slots[i].a, s->slots[i].b);
+                free(s->slots);
+                *s = bigger;
+        }
+        for (size_t i = mix64(mix64(a) ^ b) & (s->capacity - 1);; i = (i + 1) & (s->capacity - 1)) {
+                Key *k = &s->slots[i];
+                if (k->used && k->a == a && k->b == b)
+                        return false;
+                if (!k->used) {
+                        *k = (Key) { .a = a, .b = b, .used = true };
+                        s->n++;
+                        return true;
+                }
+        }
+}
+
+static void set_clear(Set *s) {
+        s->slots = mfree(s->slots);
+        s->n = s->capacity = 0;
+}
+
+/* ---- the input ---- */
+
+typedef struct Input {
+        const uint8_t *p;
+        size_t n;
+} Input;
+
+/* Past the end, the input reads as zeros (and the loop over operations stops). */
+static uint8_t in8(Input *in) {
+        if (in->n == 0)
+                return 0;
+        in->n--;
+        return *in->p++;
+}
+
+static uint16_t in16(Input *in) {
+        uint16_t hi = in8(in);
+        return (uint16_t) (hi << 8 | in8(in));
+}
+
+static uint32_t in32(Input *in) {
+        uint32_t hi = in16(in);
+        return hi << 16 | in16(in);
+}
+
+/* ---- what was sent ---- */
+
+typedef enum RecKind {
+        REC_DATA,
+        REC_KEEPALIVE,
+        REC_PATH_STATUS,
+} RecKind;
+
+/* A datagram made here (its tag, in the payload of a data packet, is its index). */
+typedef struct Rec {
+        RecKind kind;
+        bool authentic; /* secure mode: sealed with the right key */
+        /* and in a form that may pass (not of our epoch, a valid header, a cipher we can open):
+         * then only its epoch and counter, or another datagram accepted with them, can make the
+         * worker refuse it */
+        bool acceptable;
+        uint64_t epoch;
+        uint16_t path_id;
+        uint64_t counter;
+        bool has_seq;
+        uint32_t seq;
+        bool fed;
+        uint64_t epoch_floor; /* the peer epoch when it was first handed to the worker */
+        uint8_t *wire; /* the datagram */
+        size_t wire_len;
+} Rec;
+
+/* A packet that may come out of the TUN device: in secure mode the inner packet of a record (which
+ * says whether it may), in compat mode of any datagram (as the worker cuts the messages into
+ * datagrams). */
+typedef struct Cand {
+        uint64_t hash;
+        uint8_t *bytes;
+        size_t len;
+        bool has_seq;
+        uint32_t seq;
+        int rec; /* -1: none */
+        int next; /* in its hash bucket */
+} Cand;
+
+#define BUCKETS 4096u
+
+/* A datagram handed to the worker lately, for replays. */
+typedef struct Past {
+        uint8_t *bytes;
+        size_t len;
+        int origin; /* the record it is a copy of, maybe damaged; -1: none */
+} Past;
+
+/* One message being put together: datagrams of one source, all of the first one's size but the
+ * last, as UDP GRO gives them. */
+typedef struct Msg {
+        uint8_t *buf; /* MSG_BYTES_MAX */
+        size_t len;
+        unsigned n; /* datagrams */
+        size_t natural; /* the first datagram's size */
+        bool closed;    /* a shorter datagram ended it */
+        bool truncated;
+        bool seg_override;
+        size_t seg;
+        unsigned source;
+        usec_t arrival;
+        size_t offs[MSG_DATAGRAMS_MAX]; /* where each datagram starts */
+        int recs[MSG_DATAGRAMS_MAX];    /* the record each is an intact copy of, -1: none */
+} Msg;
+
+typedef struct Flow {
+        uint32_t tcp_seq;
+        uint16_t ip_id;
+} Flow;
+
+#define SOURCES 9u
+
+typedef struct Fuzz {
+        /* configuration */
+        bool secure, reorder, vnet_hdr, gro, aes;
+        unsigned n_paths;
+        usec_t max_delay;
+
+        Tunnel *t;
+        Worker *w;
+        Snapshot *s;
+        MptSockaddr sources[SOURCES];
+
+        usec_t clock;
+        unsigned socket_path; /* the path socket the next batch arrives on */
+        unsigned source;      /* the source of the next message */
+        Msg msgs[WORKER_RX_MMSG];
+        unsigned n_msgs;
+        size_t fed_bytes;
+
+        Rec *recs;
+        size_t n_recs, recs_capacity;
+        Cand *cands;
+        size_t n_cands, cands_capacity;
+        int buckets[BUCKETS];
+        Past past[HISTORY];
+        unsigned n_past;
+
+        uint32_t gre_seq;
+        uint64_t counters[EPOCHS][MPT_PATHS_MAX + 1]; /* the next one per epoch and sender path */
+        Flow flows[4][4];
+
+        /* what the TUN device got */
+        uint64_t sink_packets;
+        Set identities;   /* (epoch, sender path, counter) delivered */
+        Set consumed;     /* (epoch, sender path, counter) of acceptable datagrams the worker saw */
+        Set seqs;         /* sequence numbers delivered since the last resynchronisation */
+        uint32_t newest;  /* of them, the newest */
+        bool have_newest;
+        uint32_t *call_seqs; /* delivered in this call, checked against seqs at its end */
+        size_t n_call_seqs, call_seqs_capacity;
+        uint64_t main_delivered; /* delivered by the main thread's reorder reset */
+        uint64_t resets;
+        uint64_t gso_writes, events; /* for summary() */
+} Fuzz;
+
+static int sink_fd = -EBADF;
+static Fuzz *current;
+static MptProfile profile;
+static MptSecureKeys epoch_keys[EPOCHS];
+static bool have_aes;
+static uint8_t *msg_buffers;
+
+static const uint64_t epochs[EPOCHS] = { 0x1000, 0x2000, 0x3000, OWN_EPOCH, 0x1000 };
+
+static void setup_once(void) {
+        static const uint8_t other_psk[MPT_KEY_SIZE] = { 0xee };
+
+        if (sink_fd >= 0)
+                return;
+        check(mpt_secure_init() >= 0, "libcrypto");
+        have_aes = mpt_secure_aes_available();
+        for (size_t i = 0; i < MPT_KEY_SIZE; i++)
+                profile.tunnel.psk.bytes[i] = (uint8_t) (i * 7 + 1);
+        profile.tunnel.psk.set = true;
+        for (unsigned i = 0; i < EPOCHS; i++)
+                check(mpt_secure_derive(i == EPOCH_FORGED ? other_psk : profile.tunnel.psk.bytes, epochs[i],
+                                        have_aes, &epoch_keys[i]) >= 0,
+                      "derive");
+        sink_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        check(sink_fd >= 0, "eventfd");
+        msg_buffers = malloc((size_t) WORKER_RX_MMSG * MSG_BYTES_MAX);
+        check(msg_buffers, "out of memory");
+}
+
+/* ---- the paths and sources ---- */
+
+static const uint8_t topologies[4][FUZZ_PATHS_MAX] = {
+        { 0, 1, 2, 3 }, /* a socket per path */
+        { 0, 0, 0, 0 }, /* one socket for all */
+        { 0, 0, 1, 1 },
+        { 0, 1, 1, 1 },
+};
+
+static void path_remote(unsigned i, bool v6, MptAddress *ret_addr, uint16_t *ret_port) {
+        *ret_addr = (MptAddress) { .family = v6 ? AF_INET6 : AF_INET };
+        if (v6) {
+                ret_addr->addr.bytes[0] = 0x20;
+                ret_addr->addr.bytes[1] = 0x01;
+                ret_addr->addr.bytes[2] = 0x0d;
+                ret_addr->addr.bytes[3] = 0xb8;
+                ret_addr->addr.bytes[15] = (uint8_t) (1 + i);
+        } else {
+                ret_addr->addr.bytes[0] = 192;
+                ret_addr->addr.bytes[2] = 2;
+                ret_addr->addr.bytes[3] = (uint8_t) (1 + i);
+        }
+        *ret_port = (uint16_t) (4754 + i);
+}
+
+/* Sources 0..3: path (i % n_paths)'s remote; 4: path 0's remote as an IPv4-mapped IPv6 address
+ * (the same source to the worker); 5, 6: new sources; 7: path 0's address, another port; 8: no
+ * IP source at all. */
+static void make_sources(Fuzz *fz) {
+        for (unsigned c = 0; c < SOURCES; c++) {
+                MptSockaddr *sa = &fz->sources[c];
+                const SnapshotPath *p0 = &fz->s->paths[0];
+                MptAddress a;
+
+                *sa = (MptSockaddr) {};
+                switch (c) {
+                case 0 ... 3:
+                        *sa = fz->s->paths[c % fz->n_paths].remote;
+                        break;
+                case 4:
+                        if (p0->remote_addr.family == AF_INET) {
+                                sa->in6.sin6_family = AF_INET6;
+                                sa->in6.sin6_port = htobe16(p0->remote_port);
+                                sa->in6.sin6_addr.s6_addr[10] = sa->in6.sin6_addr.s6_addr[11] = 0xff;
+                                memcpy(&sa->in6.sin6_addr.s6_addr[12], &p0->remote_addr.addr.in, 4);
+                        } else
+                                *sa = p0->remote;
+                        break;
+                case 5:
+                        a = (MptAddress) { .family = AF_INET, .addr.bytes = { 198, 51, 100, 7 } };
+                        (void) sockaddr_from_address(&a, 4754, 0, sa);
+                        break;
+                case 6:
+                        path_remote(0x70, true, &a, &(uint16_t) { 0 });
+                        (void) sockaddr_from_address(&a, 4760, 0, sa);
+                        break;
+                case 7:
+                        (void) sockaddr_from_address(&p0->remote_addr, (uint16_t) (p0->remote_port + 100), 0, sa);
+                        break;
+                default:
+                        sa->sa.sa_family = AF_UNIX;
+                        break;
+                }
+        }
+}
+
+/* What the worker should make of a message on the socket of path `path` from source c, as
+ * demux() in worker.c documents it: the path (>= 0), -1 (dropped), -2 (only a keepalive can
+ * tell, the rest is dropped). */
+static int expected_path(const Fuzz *fz, unsigned path, unsigned c) {
+        const SnapshotPath *sp = &fz->s->paths[path];
+        MptAddress a;
+        uint16_t port;
+
+        if (sockaddr_to_address(&fz->sources[c], &a, &port) < 0)
+                return -1;
+        if (address_equal(&sp->remote_addr, &a) && sp->remote_port == port)
+                return (int) path;
+        for (unsigned i = 0; i < fz->n_paths; i++)
+                if (fz->s->paths[i].endpoint == sp->endpoint && address_equal(&fz->s->paths[i].remote_addr, &a) &&
+                    fz->s->paths[i].remote_port == port)
+                        return (int) i;
+        if (sp->endpoint_paths == 1)
+                return sp->pin_remote ? -1 : (int) path;
+        for (unsigned i = 0; i < fz->n_paths; i++)
+                if (fz->s->paths[i].endpoint == sp->endpoint && !fz->s->paths[i].pin_remote)
+                        return -2;
+        return -1;
+}
+
+/* ---- the tunnel ---- */
+
+static int fuzz_new(Input *in, Fuzz **ret) {
+        uint8_t c0 = in8(in), c1 = in8(in), c2 = in8(in), c3 = in8(in);
+        static const uint32_t windows[8] = { 1, 2, 4, 16, 64, 256, 1024, 4096 };
+        static const usec_t delays[4] = {
+                2 * USEC_PER_MSEC, 10 * USEC_PER_MSEC, 50 * USEC_PER_MSEC, USEC_PER_SEC,
+        };
+        Fuzz *fz;
+        Tunnel *t;
+        int r;
+
+        fz = calloc(1, sizeof(Fuzz));
+        if (!fz)
+                return -ENOMEM;
+        fz->secure = c0 & 1;
+        fz->reorder = c0 & 2;
+        fz->vnet_hdr = c0 & 4;
+        fz->gro = c0 & 8;
+        fz->aes = (c0 & 16) && have_aes;
+        fz->n_paths = 1 + (c0 >> 5 & 3);
+        fz->clock = CLOCK_START;
+        for (unsigned i = 0; i < BUCKETS; i++)
+                fz->buckets[i] = -1;
+        for (unsigned i = 0; i < ELEMENTSOF(fz->counters); i++)
+                for (unsigned j = 0; j < ELEMENTSOF(fz->counters[i]); j++)
+                        fz->counters[i][j] = 1;
+        for (unsigned m = 0; m < WORKER_RX_MMSG; m++)
+                fz->msgs[m].buf = msg_buffers + (size_t) m * MSG_BYTES_MAX;
+        fz->gre_seq = (uint32_t) c3 << 24;
+
+        /* What tunnel_new() sets up for the receive side. */
+        t = fz->t = calloc(1, sizeof(Tunnel));
+        if (!t)
+                return -ENOMEM;
+        t->profile = &profile;
+        t->name = "fuzz";
+        t->ka_eventfd = -EBADF;
+        pthread_mutex_init(&t->reorder_lock, NULL);
+        pthread_mutex_init(&t->tx_lock, NULL);
+        pthread_mutex_init(&t->ka_lock, NULL);
+        pthread_mutex_init(&t->secure_lock, NULL);
+        t->reorder_deadline = USEC_INFINITY;
+        t->n_workers = 1;
+        t->tun.fds = &sink_fd;
+        t->tun.n_fds = 1;
+        t->tun.vnet_hdr = fz->vnet_hdr;
+        t->mtu = 1400;
+        if (fz->secure) {
+                t->secure = true;
+                t->aes = fz->aes;
+                t->epoch = OWN_EPOCH;
+                t->secure_rx.own_epoch = OWN_EPOCH;
+        }
+        if (fz->reorder) {
+                fz->max_delay = delays[c2 >> 3 & 3];
+                t->reorder = reorder_new(windows[c2 & 7], fz->max_delay);
+                if (!t->reorder)
+                        return -ENOMEM;
+                t->reorder_enabled = true;
+                r = worker_pool_setup(t);
+                if (r < 0)
+                        return r;
+        }
+        dataplane_options.batch = fz->gro ? WORKER_BATCH : 1;
+        r = worker_new(t, 0, sink_fd, &fz->w);
+        if (r < 0)
+                return r;
+
+        fz->s = calloc(1, sizeof(Snapshot) + FUZZ_PATHS_MAX * sizeof(SnapshotPath));
+        if (!fz->s)
+                return -ENOMEM;
+        fz->s->n_paths = fz->n_paths;
+        fz->s->sequence = fz->reorder;
+        for (unsigned i = 0; i < fz->n_paths; i++) {
+                SnapshotPath *sp = &fz->s->paths[i];
+
+                for (unsigned k = 0; k < MPT_WORKERS_MAX; k++)
+                        sp->fds[k] = -EBADF;
+                path_remote(i, (c0 & 0x80) && (i & 1), &sp->remote_addr, &sp->remote_port);
+                sp->remote_len = sockaddr_from_address(&sp->remote_addr, sp->remote_port, 0, &sp->remote);
+                sp->pin_remote = c1 >> (2 + i) & 1;
+                sp->endpoint = topologies[c1 & 3][i];
+        }
+        for (unsigned i = 0; i < fz->n_paths; i++)
+                for (unsigned k = 0; k < fz->n_paths; k++)
+                        fz->s->paths[i].endpoint_paths += fz->s->paths[k].endpoint == fz->s->paths[i].endpoint;
+        make_sources(fz);
+        *ret = fz;
+        return 0;
+}
+
+static void fuzz_free(Fuzz *fz) {
+        Tunnel *t;
+
+        if (!fz)
+                return;
+        t = fz->t;
+        worker_free(fz->w);
+        if (t) {
+                reorder_free(t->reorder);
+                worker_pool_free(t);
+                free(t->ka_queue);
+                pthread_mutex_destroy(&t->reorder_lock);
+                pthread_mutex_destroy(&t->tx_lock);
+                pthread_mutex_destroy(&t->ka_lock);
+                pthread_mutex_destroy(&t->secure_lock);
+                free(t);
+        }
+        free(fz->s);
+        for (size_t i = 0; i < fz->n_recs; i++)
+                free(fz->recs[i].wire);
+        free(fz->recs);
+        for (size_t i = 0; i < fz->n_cands; i++)
+                free(fz->cands[i].bytes);
+        free(fz->cands);
+        for (unsigned i = 0; i < HISTORY; i++)
+                free(fz->past[i].bytes);
+        set_clear(&fz->identities);
+        set_clear(&fz->consumed);
+        set_clear(&fz->seqs);
+        free(fz->call_seqs);
+        free(fz);
+}
+
+/* ---- packets ---- */
+
+/* Where a TCP packet's TCP header starts (its checksum is at +16, its urgent pointer at +18); 0:
+ * not TCP. */
+static size_t tcp_offset(const uint8_t *pkt, size_t len) {
+        size_t ip_len;
+
+        if (len >= 20 && pkt[0] >> 4 == 4 && pkt[9] == IPPROTO_TCP)
+                ip_len = (size_t) (pkt[0] & 0x0f) * 4;
+        else if (len >= 40 && pkt[0] >> 4 == 6 && pkt[6] == IPPROTO_TCP)
+                ip_len = 40;
+        else
+                return 0;
+        return ip_len + 20 <= len ? ip_len : 0;
+}
+
+/* The bytes that identify a packet, for matching what the TUN device got with what was sent: all
+ * of them but a TCP header's checksum and urgent pointer, which segmenting a GRO super-packet
+ * computes anew (the checksum) or copies from its first segment (the urgent pointer, meaningless
+ * without URG, which is never coalesced). */
+static bool skipped(size_t tcp, size_t i) {
+        return tcp > 0 && i >= tcp + 16 && i < tcp + 20;
+}
+
+static uint64_t packet_hash(const uint8_t *pkt, size_t len) {
+        size_t tcp = tcp_offset(pkt, len);
+        uint64_t h = UINT64_C(0xcbf29ce484222325) ^ len;
+
+        for (size_t i = 0; i < len; i++)
+                if (!skipped(tcp, i))
+                        h = (h ^ pkt[i]) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+static bool packet_same(const uint8_t *a, const uint8_t *b, size_t len) {
+        size_t tcp = tcp_offset(a, len);
+
+        for (size_t i = 0; i < len; i++)
+                if (a[i] != b[i] && !skipped(tcp, i))
+                        return false;
+        return true;
+}
+
+static void add_cand(Fuzz *fz, const uint8_t *pkt, size_t len, bool has_seq, uint32_t seq, int rec) {
+        Cand *c;
+
+        if (fz->n_cands == fz->cands_capacity) {
+                size_t n = fz->cands_capacity ? 2 * fz->cands_capacity : 64;
+                Cand *a = realloc(fz->cands, n * sizeof(Cand));
+                check(a, "out of memory");
+                fz->cands = a;
+                fz->cands_capacity = n;
+        }
+        c = &fz->cands[fz->n_cands];
+        *c = (Cand) {
+                .hash = packet_hash(pkt, len),
+                .bytes = memdup(pkt, len ?: 1),
+                .len = len,
+                .has_seq = has_seq,
+                .seq = seq,
+                .rec = rec,
+                .next = fz->buckets[packet_hash(pkt, len) % BUCKETS],
+        };
+        check(c->bytes, "out of memory");
+        fz->buckets[c->hash % BUCKETS] = (int) fz->n_cands++;
+}
+
+static int add_rec(Fuzz *fz, const Rec *r, const uint8_t *wire, size_t len) {
+        Rec *new;
+
+        if (fz->n_recs == fz->recs_capacity) {
+                size_t n = fz->recs_capacity ? 2 * fz->recs_capacity : 64;
+                Rec *a = realloc(fz->recs, n * sizeof(Rec));
+                check(a, "out of memory");
+                fz->recs = a;
+                fz->recs_capacity = n;
+        }
+        new = &fz->recs[fz->n_recs];
+        *new = *r;
+        new->wire = memdup(wire, len);
+        check(new->wire, "out of memory");
+        new->wire_len = len;
+        return (int) fz->n_recs++;
+}
+
+static uint16_t l4_checksum(int family, const uint8_t *ip, const uint8_t *l4, size_t l4_len, uint8_t proto) {
+        uint32_t sum = family == AF_INET ? csum_pseudo(AF_INET, ip + 12, ip + 16, proto, (uint32_t) l4_len)
+                                         : csum_pseudo(AF_INET6, ip + 8, ip + 24, proto, (uint32_t) l4_len);
+        return csum_fold(csum_add(sum, l4, l4_len));
+}
+
+/* An inner packet: TCP or UDP, IPv4 or IPv6, one of four flows; its payload starts with the
+ * tag. TCP segments of a flow follow each other (consecutive sequence numbers and IP IDs), so
+ * that GRO coalesces them, unless `jump`. Returns its length. */
+static size_t build_packet(Fuzz *fz, uint8_t *out, uint8_t how, size_t payload, uint32_t tag, uint32_t jump) {
+        bool v6 = how & 1, udp = how & 2, psh = how & 4, options = how & 8;
+        unsigned flow = how >> 4 & 3;
+        Flow *f = &fz->flows[(v6 ? 2 : 0) + udp][flow];
+        size_t ip_len = v6 ? 40 : 20, l4_len = udp ? 8 : options ? 32 : 20, len;
+        uint8_t *l4 = out + ip_len;
+
+        payload = MAX(payload, (size_t) 4);
+        len = ip_len + l4_len + payload;
+        memset(out, 0, ip_len + l4_len);
+        if (v6) {
+                out[0] = 0x60;
+                out[3] = (uint8_t) flow;
+                wr16(out + 4, (uint16_t) (len - 40));
+                out[6] = udp ? IPPROTO_UDP : IPPROTO_TCP;
+                out[7] = 64;
+                out[8] = out[24] = 0xfd;
+                out[23] = 1;
+                out[39] = (uint8_t) (2 + flow);
+        } else {
+                out[0] = 0x45;
+                out[1] = flow & 1 ? 0x10 : 0;
+                wr16(out + 2, (uint16_t) len);
+                wr16(out + 4, f->ip_id++);
+                out[6] = 0x40; /* DF */
+                out[8] = 64;
+                out[9] = udp ? IPPROTO_UDP : IPPROTO_TCP;
+                out[12] = out[16] = 10;
+                out[15] = 1;
+                out[18] = (uint8_t) flow;
+                out[19] = 2;
+                wr16(out + 10, mpt_checksum(out, 20));
+        }
+        wr16(l4, (uint16_t) (40000 + flow));
+        wr16(l4 + 2, 5201);
+        if (udp)
+                wr16(l4 + 4, (uint16_t) (l4_len + payload));
+        else {
+                if (jump)
+                        f->tcp_seq += jump;
+                wr32(l4 + 4, f->tcp_seq);
+                f->tcp_seq += (uint32_t) payload;
+                wr32(l4 + 8, 0x10000000u + flow);
+                l4[12] = (uint8_t) (l4_len / 4) << 4;
+                l4[13] = 0x10 | (psh ? 0x08 : 0); /* ACK, PSH */
+                wr16(l4 + 14, 512);
+                if (options) {
+                        l4[20] = l4[21] = 1; /* NOP NOP, timestamps */
+                        l4[22] = 8;
+                        l4[23] = 10;
+                        wr32(l4 + 24, 1000 + flow);
+                }
+        }
+        out[ip_len + l4_len] = 0xa5;
+        out[ip_len + l4_len + 1] = (uint8_t) (tag >> 16);
+        out[ip_len + l4_len + 2] = (uint8_t) (tag >> 8);
+        out[ip_len + l4_len + 3] = (uint8_t) tag;
+        for (size_t i = 4; i < payload; i++)
+                out[ip_len + l4_len + i] = (uint8_t) (tag * 31 + i);
+        {
+                uint16_t c = l4_checksum(v6 ? AF_INET6 : AF_INET, out, l4, l4_len + payload,
+                                         udp ? IPPROTO_UDP : IPPROTO_TCP);
+                wr16(l4 + (udp ? 6 : 16), udp ? c ?: 0xffff : c);
+        }
+        return len;
+}
+
+/* ---- messages ---- */
+
+static void flush_batch(Fuzz *fz);
+
+static Msg *open_msg(Fuzz *fz) {
+        Msg *m;
+
+        if (fz->n_msgs == WORKER_RX_MMSG)
+                flush_batch(fz);
+        m = &fz->msgs[fz->n_msgs++];
+        m->len = 0;
+        m->n = 0;
+        m->natural = 0;
+        m->closed = m->truncated = m->seg_override = false;
+        m->seg = 0;
+        m->source = fz->source;
+        m->arrival = fz->clock;
+        return m;
+}
+
+/* Appends a datagram (wire bytes) to the message being put together, or to a new one where it
+ * does not fit (as UDP GRO would). origin: the record it is a copy of, maybe damaged; -1: none. */
+static void feed(Fuzz *fz, const uint8_t *d, size_t len, int origin) {
+        Msg *m = fz->n_msgs > 0 ? &fz->msgs[fz->n_msgs - 1] : NULL;
+        int rec = -1;
+        Past *p;
+
+        /* A damaged copy may have been damaged back. */
+        if (origin >= 0 && fz->recs[origin].wire_len == len && memcmp(fz->recs[origin].wire, d, len) == 0)
+                rec = origin;
+
+        len = MIN(len, (size_t) MSG_BYTES_MAX);
+        fz->fed_bytes += len;
+        if (!m || (m->n > 0 && (len > m->natural || len == 0 || m->closed || m->n >= MSG_DATAGRAMS_MAX ||
+                                m->len + len > MSG_BYTES_MAX)))
+                m = open_msg(fz);
+        memcpy(m->buf + m->len, d, len);
+        m->offs[m->n] = m->len;
+        m->recs[m->n] = rec;
+        m->len += len;
+        if (m->n++ == 0)
+                m->natural = len;
+        else if (len < m->natural)
+                m->closed = true;
+        if (len == 0)
+                m->closed = true;
+
+        p = &fz->past[fz->n_past++ % HISTORY];
+        free(p->bytes);
+        p->bytes = malloc(len ?: 1);
+        check(p->bytes, "out of memory");
+        memcpy(p->bytes, d, len);
+        p->len = len;
+        p->origin = origin;
+}
+
+/* Secure mode: seals plaintext buf + MPT_SECURE_HEADER_SIZE (len bytes) in place. */
+static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
+        uint8_t e = in8(in), how = in8(in);
+        unsigned ei = (e & 7) % EPOCHS;
+        uint64_t *next;
+        MptCipher cipher = (how & 1) && have_aes ? MPT_CIPHER_AES256_GCM : MPT_CIPHER_CHACHA20_POLY1305;
+        uint8_t flags = (how & 2) && fz->aes ? MPT_SECURE_FLAG_AES : 0;
+        size_t n;
+
+        if (how & 4)
+                flags |= 0x80; /* a reserved bit: bad-header */
+        r->path_id = (uint16_t) (e >> 3 & 7);
+        if (e >> 6 == 3)
+                r->path_id = MPT_PATHS_MAX; /* out of range: bad-header */
+        next = &fz->counters[ei][r->path_id];
+        /* Usually the next counter; or a little back or ahead (reordering, replays of a counter
+         * with other contents); or a jump (behind the window, near the end of the counter space). */
+        switch (how >> 3 & 3) {
+        case 0:
+                r->counter = (*next)++;
+                break;
+        case 1:
+                r->counter = *next + (uint64_t) (int64_t) (int8_t) in8(in);
+                break;
+        case 2:
+                r->counter = *next - (uint64_t) in16(in);
+                break;
+        default:
+                r->counter = in8(in) & 1 ? UINT64_MAX - in8(in) : *next + ((uint64_t) in16(in) << 4);
+                *next = r->counter + 1;
+                break;
+        }
+        r->epoch = epochs[ei];
+        r->authentic = ei != EPOCH_FORGED;
+        r->acceptable = r->authentic && r->epoch != OWN_EPOCH && r->path_id < MPT_PATHS_MAX && !(flags & 0x80) &&
+                        (cipher != MPT_CIPHER_AES256_GCM || fz->aes);
+        n = mpt_secure_seal(buf, len, &epoch_keys[ei], cipher, flags, r->path_id, r->counter);
+        check(n == len + MPT_SECURE_OVERHEAD, "seal");
+        return n;
+}
+
+/* A data datagram: GRE header (with a sequence number or not, sometimes a key or checksum) and
+ * an inner packet. Its record's index is the tag in its payload. */
+static void op_data(Fuzz *fz, Input *in) {
+        uint8_t how = in8(in), gre = in8(in), size = in8(in);
+        uint8_t buf[MPT_SECURE_HEADER_SIZE + MPT_GRE_HEADER_MAX + INNER_MAX + MPT_SECURE_TAG_SIZE];
+        uint8_t *g = buf + MPT_SECURE_HEADER_SIZE, *inner;
+        Rec r = { .kind = REC_DATA, .authentic = true };
+        size_t gl = 4, len;
+        uint32_t jump = 0;
+        uint16_t flags = 0;
+        int i;
+
+        if (gre & 1) {
+                /* Usually the next one; or a little back or ahead: what paths of different
+                 * delays make of the order, duplicates, old ones; or a jump (a restart). */
+                int8_t d = (int8_t) in8(in);
+
+                r.has_seq = true;
+                r.seq = fz->gre_seq + (uint32_t) (int32_t) d;
+                if (d >= 0)
+                        fz->gre_seq = r.seq + 1;
+                if (gre & 2) {
+                        r.seq = fz->gre_seq + in32(in);
+                        fz->gre_seq = r.seq + 1;
+                }
+                flags |= MPT_GRE_S;
+        }
+        if (gre & 4)
+                flags |= MPT_GRE_K;
+        if (gre & 8)
+                flags |= MPT_GRE_C;
+        if (gre & 16)
+                jump = in16(in);
+        gl += (flags & MPT_GRE_C ? 4 : 0) + (flags & MPT_GRE_K ? 4 : 0) + (r.has_seq ? 4 : 0);
+        inner = g + gl;
+        i = (int) fz->n_recs;
+        len = build_packet(fz, inner, how, (size_t) size * 5, (uint32_t) i, jump);
+        memset(g, 0, gl);
+        wr16(g, flags);
+        wr16(g + 2, how & 1 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
+        if (r.has_seq)
+                wr32(g + gl - 4, r.seq);
+        if (flags & MPT_GRE_K)
+                wr32(g + 4 + (flags & MPT_GRE_C ? 4 : 0), 0x12345678);
+        if (flags & MPT_GRE_C)
+                wr16(g + 4, mpt_checksum(g, gl + len));
+        if (fz->secure) {
+                /* (a candidate even when it will be sealed with the wrong key: the record says so) */
+                add_cand(fz, inner, len, r.has_seq, r.seq, i);
+                len = seal(fz, in, buf, gl + len, &r);
+                feed(fz, buf, len, add_rec(fz, &r, buf, len));
+        } else {
+                len += gl;
+                feed(fz, g, len, add_rec(fz, &r, g, len));
+        }
+}
+
+/* A keepalive (plain or extended) or path-status frame. */
+static void op_control(Fuzz *fz, Input *in) {
+        uint8_t how = in8(in), v = in8(in);
+        uint8_t buf[MPT_SECURE_HEADER_SIZE + 128 + MPT_SECURE_TAG_SIZE];
+        uint8_t *g = buf + MPT_SECURE_HEADER_SIZE;
+        Rec r = { .authentic = true };
+        MptAddress a = { .family = AF_INET, .addr.bytes = { 10, 0, 0, 1 } };
+        size_t len;
+
+        if (how & 1) {
+                MptPathStatus ps = {
+                        .ip_version = how & 2 ? 6 : 4,
+                        .src_tun = a,
+                        .session = v & 1 ? 0 : 0x1234,
+                        .path_token = 1 + (v >> 1 & 3),
+                        .flags = how >> 4,
+                };
+                r.kind = REC_PATH_STATUS;
+                len = mpt_path_status_encode(g, 128, &ps);
+        } else {
+                MptKeepalive ka = {
+                        .ip_version = how & 2 ? 6 : 4,
+                        .src_tun = a,
+                        .extended = how & 4,
+                        .flags = how >> 4,
+                        .receive_weight = v & 1 ? 20000 : 100,
+                        .session = 0x1234,
+                        .seq = in8(in),
+                        .path_token = v >> 1 & 3,
+                };
+                r.kind = REC_KEEPALIVE;
+                len = mpt_keepalive_encode(g, 128, &ka);
+        }
+        check(len > 0, "encode");
+        if (how & 8) {
+                /* with a sequence number, which control frames never have */
+                memmove(g + 8, g + 4, len - 4);
+                wr16(g, MPT_GRE_S);
+                wr32(g + 4, fz->gre_seq);
+                len += 4;
+        }
+        if (fz->secure) {
+                len = seal(fz, in, buf, len, &r);
+                feed(fz, buf, len, add_rec(fz, &r, buf, len));
+        } else
+                feed(fz, g, len, add_rec(fz, &r, g, len));
+}
+
+static void op_raw(Fuzz *fz, Input *in) {
+        size_t len = in16(in) % 2048;
+
+        len = MIN(len, in->n);
+
+        feed(fz, in->p, len, -1);
+        in->p += len;
+        in->n -= len;
+}
+
+/* An earlier datagram again: a replay, or a duplicate from the network; maybe damaged. */
+static void op_replay(Fuzz *fz, Input *in) {
+        uint8_t which = in8(in), flip = in8(in);
+        uint16_t where = in16(in);
+        Past *p;
+        uint8_t *copy;
+
+        if (fz->n_past == 0)
+                return;
+        p = &fz->past[(fz->n_past - 1 - which % MIN(fz->n_past, HISTORY)) % HISTORY];
+        copy = memdup(p->bytes, p->len ?: 1);
+        check(copy, "out of memory");
+        if (flip != 0 && p->len > 0)
+                copy[where % p->len] ^= flip;
+        feed(fz, copy, p->len, p->origin);
+        free(copy);
+}
+
+/* Starts a new message: its source, and what the kernel says about it. */
+static void op_message(Fuzz *fz, Input *in) {
+        uint8_t how = in8(in), jitter = in8(in);
+        Msg *m;
+
+        fz->source = how % SOURCES;
+        m = open_msg(fz);
+        m->arrival = fz->clock - (usec_t) jitter * 16;
+        if (how & 0x80)
+                m->truncated = true;
+        if (how & 0x40) {
+                m->seg_override = true;
+                m->seg = in16(in);
+        }
+}
+
+/* ---- checks on what the TUN device gets ---- */
+
+static void delivered(Fuzz *fz, const uint8_t *pkt, size_t len, bool segmented) {
+        uint16_t proto = mpt_inner_protocol(pkt, len);
+        uint64_t h = packet_hash(pkt, len);
+        bool any = false, exact = false, seq_known = false, seq_ambiguous = false;
+        uint32_t seq = 0;
+        int rec = -1;
+
+        check(proto != 0 && mpt_inner_validate(pkt, len, proto) < 0, "malformed packet written to the TUN device");
+        fz->sink_packets++;
+        for (int i = fz->buckets[h % BUCKETS]; i >= 0; i = fz->cands[i].next) {
+                const Cand *c = &fz->cands[i];
+
+                if (c->hash != h || c->len != len || !packet_same(c->bytes, pkt, len))
+                        continue;
+                any = true;
+                exact = exact || memcmp(c->bytes, pkt, len) == 0;
+                if (c->rec >= 0)
+                        rec = c->rec;
+                if (!c->has_seq || (seq_known && c->seq != seq))
+                        seq_ambiguous = true;
+                seq = c->seq;
+                seq_known = true;
+        }
+        check(any, "a packet that was not sent (%s, %zu bytes) was written to the TUN device",
+              fz->secure ? "forged or corrupted" : "corrupted", len);
+        /* Only a cut GRO super-packet has its TCP checksums computed anew. */
+        check(exact || segmented, "a packet was written to the TUN device with other bytes than sent");
+
+        if (fz->secure) {
+                const Rec *r;
+
+                /* Every record's packet has its own tag: one match. */
+                check(rec >= 0, "no record");
+                r = &fz->recs[rec];
+                check(r->authentic, "a packet sealed with another key was delivered");
+                check(r->acceptable, "a packet that should have been refused was delivered");
+                check(r->fed, "delivered before it was sent");
+                check(r->epoch >= r->epoch_floor,
+                      "a packet of epoch %" PRIx64 " was delivered, which was older than the peer's %" PRIx64
+                      " when it arrived",
+                      r->epoch, r->epoch_floor);
+                check(set_add(&fz->identities, r->epoch << 16 | r->path_id, r->counter),
+                      "datagram (epoch %" PRIx64 ", path %u, counter %" PRIu64 ") delivered twice", r->epoch,
+                      r->path_id, r->counter);
+        }
+        if (fz->reorder && seq_known && !seq_ambiguous) {
+                if (fz->n_call_seqs == fz->call_seqs_capacity) {
+                        size_t n = fz->call_seqs_capacity ? 2 * fz->call_seqs_capacity : 64;
+                        uint32_t *a = realloc(fz->call_seqs, n * sizeof(uint32_t));
+                        check(a, "out of memory");
+                        fz->call_seqs = a;
+                        fz->call_seqs_capacity = n;
+                }
+                fz->call_seqs[fz->n_call_seqs++] = seq;
+        }
+}
+
+/* One write to the TUN device: an IP packet, after a virtio-net header when the device has them;
+ * with GSO, a super-packet of TCP segments. */
+static void sink(Fuzz *fz, const uint8_t *rec, size_t len) {
+        struct virtio_net_hdr vh;
+        const uint8_t *pkt = rec;
+        uint8_t copy[MSG_BYTES_MAX + 64], scratch[OFFLOAD_SEGMENTS_MAX * OFFLOAD_HEADERS_MAX];
+        OffloadSegment segs[OFFLOAD_SEGMENTS_MAX];
+        size_t ip_len, tcp_len, plen;
+        uint32_t pseudo;
+        uint16_t partial;
+        int family, n;
+
+        if (!fz->vnet_hdr) {
+                delivered(fz, rec, len, false);
+                return;
+        }
+        check(len > VNET_HDR_LEN, "short write to the TUN device");
+        memcpy(&vh, rec, VNET_HDR_LEN);
+        pkt += VNET_HDR_LEN;
+        len -= VNET_HDR_LEN;
+        if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+                /* It came inside a UDP datagram whose checksum the kernel checked. */
+                check(vh.flags == VIRTIO_NET_HDR_F_DATA_VALID && vh.gso_size == 0 && vh.hdr_len == 0 &&
+                      vh.csum_start == 0 && vh.csum_offset == 0,
+                      "virtio-net header of a plain packet");
+                delivered(fz, pkt, len, false);
+                return;
+        }
+
+        /* A GRO super-packet: TCP, its checksum partial (the pseudo-header's sum in the field),
+         * segments of gso_size bytes of payload but the last. */
+        check(vh.gso_type == VIRTIO_NET_HDR_GSO_TCPV4 || vh.gso_type == VIRTIO_NET_HDR_GSO_TCPV6, "GSO type");
+        check(len <= GRO_BYTES_MAX && len < sizeof copy, "GRO super-packet too long");
+        check(mpt_inner_protocol(pkt, len) != 0 &&
+              mpt_inner_validate(pkt, len, mpt_inner_protocol(pkt, len)) < 0,
+              "malformed GRO super-packet");
+        family = pkt[0] >> 4 == 4 ? AF_INET : AF_INET6;
+        check((vh.gso_type == VIRTIO_NET_HDR_GSO_TCPV4) == (family == AF_INET), "GSO type of the other family");
+        ip_len = tcp_offset(pkt, len);
+        check(ip_len > 0, "GRO super-packet is not TCP");
+        tcp_len = (size_t) (pkt[ip_len + 12] >> 4) * 4;
+        check(vh.flags == VIRTIO_NET_HDR_F_NEEDS_CSUM && vh.csum_start == ip_len && vh.csum_offset == 16 &&
+              vh.hdr_len == ip_len + tcp_len && vh.gso_size > 0,
+              "virtio-net header of a GRO super-packet");
+        plen = len - ip_len - tcp_len;
+        check(plen > vh.gso_size && DIV_ROUND_UP(plen, vh.gso_size) <= GRO_SEGMENTS_MAX,
+              "GRO super-packet of %zu bytes of payload in segments of %u", plen, vh.gso_size);
+        pseudo = csum_pseudo(family, pkt + (family == AF_INET ? 12 : 8), pkt + (family == AF_INET ? 16 : 24),
+                             IPPROTO_TCP, (uint32_t) (len - ip_len));
+        partial = (uint16_t) ~csum_fold(pseudo);
+        check(rd16(pkt + ip_len + 16) == partial, "partial checksum of a GRO super-packet");
+
+        /* Cut it as the kernel would, and check every segment. */
+        fz->gso_writes++;
+        memcpy(copy, pkt, len);
+        n = offload_segment(&vh, copy, len, 65535, scratch, 0, segs, OFFLOAD_SEGMENTS_MAX);
+        check(n >= 2, "GRO super-packet does not segment");
+        for (int i = 0; i < n; i++) {
+                uint8_t seg[OFFLOAD_HEADERS_MAX + 65536];
+
+                check(i + 1 == n || segs[i].payload_len == vh.gso_size, "GRO segment size");
+                memcpy(seg, segs[i].headers, segs[i].headers_len);
+                memcpy(seg + segs[i].headers_len, segs[i].payload, segs[i].payload_len);
+                delivered(fz, seg, segs[i].headers_len + segs[i].payload_len, true);
+        }
+}
+
+static void sink_iov(const struct iovec *iov, int n) {
+        static uint8_t buf[2 * MSG_BYTES_MAX];
+        size_t len = 0;
+
+        for (int i = 0; i < n; i++) {
+                check(len + iov[i].iov_len <= sizeof buf, "write to the TUN device too long");
+                memcpy(buf + len, iov[i].iov_base, iov[i].iov_len);
+                len += iov[i].iov_len;
+        }
+        sink(current, buf, len);
+}
+
+ssize_t __wrap_write(int fd, const void *buf, size_t n) {
+        if (!current || fd != sink_fd)
+                return __real_write(fd, buf, n);
+        sink_iov(&(struct iovec) { .iov_base = (void *) buf, .iov_len = n }, 1);
+        return (ssize_t) n;
+}
+
+ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
+        size_t len = 0;
+
+        if (!current || fd != sink_fd)
+                return __real_writev(fd, iov, n);
+        for (int i = 0; i < n; i++)
+                len += iov[i].iov_len;
+        sink_iov(iov, n);
+        return (ssize_t) len;
+}
+
+/* ---- counters ---- */
+
+typedef struct Sums {
+        uint64_t units; /* per datagram (or dropped message): one of these */
+        uint64_t rx_packets;
+        uint64_t after_rx; /* of the received: dropped by the reorder buffer */
+        uint64_t no_memory, tun_write;
+} Sums;
+
+/* Over the tunnel's paths: a datagram counted for any other would not add up. */
+static Sums sums(const Fuzz *fz) {
+        const Worker *w = fz->w;
+        Sums s = {};
+
+        for (unsigned p = 0; p < fz->n_paths; p++) {
+                const PathCounters *c = &w->path_counters[p];
+
+                s.rx_packets += c->rx_packets;
+                s.units += c->rx_packets + c->keepalives_rx;
+                check(c->tx_packets == 0 && c->keepalives_tx == 0, "sent something");
+                for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
+                        if (r == MPT_DROP_DUPLICATE || r == MPT_DROP_STALE)
+                                s.after_rx += c->drops[r];
+                        else
+                                s.units += c->drops[r];
+        }
+        s.no_memory = w->tunnel_counters.drops[MPT_DROP_NO_MEMORY];
+        s.tun_write = w->tunnel_counters.drops[MPT_DROP_TUN_WRITE];
+        return s;
+}
+
+/* Where the reorder buffer stands before an operation: how often it started a new sequence space
+ * (or was reset), and how many packets it delivered late (after their gap was skipped). */
+typedef struct Mark {
+        uint64_t resyncs, late;
+} Mark;
+
+static Mark mark(const Fuzz *fz) {
+        if (!fz->reorder)
+                return (Mark) {};
+        return (Mark) {
+                .resyncs = reorder_stats(fz->t->reorder)->resyncs + fz->resets,
+                .late = reorder_stats(fz->t->reorder)->late,
+        };
+}
+
+/* What was delivered, held and dropped adds up to what was received. */
+static void check_accounts(Fuzz *fz) {
+        Sums s = sums(fz);
+        uint64_t held = fz->reorder ? reorder_buffered(fz->t->reorder) : 0;
+
+        check(s.tun_write == 0, "TUN write failed");
+        check(s.rx_packets == fz->w->quiet_rx + fz->main_delivered + held + s.after_rx + s.no_memory,
+              "received %" PRIu64 " != delivered %" PRIu64 " + %" PRIu64 " + held %" PRIu64 " + dropped %" PRIu64
+              " + %" PRIu64,
+              s.rx_packets, fz->w->quiet_rx, fz->main_delivered, held, s.after_rx, s.no_memory);
+        check(fz->sink_packets == fz->w->quiet_rx + fz->main_delivered,
+              "the TUN device got %" PRIu64 " packets, %" PRIu64 " + %" PRIu64 " were delivered", fz->sink_packets,
+              fz->w->quiet_rx, fz->main_delivered);
+        if (fz->reorder) {
+                usec_t deadline = __atomic_load_n(&fz->t->reorder_deadline, __ATOMIC_RELAXED);
+
+                check(deadline == reorder_deadline(fz->t->reorder),
+                      "the published deadline is not the reorder buffer's");
+                /* Everything held arrived by now: it is due within the maximum delay. */
+                check(held == 0 || deadline <= fz->clock + fz->max_delay,
+                      "%" PRIu64 " packets held, and nothing due within the maximum delay", held);
+        }
+}
+
+/* The sequence numbers delivered in this operation: none twice, and none below one delivered
+ * before it unless it came late (more such than the reorder buffer counts as late means that it
+ * delivered out of order). Both only while the buffer keeps its sequence space: when it started a
+ * new one meanwhile, which side of that a delivery was on is not known here, so this operation's
+ * numbers are not checked and the record starts over. */
+static void check_seqs(Fuzz *fz, Mark before) {
+        Mark now = mark(fz);
+        uint64_t behind = 0;
+
+        if (now.resyncs != before.resyncs) {
+                set_clear(&fz->seqs);
+                fz->have_newest = false;
+        } else
+                for (size_t i = 0; i < fz->n_call_seqs; i++) {
+                        uint32_t seq = fz->call_seqs[i];
+
+                        check(set_add(&fz->seqs, 0, seq), "sequence number %" PRIu32 " delivered twice", seq);
+                        if (fz->have_newest && mpt_seq_diff(seq, fz->newest) < 0)
+                                behind++;
+                        else {
+                                fz->newest = seq;
+                                fz->have_newest = true;
+                        }
+                }
+        check(behind <= now.late - before.late,
+              "%" PRIu64 " packets delivered behind a later one, %" PRIu64 " of them late", behind,
+              now.late - before.late);
+        fz->n_call_seqs = 0;
+}
+
+/* ---- operations ---- */
+
+static void flush_batch(Fuzz *fz) {
+        WorkerRxMessage msgs[WORKER_RX_MMSG];
+        Tunnel *t = fz->t;
+        Worker *w = fz->w;
+        uint64_t units = 0, epoch_before = t->secure_rx.peer_epoch, overflow;
+        Mark mark_before = mark(fz);
+        unsigned fresh_sources = 0, fresh_ka = 0, fresh_ps = 0, n_ka = 0, n_ps = 0;
+        Sums before = sums(fz), after;
+
+        if (fz->n_msgs == 0)
+                return;
+        for (unsigned m = 0; m < fz->n_msgs; m++) {
+                Msg *g = &fz->msgs[m];
+                int p = expected_path(fz, fz->socket_path, g->source);
+                size_t seg;
+
+                msgs[m] = (WorkerRxMessage) {
+                        .source = fz->sources[g->source],
+                        .len = g->len,
+                        .truncated = g->truncated,
+                        .segment_size = g->seg_override ? g->seg : g->n > 1 ? g->natural : 0,
+                        .arrival = g->arrival,
+                };
+                memcpy(w->rx_cur[m], g->buf, g->len);
+
+                if (g->truncated || p == -1) {
+                        units++;
+                        continue;
+                }
+                /* What the worker will see as datagrams: of the message's segment size, or as
+                 * the kernel says (maybe wrongly). Those that are one of the datagrams put
+                 * together, and intact copies of a record, may be accepted. */
+                seg = msgs[m].segment_size == 0 || msgs[m].segment_size > g->len ? g->len : msgs[m].segment_size;
+                for (size_t off = 0, i = 0; off < g->len; off += seg) {
+                        size_t len = MIN(seg, g->len - off);
+                        Rec *r = NULL;
+
+                        units++;
+                        while (i < g->n && g->offs[i] < off)
+                                i++;
+                        if (i < g->n && g->offs[i] == off && g->recs[i] >= 0 &&
+                            (i + 1 < g->n ? g->offs[i + 1] : g->len) - off == len)
+                                r = &fz->recs[g->recs[i]];
+                        if (r && !r->fed) {
+                                r->fed = true;
+                                r->epoch_floor = epoch_before;
+                        }
+                        /* Secure mode: the first datagram seen with an epoch and counter may be
+                         * accepted (and hand a control frame to the main thread, or report its
+                         * source as a new endpoint); no other after it, whether it was accepted
+                         * or not (then its epoch or counter is too old, and stays so). */
+                        if (r && r->acceptable &&
+                            set_add(&fz->consumed, r->epoch << 16 | r->path_id, r->counter)) {
+                                fresh_sources |= 1u << g->source;
+                                fresh_ka += r->kind == REC_KEEPALIVE;
+                                fresh_ps += r->kind == REC_PATH_STATUS;
+                        }
+                        /* Compat mode: the inner packets of all of them. */
+                        if (!fz->secure) {
+                                MptFrame f;
+                                if (mpt_frame_decode(g->buf + off, len, &f) < 0 && f.kind == MPT_FRAME_DATA)
+                                        add_cand(fz, f.payload, f.payload_len, f.has_seq, f.seq, -1);
+                        }
+                }
+        }
+        overflow = t->ka_overflow;
+
+        worker_rx_process(w, fz->s, fz->socket_path, msgs, fz->n_msgs);
+        fz->n_msgs = 0;
+
+        /* The control events, as the main thread would take them. */
+        fz->events += t->ka_n;
+        for (size_t i = 0; i < t->ka_n; i++) {
+                const ControlEvent *ev = &t->ka_queue[i];
+                unsigned c;
+
+                n_ka += ev->kind == CONTROL_EVENT_KEEPALIVE;
+                n_ps += ev->kind == CONTROL_EVENT_PATH_STATUS;
+                if (!fz->secure)
+                        continue;
+                for (c = 0; c < SOURCES; c++)
+                        if ((fresh_sources & 1u << c) &&
+                            memcmp(&ev->source, &fz->sources[c], sizeof ev->source) == 0)
+                                break;
+                check(c < SOURCES, "a control event (%u) from a source that sent nothing authentic and new",
+                      ev->kind);
+        }
+        if (fz->secure)
+                check(n_ka <= fresh_ka && n_ps <= fresh_ps,
+                      "more control events than authentic new control frames");
+        t->ka_n = 0;
+        overflow = t->ka_overflow - overflow;
+
+        after = sums(fz);
+        check(after.units - before.units + n_ps <= units && units <= after.units - before.units + n_ps + overflow,
+              "%" PRIu64 " datagrams were counted as %" PRIu64 " (and %u path-status events)", units,
+              after.units - before.units, n_ps);
+        check(t->secure_rx.peer_epoch >= epoch_before, "the peer epoch went back");
+        check_seqs(fz, mark_before);
+        check_accounts(fz);
+}
+
+static void op_expire(Fuzz *fz, usec_t by) {
+        Mark before;
+
+        flush_batch(fz);
+        before = mark(fz);
+        fz->clock += by;
+        worker_rx_expire(fz->w, fz->clock);
+        check_seqs(fz, before);
+        check_accounts(fz);
+}
+
+/* What the main thread does to the reorder buffer: a path goes down or up, the other end
+ * restarted. */
+static void op_main(Fuzz *fz, Input *in) {
+        uint8_t how = in8(in);
+        Tunnel *t = fz->t;
+        uint64_t before;
+        Mark m;
+
+        if (!fz->reorder)
+                return;
+        flush_batch(fz);
+        before = fz->sink_packets;
+        m = mark(fz);
+        switch (how & 3) {
+        case 0:
+                pthread_mutex_lock(&t->reorder_lock);
+                reorder_path_down(t->reorder, how >> 2 & 3);
+                pthread_mutex_unlock(&t->reorder_lock);
+                break;
+        case 1:
+                pthread_mutex_lock(&t->reorder_lock);
+                reorder_path_up(t->reorder, how >> 2 & 3);
+                pthread_mutex_unlock(&t->reorder_lock);
+                break;
+        default:
+                fz->resets++;
+                tunnel_reset_reorder(t);
+                fz->main_delivered += fz->sink_packets - before;
+                check_seqs(fz, m);
+                break;
+        }
+        check_accounts(fz);
+}
+
+/* What an input did, for checking that a seed does what it says (MPT_FUZZ_RX_VERBOSE=1). */
+static void summary(const Fuzz *fz) {
+        const Worker *w = fz->w;
+
+        fprintf(stderr, "%s%s%s%s, %u paths: %zu records, %" PRIu64 " packets to the TUN device (%" PRIu64
+                " GRO writes), %" PRIu64 " events\n",
+                fz->secure ? "secure" : "compat", fz->reorder ? " reorder" : "", fz->vnet_hdr ? " vnet" : "",
+                fz->gro ? " gro" : "", fz->n_paths, fz->n_recs, fz->sink_packets, fz->gso_writes, fz->events);
+        for (unsigned p = 0; p < fz->n_paths; p++) {
+                const PathCounters *c = &w->path_counters[p];
+
+                fprintf(stderr, "  path %u: rx %" PRIu64 ", keepalives %" PRIu64, p, c->rx_packets,
+                        c->keepalives_rx);
+                for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
+                        if (c->drops[r] > 0)
+                                fprintf(stderr, ", %s %" PRIu64, mpt_drop_reason_to_string(r), c->drops[r]);
+                fputc('\n', stderr);
+        }
+        if (fz->reorder) {
+                const ReorderStats *st = reorder_stats(fz->t->reorder);
+
+                fprintf(stderr,
+                        "  reorder: delivered %" PRIu64 ", held %" PRIu64 ", late %" PRIu64 ", lost %" PRIu64
+                        ", timeouts %" PRIu64 ", duplicates %" PRIu64 ", stale %" PRIu64 ", resyncs %" PRIu64
+                        ", resets %" PRIu64 "\n",
+                        st->delivered, st->held, st->late, st->lost, st->timeouts, st->duplicates, st->stale,
+                        st->resyncs, fz->resets);
+        }
+        if (fz->secure)
+                fprintf(stderr, "  peer epoch %" PRIx64 ", %" PRIu64 " new epochs\n", fz->t->secure_rx.peer_epoch,
+                        fz->t->peer_epochs);
+}
+
+/* ---- The input ----
+ * 4 bytes of configuration:
+ *   0: bit 0 secure mode, 1 reorder buffer, 2 virtio-net header, 3 batches (GRO), 4 AES-256-GCM
+ *      (where the CPU has it), 5-6 paths - 1, 7 odd paths IPv6
+ *   1: bits 0-1 which paths share a socket (topologies), 2-5 PinRemote= per path
+ *   2: bits 0-2 reorder window, 3-4 maximum delay
+ *   3: the first sequence number's top byte
+ * then operations, each a byte (the operation, below) and its arguments, to the end. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        Input in = { data, size };
+        Fuzz *fz = NULL;
+
+        setup_once();
+        if (size < 4 || fuzz_new(&in, &fz) < 0) {
+                fuzz_free(fz);
+                return 0;
+        }
+        current = fz;
+        while (in.n > 0 && fz->fed_bytes < FED_BYTES_MAX) {
+                uint8_t op = in8(&in);
+
+                switch (op % 10) {
+                case 0:
+                case 1:
+                case 2:
+                        op_data(fz, &in);
+                        break;
+                case 3:
+                        op_control(fz, &in);
+                        break;
+                case 4:
+                        op_raw(fz, &in);
+                        break;
+                case 5:
+                        op_replay(fz, &in);
+                        break;
+                case 6:
+                        op_message(fz, &in);
+                        break;
+                case 7:
+                        /* the batch so far to the worker; the next one arrives on this path */
+                        flush_batch(fz);
+                        fz->socket_path = in8(&in) % fz->n_paths;
+                        fz->clock += in8(&in) * 8;
+                        break;
+                case 8:
+                        op_expire(fz, (usec_t) in16(&in) * 16);
+                        break;
+                default:
+                        op_main(fz, &in);
+                        break;
+                }
+        }
+        flush_batch(fz);
+        /* Once the maximum delay has passed, nothing is held. */
+        if (fz->reorder) {
+                op_expire(fz, USEC_PER_SEC + 1); /* the longest maximum delay */
+                check(reorder_buffered(fz->t->reorder) == 0, "packets still held after the maximum delay");
+        }
+        if (getenv("MPT_FUZZ_RX_VERBOSE"))
+                summary(fz);
+        current = NULL;
+        fuzz_free(fz);
+        return 0;
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Writes the seed corpus of fuzz-rx (tests/fuzz/rx/seed-*): a few inputs in the format that
+# fuzz-rx.c describes under "The input", each a scenario the fuzzer then varies. Run it again
+# after changing that format:
+#
+#   tests/fuzz/rx-seeds.py [DIR]
+
+import os
+import struct
+import sys
+
+SECURE, REORDER, VNET, GRO, AES = 1, 2, 4, 8, 16
+
+
+def config(flags, paths=2, v6=False, topology=0, pin=0, window=3, delay=1, seq_top=0):
+    c0 = flags | (paths - 1) << 5 | (0x80 if v6 else 0)
+    return bytes([c0, topology | pin << 2, window | delay << 3, seq_top])
+
+
+class Seed:
+    def __init__(self, cfg, secure):
+        self.b = bytearray(cfg)
+        self.secure = secure
+
+    def seal(self, epoch=0, path=0, aes=False, counter=None):
+        # epoch: index into epochs[] (3: our own, 4: another key); counter None: the next one,
+        # else a step back (negative) or ahead (-128..127).
+        e = epoch | path << 3
+        how = (1 if aes else 0) | (2 if aes else 0)
+        if counter is None:
+            self.b += bytes([e, how])
+        else:
+            self.b += bytes([e, how | 1 << 3, counter & 0xff])
+
+    def data(self, how=0, seq=0, size=60, key=False, csum=False, far=None, jump=None, **seal):
+        # how: bit 0 IPv6, 1 UDP, 2 PSH, 3 TCP options, 4-5 flow; seq: the step from the next
+        # sequence number (None: no sequence number); far: a jump of the sequence numbers; jump:
+        # of the TCP sequence numbers (a gap in the flow)
+        gre = (1 if seq is not None else 0) | (2 if far else 0) | (4 if key else 0) | (8 if csum else 0) | \
+            (16 if jump else 0)
+        self.b += bytes([0, how, gre, size])
+        if seq is not None:
+            self.b += bytes([seq & 0xff])
+        if far:
+            self.b += struct.pack(">I", far)
+        if jump:
+            self.b += struct.pack(">H", jump)
+        if self.secure:
+            self.seal(**seal)
+
+    def keepalive(self, extended=True, token=1, v6=False, seq=1, **seal):
+        self.b += bytes([3, (2 if v6 else 0) | (4 if extended else 0), token << 1, seq])
+        if self.secure:
+            self.seal(**seal)
+
+    def path_status(self, token=1, **seal):
+        self.b += bytes([3, 1, token << 1])
+        if self.secure:
+            self.seal(**seal)
+
+    def raw(self, data):
+        self.b += bytes([4]) + struct.pack(">H", len(data)) + data
+
+    def replay(self, back=0, flip=0, where=0):
+        self.b += bytes([5, back, flip]) + struct.pack(">H", where)
+
+    def message(self, source=0, jitter=0, truncated=False, seg=None):
+        how = source | (0x80 if truncated else 0) | (0x40 if seg is not None else 0)
+        self.b += bytes([6, how, jitter])
+        if seg is not None:
+            self.b += struct.pack(">H", seg)
+
+    def flush(self, path=0, advance=10):
+        self.b += bytes([7, path, advance])
+
+    def expire(self, by=1000):
+        self.b += bytes([8]) + struct.pack(">H", by)
+
+    def main(self, what, path=0):
+        # what: 0 path down, 1 path up, 2 the other end restarted (reorder reset)
+        self.b += bytes([9, what | path << 2])
+
+
+def seeds():
+    # A TCP flow over two paths, in order, GRO trains of equal segments.
+    s = Seed(config(SECURE | REORDER | VNET | GRO), True)
+    for i in range(16):
+        s.data(size=200, path=i // 4 % 2)
+        if i % 4 == 3:
+            s.flush(path=i // 4 % 2)
+    s.data(how=4, size=100)
+    yield 'secure-tcp-train', s
+
+    # Reordering between paths, a gap that is filled late, duplicates, replays (intact and
+    # damaged), a datagram under another key, our own epoch, and a new epoch of the other end
+    # after which the old one is stale.
+    s = Seed(config(SECURE | REORDER | VNET | GRO, window=4), True)
+    s.data(seq=0, path=0)
+    s.data(seq=2, path=1)
+    s.flush(path=1)
+    s.data(seq=-2, path=0)
+    s.replay()
+    s.replay(flip=1, where=30)
+    s.flush()
+    s.data(seq=0, epoch=4)
+    s.data(seq=0, epoch=3)
+    s.data(seq=0, path=1, counter=-1)
+    s.flush()
+    s.data(seq=0, epoch=1)
+    s.data(seq=0, epoch=0)
+    s.flush()
+    s.expire(5000)
+    yield 'secure-reorder-epochs', s
+
+    # Keepalives and path status: from the paths' remotes, from a new source on a shared socket
+    # (only an extended keepalive can say which path), from nothing that is an IP address.
+    s = Seed(config(SECURE | REORDER, paths=3, topology=1), True)
+    s.keepalive(token=1)
+    s.message(source=5)
+    s.keepalive(token=2)
+    s.keepalive(extended=False)
+    s.data(seq=0)
+    s.message(source=8)
+    s.path_status(token=1)
+    s.message(source=1)
+    s.path_status(token=2)
+    s.flush()
+    yield 'secure-control', s
+
+    # Compat mode: one GRO message of equal TCP segments and a short last one, a UDP packet, a
+    # checksum and a key in the GRE header; then a message the kernel cut wrongly.
+    s = Seed(config(REORDER | VNET | GRO, v6=True), False)
+    s.message(source=0)
+    for i in range(6):
+        s.data(size=120)
+    s.data(size=40)
+    s.data(how=2, csum=True, key=True)
+    s.data(how=1 | 0x10, size=120)
+    s.flush()
+    s.message(source=1, seg=100)
+    s.data(size=120)
+    s.data(size=120)
+    s.flush(path=1)
+    s.expire(60000)
+    yield 'compat-gro', s
+
+    # Compat mode without reordering or virtio-net header: arbitrary datagrams, a truncated
+    # message, one from a new source, keepalives with and without a sequence number.
+    s = Seed(config(0, paths=1), False)
+    s.raw(bytes([0, 0, 8, 0]) + bytes(16))
+    s.raw(bytes([0x30, 0, 8, 0, 0, 0, 0, 1]))
+    s.message(truncated=True)
+    s.data(seq=None)
+    s.message(source=6)
+    s.data(seq=None)
+    s.keepalive()
+    s.flush()
+    yield 'compat-raw', s
+
+    # The sequence space: a stale run (the other end restarted) that resynchronises, a jump far
+    # ahead, a path that goes down and up, a reset by the main thread, expiry of a gap.
+    s = Seed(config(REORDER, paths=2, window=2, delay=0, seq_top=0x80), False)
+    for i in range(4):
+        s.data(seq=0, path=i % 2)
+    s.data(seq=3)
+    s.flush()
+    s.main(0, path=1)
+    s.data(seq=0, far=0x40000000)
+    for i in range(9):
+        s.data(seq=-100 & 0xff)
+    s.flush()
+    s.main(1, path=1)
+    s.data(seq=0)
+    s.data(seq=5)
+    s.flush()
+    s.main(2)
+    s.data(seq=0)
+    s.expire(20000)
+    yield 'compat-resync', s
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), 'rx')
+    os.makedirs(out, exist_ok=True)
+    for name, s in seeds():
+        with open(os.path.join(out, 'seed-' + name), 'wb') as f:
+            f.write(s.b)
+
+
+if __name__ == '__main__':
+    main()
