@@ -45,7 +45,9 @@ typedef struct ReorderStats {
         uint64_t overflows;   /* forced deliveries because the byte bound was hit */
 } ReorderStats;
 
-/* Called for every packet leaving the buffer, in order. */
+/* Called for every packet leaving the buffer, in order. pkt is valid during the call only: a copy
+ * the buffer held it in is reused for the next packet it holds (which may be within the same
+ * reorder_insert()), and lent memory is released right after the call. */
 typedef void (*ReorderDeliver)(void *userdata, const uint8_t *pkt, size_t len);
 
 /* Where held packets live. By default the buffer copies a packet it holds. A lender lets it keep

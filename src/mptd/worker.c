@@ -54,10 +54,11 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                         w->rx_pool_index[i] = -1;
                 }
         }
+        w->gro_stage = malloc(WORKER_BUFFER_SIZE);
         w->tx_buffer = malloc(WORKER_BUFFER_SIZE + WORKER_HEADROOM);
         w->tx_headers = malloc(OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX));
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
-        if (!w->rx_buffer || !w->tx_buffer || !w->tx_headers || !w->path_iov)
+        if (!w->rx_buffer || !w->gro_stage || !w->tx_buffer || !w->tx_headers || !w->path_iov)
                 goto oom;
         if (t->secure) {
                 w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
@@ -95,6 +96,7 @@ Worker *worker_free(Worker *w) {
         safe_close(w->epoll_fd);
         safe_close(w->wake_fd);
         free(w->rx_buffer);
+        free(w->gro_stage);
         free(w->tx_buffer);
         free(w->tx_headers);
         free(w->path_iov);
@@ -292,15 +294,46 @@ static void gro_flush(Worker *w) {
                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
 }
 
+/* Whether a delivered packet stays where it is until gro_flush(): one in a receive buffer does (the
+ * worker's own, or one of the pool's, which is only received into again after the flush, see
+ * pool_next_buffer()). One the reorder buffer held in a copy of its own does not: that copy is
+ * reused for the next packet it holds, which may be before the flush, while GRO still points
+ * into it. */
+static bool in_rx_buffer(const Worker *w, const uint8_t *pkt) {
+        return pool_index(w->tunnel, pkt) >= 0 ||
+               (pkt >= w->rx_buffer && pkt < w->rx_buffer + (size_t) WORKER_RX_MMSG * WORKER_BUFFER_SIZE);
+}
+
+/* A copy of pkt for GRO to point into, valid until the super-packet it joins is written: the
+ * staging area holds only packets of the current super-packet (it starts over when there is
+ * none), and is flushed when full. */
+static const uint8_t *gro_stage(Worker *w, const uint8_t *pkt, size_t len) {
+        uint8_t *copy;
+
+        if (!w->gro.active)
+                w->gro_staged = 0;
+        if (w->gro_staged + len > WORKER_BUFFER_SIZE) {
+                gro_flush(w);
+                w->gro_staged = 0;
+        }
+        copy = w->gro_stage + w->gro_staged;
+        memcpy(copy, pkt, len);
+        w->gro_staged += len;
+        return copy;
+}
+
 /* Every packet leaving the reorder buffer (or arriving without sequence number) ends here. With
  * offloads, consecutive TCP segments of one flow are gathered into one super-packet; the payload
- * stays where it is until gro_flush(), which the caller does before that memory changes. */
+ * stays where it is until gro_flush(), which the caller does before a receive buffer is used
+ * again. A packet from elsewhere (the reorder buffer's copies) is copied to the staging area. */
 static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
         Worker *w = userdata;
         Tunnel *t = w->tunnel;
 
         w->quiet_rx++;
         if (t->tun.vnet_hdr && dataplane_options.batch > 1) {
+                if (!in_rx_buffer(w, pkt))
+                        pkt = gro_stage(w, pkt, len);
                 if (gro_add(&w->gro, pkt, len))
                         return;
                 gro_flush(w);

@@ -49,12 +49,15 @@ struct Worker {
          * next: one of the tunnel's pool (rx_pool_index[i], which this worker holds a reference
          * on) or, when the pool has none free or there is no reorder buffer, the worker's own
          * buffer for that message (rx_buffer + i * WORKER_BUFFER_SIZE, rx_pool_index[i] -1);
-         * received TCP segments coalesced for the TUN. */
+         * received TCP segments coalesced for the TUN, and copies of those of them that were
+         * not in a receive buffer (gro_stage() in worker.c). */
         uint8_t *rx_buffer; /* WORKER_RX_MMSG x WORKER_BUFFER_SIZE */
         uint8_t *rx_cur[WORKER_RX_MMSG];
         int rx_pool_index[WORKER_RX_MMSG];
         uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
         Gro gro;
+        uint8_t *gro_stage; /* WORKER_BUFFER_SIZE */
+        size_t gro_staged;
         /* A receiving worker of a quiet tunnel writes what it receives through its own TUN
          * queue (see update_quiet()); the packets it wrote and the tunnel's tx_segments since
          * quiet_since. */

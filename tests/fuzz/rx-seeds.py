@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Writes the seed corpus of fuzz-rx (tests/fuzz/rx/seed-*): a few inputs in the format that
-# fuzz-rx.c describes under "The input", each a scenario the fuzzer then varies. Run it again
-# after changing that format:
+# Writes the corpus of fuzz-rx (tests/fuzz/rx/): a few inputs (seed-*) in the format that
+# fuzz-rx.c describes under "The input", each a scenario the fuzzer then varies; and the inputs
+# of bugs it found (regress-*), as scenarios of their own. Run it again after changing that
+# format:
 #
 #   tests/fuzz/rx-seeds.py [DIR]
 
@@ -181,12 +182,27 @@ def seeds():
     yield 'compat-resync', s
 
 
+def regressions():
+    # Held packets are copied out of the worker's own receive buffers (the pool's are lent); GRO
+    # gathered two of them as they were released (sequence numbers 2 and 3), and the next packet
+    # held in the same batch (5) was copied over the second before the super-packet was written.
+    s = Seed(config(REORDER | VNET | GRO, paths=1, window=2), False)
+    s.data(seq=0)
+    s.data(seq=1)
+    s.data(seq=0)
+    s.data(seq=-3)
+    s.data(seq=1)
+    s.flush()
+    yield 'gro-held-copy', s
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), 'rx')
     os.makedirs(out, exist_ok=True)
-    for name, s in seeds():
-        with open(os.path.join(out, 'seed-' + name), 'wb') as f:
-            f.write(s.b)
+    for prefix, scenarios in (('seed-', seeds()), ('regress-', regressions())):
+        for name, s in scenarios:
+            with open(os.path.join(out, prefix + name), 'wb') as f:
+                f.write(s.b)
 
 
 if __name__ == '__main__':
