@@ -338,9 +338,10 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         if (g->n_segments >= GRO_SEGMENTS_MAX || g->total + plen > GRO_BYTES_MAX || plen > g->gso_size)
                 return false;
         if (family == AF_INET) {
-                /* Same addresses, TOS, TTL, protocol and DF; consecutive IDs. */
+                /* Same addresses, TOS, TTL, protocol and flags (DF and the reserved one: segmenting
+                 * gives every packet the first one's); consecutive IDs. */
                 if (memcmp(pkt + 12, g->headers + 12, 8) != 0 || pkt[1] != g->headers[1] || pkt[8] != g->headers[8] ||
-                    (pkt[6] & 0x40) != (g->headers[6] & 0x40) || rd16(pkt + 4) != g->next_ip_id)
+                    rd16(pkt + 6) != rd16(g->headers + 6) || rd16(pkt + 4) != g->next_ip_id)
                         return false;
         } else {
                 /* Same version/class/flow label, hop limit and addresses. */

@@ -84,6 +84,25 @@ class Seed:
         self.b += bytes([9, what | path << 2])
 
 
+def checksum(b):
+    if len(b) % 2:
+        b += b'\0'
+    s = sum(struct.unpack('>%dH' % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def gre_ipv4_tcp(seq, ip_id, frag, payload=100):
+    # A compat-mode datagram: GRE without sequence number, an IPv4 TCP segment with ACK (its TCP
+    # checksum left 0: nothing on the way checks it).
+    tcp = struct.pack('>HHIIBBHHH', 40000, 5201, seq, 1, 5 << 4, 0x10, 512, 0, 0)
+    ip = struct.pack('>BBHHHBBH4s4s', 0x45, 0, 20 + len(tcp) + payload, ip_id, frag, 64, 6, 0,
+                     bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+    ip = ip[:10] + struct.pack('>H', checksum(ip)) + ip[12:]
+    return struct.pack('>HH', 0, 0x0800) + ip + tcp + bytes([0xa5]) * payload
+
+
 def seeds():
     # A TCP flow over two paths, in order, GRO trains of equal segments.
     s = Seed(config(SECURE | REORDER | VNET | GRO), True)
@@ -194,6 +213,14 @@ def regressions():
     s.data(seq=1)
     s.flush()
     yield 'gro-held-copy', s
+
+    # GRO gathered two segments whose IPv4 flags differed in the reserved bit only; segmenting the
+    # super-packet gave the second the first one's flags.
+    s = Seed(config(VNET | GRO, paths=1), False)
+    s.raw(gre_ipv4_tcp(1000, 7, 0x4000))
+    s.raw(gre_ipv4_tcp(1100, 8, 0xc000))
+    s.flush()
+    yield 'gro-ip-reserved-bit', s
 
 
 def main():

@@ -1665,6 +1665,9 @@ static void mut_no_df(Pkt *p) {
 static void mut_fragment(Pkt *p) {
         p->frag |= 0x2000;
 }
+static void mut_reserved_bit(Pkt *p) {
+        p->frag |= 0x8000; /* RFC 791's reserved flag (RFC 3514's evil bit) */
+}
 static void mut_flow_label(Pkt *p) {
         p->flow_label ^= 0x10000;
 }
@@ -1708,6 +1711,7 @@ static const GroReject gro_rejects[] = {
         { "ttl", AF_INET, mut_ttl },
         { "df", AF_INET, mut_no_df },
         { "fragment", AF_INET, mut_fragment, true },
+        { "reserved-bit", AF_INET, mut_reserved_bit },
         { "udp", AF_INET, mut_udp, true },
         { "sport6", AF_INET6, mut_sport },
         { "dport6", AF_INET6, mut_dport },
