@@ -631,9 +631,10 @@ static uint16_t l4_checksum(int family, const uint8_t *ip, const uint8_t *l4, si
 
 /* An inner packet: TCP or UDP, IPv4 or IPv6, one of four flows; its payload starts with the
  * tag. TCP segments of a flow follow each other (consecutive sequence numbers and IP IDs), so
- * that GRO coalesces them, unless `jump`. Returns its length. */
+ * that GRO coalesces them, unless `jump`. how: bit 0 IPv6, 1 UDP, 2 PSH, 3 TCP options, 4-5 the
+ * flow, 6 the IPv4 reserved flag, 7 ECN CE. Returns its length. */
 static size_t build_packet(Fuzz *fz, uint8_t *out, uint8_t how, size_t payload, uint32_t tag, uint32_t jump) {
-        bool v6 = how & 1, udp = how & 2, psh = how & 4, options = how & 8;
+        bool v6 = how & 1, udp = how & 2, psh = how & 4, options = how & 8, reserved = how & 0x40, ce = how & 0x80;
         unsigned flow = how >> 4 & 3;
         Flow *f = &fz->flows[(v6 ? 2 : 0) + udp][flow];
         size_t ip_len = v6 ? 40 : 20, l4_len = udp ? 8 : options ? 32 : 20, len;
@@ -644,6 +645,7 @@ static size_t build_packet(Fuzz *fz, uint8_t *out, uint8_t how, size_t payload, 
         memset(out, 0, ip_len + l4_len);
         if (v6) {
                 out[0] = 0x60;
+                out[1] = ce ? 0x30 : 0;
                 out[3] = (uint8_t) flow;
                 wr16(out + 4, (uint16_t) (len - 40));
                 out[6] = udp ? IPPROTO_UDP : IPPROTO_TCP;
@@ -653,10 +655,10 @@ static size_t build_packet(Fuzz *fz, uint8_t *out, uint8_t how, size_t payload, 
                 out[39] = (uint8_t) (2 + flow);
         } else {
                 out[0] = 0x45;
-                out[1] = flow & 1 ? 0x10 : 0;
+                out[1] = (flow & 1 ? 0x10 : 0) | (ce ? 3 : 0);
                 wr16(out + 2, (uint16_t) len);
                 wr16(out + 4, f->ip_id++);
-                out[6] = 0x40; /* DF */
+                out[6] = reserved ? 0xc0 : 0x40; /* DF */
                 out[8] = 64;
                 out[9] = udp ? IPPROTO_UDP : IPPROTO_TCP;
                 out[12] = out[16] = 10;
