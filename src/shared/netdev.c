@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <strings.h>
 #include <sys/stat.h>
 
 #include "conf-parser.h"
 #include "netdev.h"
+
+const char *const netdev_search_path[] = {
+        "/etc/systemd/network",
+        "/run/systemd/network",
+        "/usr/local/lib/systemd/network",
+        "/usr/lib/systemd/network",
+        "/lib/systemd/network",
+        NULL,
+};
 
 const char *const netdev_section_names[_MPT_SECTION_MAX] = {
         [MPT_SECTION_TUNNEL] = NETDEV_TUNNEL_SECTION,
@@ -378,6 +388,49 @@ int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_
         if (r < 0)
                 return r;
         return netdev_load_buffer(filename, buf, size, ret, ret_info, d);
+}
+
+int netdev_find_ifname(const char *const *dirs, const char *ifname, char **ret_path) {
+        for (const char *const *dir = dirs; *dir; dir++) {
+                DIR *d = opendir(*dir);
+                size_t n = 0;
+
+                if (!d)
+                        continue;
+                for (struct dirent *de; (de = readdir(d)) && n < NETDEV_FILES_MAX;) {
+                        _cleanup_(profile_freep) MptProfile *p = NULL;
+                        _cleanup_free_ char *path = NULL;
+                        MptNetdevInfo info = {};
+                        MptDiagnostics diag = {};
+                        bool match;
+                        int r;
+
+                        if (de->d_name[0] == '.' || !netdev_filename(de->d_name))
+                                continue;
+                        n++;
+                        if (asprintf(&path, "%s/%s", *dir, de->d_name) < 0) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        r = netdev_load_file(path, &p, &info, &diag);
+                        diag_done(&diag);
+                        /* info is filled for a broken file too (and stays empty when unread). */
+                        match = info.ifname && streq(info.ifname, ifname);
+                        netdev_info_done(&info);
+                        if (r == -ENOMEM) {
+                                closedir(d);
+                                return r;
+                        }
+                        if (match) {
+                                closedir(d);
+                                if (ret_path)
+                                        *ret_path = TAKE_PTR(path);
+                                return 1;
+                        }
+                }
+                closedir(d);
+        }
+        return 0;
 }
 
 static const struct {

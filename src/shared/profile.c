@@ -501,6 +501,35 @@ static char *default_tunnel_name(const char *filename) {
         return strdup(base);
 }
 
+/* Opens a key file for reading only once it is known to be a regular file: an O_PATH descriptor
+ * (which opens nothing: no device's open routine runs, a FIFO is not waited on) is checked
+ * first, and the file it names is then reopened through /proc/self/fd, so that a name swapped
+ * in between cannot make us open something else. Returns the descriptor, or -EBADFD for a file
+ * that is not regular, or another negative errno. */
+static int open_regular_file(const char *path, struct stat *ret_st) {
+        _cleanup_close_ int pfd = -EBADF;
+        char proc[STRLEN("/proc/self/fd/") + 12];
+        struct stat st2;
+        int fd;
+
+        pfd = open(path, O_PATH | O_CLOEXEC);
+        if (pfd < 0)
+                return -errno;
+        if (fstat(pfd, ret_st) < 0)
+                return -errno;
+        if (!S_ISREG(ret_st->st_mode))
+                return -EBADFD;
+        (void) snprintf(proc, sizeof proc, "/proc/self/fd/%i", pfd);
+        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return errno == ENOENT ? -ENOSYS : -errno; /* no /proc: say so, do not fall back */
+        if (fstat(fd, &st2) < 0 || st2.st_dev != ret_st->st_dev || st2.st_ino != ret_st->st_ino) {
+                safe_close(fd);
+                return -ESTALE;
+        }
+        return fd;
+}
+
 /* Reads KeyFile= (relative to the profile's directory). A key that others can read is no secret:
  * refused. On failure, *reterr says why (without the file's contents). */
 static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
@@ -523,13 +552,13 @@ static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
         if (!path)
                 return -ENOMEM;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                FAIL("KeyFile=%s: cannot open '%s': %s", p->tunnel.key_file, path, strerror(errno));
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
+        fd = open_regular_file(path, &st);
+        if (fd == -EBADFD)
                 FAIL("KeyFile=%s: '%s' is not a regular file", p->tunnel.key_file, path);
-        }
+        if (fd == -ENOSYS)
+                FAIL("KeyFile=%s: cannot open '%s' safely: /proc is not mounted", p->tunnel.key_file, path);
+        if (fd < 0)
+                FAIL("KeyFile=%s: cannot open '%s': %s", p->tunnel.key_file, path, strerror(-fd));
         if (st.st_mode & S_IROTH) {
                 close(fd);
                 FAIL("KeyFile=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)",

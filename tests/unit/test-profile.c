@@ -4,6 +4,8 @@
 #include "profile.h"
 #include "compat-fixture.h"
 
+#include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1143,6 +1145,38 @@ static void test_secure_keys(void) {
         g_assert_nonnull(strstr(written, "Key=" KEY1 "\n"));
 }
 
+/* KeyFile= naming something that is not a regular file is refused before anything opens it:
+ * opening a device can have effects of its own (a tape rewinds, a modem hangs up), and opening a
+ * FIFO is visible to its writer. inotify sees every real open (IN_OPEN), none of the type check. */
+static void test_key_file_not_opened(void) {
+        static const char *const targets[] = { "fifo.key", "/dev/null", "." };
+        char events[4096];
+        int in;
+
+        g_assert_cmpint(mkfifo("fifo.key", 0600), ==, 0);
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        g_assert_cmpint(in, >=, 0);
+        g_assert_cmpint(inotify_add_watch(in, "fifo.key", IN_OPEN | IN_ACCESS), >=, 0);
+        g_assert_cmpint(inotify_add_watch(in, "/dev/null", IN_OPEN | IN_ACCESS), >=, 0);
+
+        for (size_t i = 0; i < G_N_ELEMENTS(targets); i++) {
+                g_autofree char *text = g_strdup_printf("[Tunnel]\nKeyFile=%s\n" P_OK, targets[i]);
+                g_autofree char *want = g_strdup_printf(TEST_FILE ":2: KeyFile=%s: '%s' is not a regular file",
+                                                        targets[i], targets[i]);
+                g_auto(GStrv) e = load_errors(text);
+
+                g_assert_cmpuint(g_strv_length(e), ==, 1);
+                g_assert_cmpstr(e[0], ==, want);
+        }
+        /* The watch works: a real open of the FIFO is seen. */
+        g_assert_cmpint(read(in, events, sizeof events), ==, -1);
+        g_assert_cmpint(errno, ==, EAGAIN);
+        safe_close(open("fifo.key", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+        g_assert_cmpint(read(in, events, sizeof events), >, 0);
+        close(in);
+        g_assert_cmpint(unlink("fifo.key"), ==, 0);
+}
+
 static void test_too_many_paths(void) {
         GString *s = g_string_new("[Tunnel]\n");
         g_autofree char *text = NULL, *expect = NULL;
@@ -1445,6 +1479,7 @@ int main(int argc, char *argv[]) {
         }
         g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
         g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
+        g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
