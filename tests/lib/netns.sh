@@ -54,8 +54,11 @@ lab_find_binaries() {
         [ -x "$MPTCTL" ] || lab_die "mptctl binary not found (set MPTCTL=)"
 }
 
+# lab_cleanup [RC]: the exit trap; RC (default: $?) is the test's status, which decides whether
+# the logs are shown and is returned. A trap of a test's own that calls it passes its status
+# (a "(exit $rc)" before the call would end a shell under set -e before the cleanup).
 lab_cleanup() {
-        local rc=$?
+        local rc=${1:-$?}
         local pid ns
         for pid in "${LAB_PIDS[@]}"; do
                 kill -TERM "$pid" 2>/dev/null || true

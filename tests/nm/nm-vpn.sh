@@ -69,8 +69,7 @@ nm_cleanup() {
         if [ -n "${MPT_NM_KEEP_LOGS:-}" ]; then
                 cp "$LAB_DIR/nm.log" "$MPT_NM_KEEP_LOGS/" 2>/dev/null || true
         fi
-        (exit "$rc")
-        lab_cleanup
+        lab_cleanup "$rc"
 }
 trap nm_cleanup EXIT
 
