@@ -287,8 +287,7 @@ static void test_file_errors(void) {
 }
 
 /* The pre-shared key: a secret in vpn.secrets that lands in the profile (and so in the text mptd
- * reads). Needs the key in the table (branch issue5-crypto); until then only the parts that do
- * not depend on it run. */
+ * reads). */
 static void test_secret(void) {
         static const KV data[] = {
                 { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" }, { "Key-flags", "1" }, {},
@@ -302,15 +301,8 @@ static void test_secret(void) {
 
         g_assert_true(mpt_nm_key_is_secret("Key"));
         g_assert_false(mpt_nm_key_is_secret("KeyFile"));
-        if (!conf_key_lookup(MPT_SECTION_TUNNEL, MPT_NM_SECRET_KEY)) {
-                /* A secret the table does not know is not judged (and not lost: NM keeps it). */
-                nm_setting_vpn_add_secret(s, MPT_NM_SECRET_KEY, key);
-                g_assert_true(mpt_nm_validate(s, NULL));
-                g_test_skip("the key table has no Key= yet (branch issue5-crypto)");
-                return;
-        }
-        if (conf_key_lookup(MPT_SECTION_TUNNEL, "Mode"))
-                nm_setting_vpn_add_data_item(s, "Mode", "secure");
+        g_assert_nonnull(conf_key_lookup(MPT_SECTION_TUNNEL, MPT_NM_SECRET_KEY));
+        nm_setting_vpn_add_data_item(s, "Mode", "secure");
         nm_setting_vpn_add_secret(s, MPT_NM_SECRET_KEY, key);
         g_assert_true(mpt_nm_profile_from_setting(s, &p, &error));
         g_assert_no_error(error);
