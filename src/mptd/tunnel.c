@@ -47,7 +47,7 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
         if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
                 return MPT_DROP_COUNTER_EXHAUSTED;
         *ret_len = mpt_secure_seal(buf, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
-                                   (uint16_t) path, counter);
+                                   (MptSecureSender) { .path_id = (uint8_t) path, .counter = counter });
         return *ret_len == 0 ? MPT_DROP_CIPHER_ERROR : -1;
 }
 

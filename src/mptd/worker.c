@@ -882,7 +882,9 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                 COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
                         else {
                                 dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
-                                                          t->aes ? MPT_SECURE_FLAG_AES : 0, (uint16_t) p, next[p]++);
+                                                          t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                                          (MptSecureSender) { .path_id = (uint8_t) p,
+                                                                              .counter = next[p]++ });
                                 if (dl == 0)
                                         COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
                                 else {

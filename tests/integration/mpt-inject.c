@@ -204,14 +204,15 @@ int main(int argc, char *argv[]) {
                 } else if (streq(what, "truncated")) {
                         len = 16;
                         random_fill(buf, len);
-                        buf[0] = MPT_SECURE_V1_CHACHA;
+                        buf[0] = MPT_SECURE_V2_TRANSPORT;
                 } else if (streq(what, "oversized")) {
                         len = 60000;
                         random_fill(buf, len);
                         if (mpt_secure_derive(psk.bytes, epoch, false, &keys) < 0)
                                 return 1;
                         /* A plausible header, then anything: the tag cannot match. */
-                        mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, 62, counter + i);
+                        mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
+                                        (MptSecureSender) { .path_id = 62, .counter = counter + i });
                 } else if (streq(what, "bad-version") || streq(what, "bad-header") || streq(what, "wrong-key") ||
                            streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay")) {
                         uint64_t e = epoch;
@@ -234,10 +235,13 @@ int main(int argc, char *argv[]) {
                         plain = compat_frame(buf + MPT_SECURE_HEADER_SIZE, 0x88b5);
                         if (mpt_secure_derive(psk.bytes, e, false, &keys) < 0)
                                 return 1;
-                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, path,
-                                              streq(what, "replay") ? counter : counter + i);
+                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
+                                              (MptSecureSender) {
+                                                      .path_id = (uint8_t) path,
+                                                      .counter = streq(what, "replay") ? counter : counter + i,
+                                              });
                         if (streq(what, "bad-version"))
-                                buf[0] = 0xe3;
+                                buf[0] = MPT_SECURE_V1_CHACHA; /* an older mptd's version 1 */
                         if (streq(what, "bad-header"))
                                 buf[1] = 0x80;
                 } else if (streq(what, "compat")) {
