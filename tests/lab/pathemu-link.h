@@ -12,7 +12,9 @@
  * a virtual clock (a frame starts when the link is free and it has arrived, and takes
  * len * 8 / rate), so the rate holds exactly however late the caller comes to collect frames;
  * only the release waits for the caller. Release times are monotonic unless the spec allows
- * reordering, so jitter never reorders a path's frames by default.
+ * reordering, so jitter never reorders a path's frames by default: a frame whose draw would
+ * overtake the one before it leaves with it instead, so under load (frames closer together than
+ * the jitter) delays bunch towards delay + jitter, as on a link that holds its queue in order.
  *
  * Frames are copied into one ring buffer per direction, in arrival order, and released from
  * it: queue and delay line are two ranges of the same ring (with `reorder`, a heap orders the

@@ -464,7 +464,8 @@ lab_emu_offloads() {
 
 # lab_emu_start INDEX SPEC: starts path INDEX's emulator (in r<INDEX>, a direct child of the
 # lab's shell, its PID in LAB_EMU_PIDS and LAB_PIDS) and waits until it forwards (it writes its
-# stats file when it is ready). Its log is $LAB_DIR/emu-INDEX.log.
+# stats file when it is ready). Its log is $LAB_DIR/emu-INDEX.log. It runs at nice -10: on two
+# CPUs shared with both ends' load, the "network" must not wait for a CPU behind iperf3.
 lab_emu_start() {
         local i=$1 stats=$LAB_DIR/emu-$1.stats pid
         rm -f "$stats"
