@@ -595,9 +595,11 @@ static int build_dir(const Items *it, EmuDir dir, unsigned max_frame, EmuDirSpec
                 EmuLoss *g = &base.loss;
                 const char *pi = NULL, *ri = NULL;
 
-                if (has_loss)
+                if (has_loss) {
+                        (void) get(it, dir, KEY_LOSS, &item);
                         return fail(e, "'%s' and ge-*: the loss is given twice (loss=P%%[,burst=N] or ge-p=,ge-r=)",
-                                    it->item[0][KEY_LOSS] ?: it->item[1 + dir][KEY_LOSS]);
+                                    item);
+                }
                 *g = (EmuLoss) { .model = EMU_LOSS_GE, .bad = 1, .good = 0 };
                 static const char *const names[] = { "ge-p", "ge-r", "ge-bad", "ge-good" };
                 double *dst[] = { &g->p, &g->r, &g->bad, &g->good };
