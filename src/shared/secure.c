@@ -8,20 +8,9 @@
 #include <pthread.h>
 #include <sys/auxv.h>
 
+#include "byteorder.h"
 #include "secure.h"
 #include "wire.h"
-
-static inline void wr64(uint8_t *p, uint64_t v) {
-        for (int i = 7; i >= 0; i--, v >>= 8)
-                p[i] = (uint8_t) v;
-}
-
-static inline uint64_t rd64(const uint8_t *p) {
-        uint64_t v = 0;
-        for (int i = 0; i < 8; i++)
-                v = v << 8 | p[i];
-        return v;
-}
 
 static const char *const mpt_cipher_table[_MPT_CIPHER_MAX] = {
         [MPT_CIPHER_CHACHA20_POLY1305] = "chacha20-poly1305",
@@ -129,7 +118,7 @@ int mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCi
 
         assert(n + 8 <= sizeof msg);
         memcpy(msg, label, n);
-        wr64(msg + n, epoch);
+        wr64be(msg + n, epoch);
         /* Keyed BLAKE2b with a 32-byte digest (RFC 7693; what libsodium calls crypto_generichash). */
         if (mpt_secure_init() < 0)
                 goto fail;
@@ -235,8 +224,8 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
         buf[1] = flags | (aes ? MPT_SECURE_FLAG_AESGCM : 0);
         buf[2] = from.path_id;
         buf[3] = from.lane;
-        wr64(buf + 4, k->epoch);
-        wr64(buf + 12, from.counter);
+        wr64be(buf + 4, k->epoch);
+        wr64be(buf + 12, from.counter);
         nonce_of(buf, nonce);
         ctx = thread_ctx(k, cipher, true);
         /* In place or not (libcrypto allows c == m); the tag goes right after the ciphertext. */
@@ -279,8 +268,8 @@ int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret) {
                 .flags = buf[1],
                 .path_id = buf[2],
                 .lane = buf[3],
-                .epoch = rd64(buf + 4),
-                .counter = rd64(buf + 12),
+                .epoch = rd64be(buf + 4),
+                .counter = rd64be(buf + 12),
         };
         if (ret->path_id >= MPT_PATHS_MAX || ret->lane >= MPT_SECURE_LANES || ret->epoch == 0)
                 return MPT_DROP_BAD_HEADER;

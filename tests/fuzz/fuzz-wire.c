@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* The receive path's decoders, in the order the worker applies them to a datagram from the
- * network: GRE header, then a keepalive or path-status frame, or the inner IP packet. A
+ * network: GRE header, then a keepalive, path-status or feedback frame, or the inner IP packet. A
  * well-formed decode must describe memory inside the input, and re-encoding a decoded
  * keepalive or path-status frame must decode to the same values. */
 
@@ -53,6 +53,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                         if (mpt_path_status_decode(&f, &ps) < 0)
                                 (void) mpt_path_status_encode(out, sizeof out, &ps);
+                        break;
+                }
+                case MPT_FRAME_FEEDBACK: {
+                        uint8_t fbuf[MPT_FEEDBACK_SIZE_MAX];
+                        MptFeedback fb, fb2;
+                        MptFrame f2;
+                        size_t n;
+
+                        if (mpt_feedback_decode(&f, &fb) >= 0)
+                                break;
+                        /* Whatever decodes re-encodes (as version 1) and decodes to the same. */
+                        n = mpt_feedback_encode(fbuf, sizeof fbuf, f.protocol, &fb);
+                        assert(n > 0);
+                        assert(mpt_frame_decode(fbuf, n, &f2) < 0 && f2.kind == MPT_FRAME_FEEDBACK);
+                        assert(mpt_feedback_decode(&f2, &fb2) < 0);
+                        assert(fb2.now == fb.now && fb2.n == fb.n);
+                        for (unsigned i = 0; i < fb.n; i++)
+                                assert(fb2.entries[i].path_id == fb.entries[i].path_id &&
+                                       fb2.entries[i].packets == fb.entries[i].packets &&
+                                       fb2.entries[i].bytes == fb.entries[i].bytes &&
+                                       fb2.entries[i].marker == fb.entries[i].marker &&
+                                       fb2.entries[i].arrival == fb.entries[i].arrival &&
+                                       fb2.entries[i].peak_rate == fb.entries[i].peak_rate);
                         break;
                 }
                 }
