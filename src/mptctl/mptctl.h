@@ -18,6 +18,7 @@ void strv_free_n(char **l, size_t n);
 void output_json_records(FILE *f, const CtlRecord *records, size_t n);
 void output_show_text(FILE *f, const CtlRecord *records, size_t n);
 void format_bytes(uint64_t b, char *buf, size_t size);
+void format_rate(uint64_t bps, char *buf, size_t size);
 void json_string(FILE *f, const char *s);
 void format_usec(const char *v, char *buf, size_t size);
 

@@ -12,6 +12,7 @@
 static const char *const mpt_scheduler_table[_MPT_SCHEDULER_MAX] = {
         [MPT_SCHEDULER_WEIGHTED] = "weighted",
         [MPT_SCHEDULER_FLOW] = "flow",
+        [MPT_SCHEDULER_LEARNED] = "learned",
 };
 DEFINE_STRING_TABLE(mpt_scheduler, MptScheduler, _MPT_SCHEDULER_MAX);
 
@@ -638,6 +639,17 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
 
         verify_key(p, d);
 
+        /* The learned scheduler needs the other end's feedback, which only secure mode carries
+         * (an original MPT peer sends none, and nothing unauthenticated may move traffic). */
+        if (p->tunnel.mode == MPT_MODE_COMPAT && p->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
+                if (IS_SET(p->tunnel.key_line, MPT_SECTION_TUNNEL, "Scheduler"))
+                        diag_add(d, file, TLINE(p, "Scheduler"),
+                                 "Scheduler=learned needs the other end's feedback, which only secure mode "
+                                 "carries: use Scheduler=weighted (with Weight=) in compat mode");
+                else
+                        p->tunnel.scheduler = MPT_SCHEDULER_WEIGHTED;
+        }
+
         for (size_t i = 0; i < p->tunnel.addresses.n; i++)
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
                         has_v6 = true;
@@ -1023,7 +1035,7 @@ bool path_config_is_backup(const MptPathConfig *path, int devclass) {
 }
 
 bool profile_uses_sequence(const MptProfile *p) {
-        return p->tunnel.reorder_window > 0 && p->tunnel.scheduler == MPT_SCHEDULER_WEIGHTED;
+        return p->tunnel.reorder_window > 0 && p->tunnel.scheduler != MPT_SCHEDULER_FLOW;
 }
 
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {

@@ -21,6 +21,7 @@
 typedef enum MptScheduler {
         MPT_SCHEDULER_WEIGHTED, /* per packet, weighted round-robin (spec section 4.2) */
         MPT_SCHEDULER_FLOW,     /* per flow: a flow sticks to one path, flows spread by weight */
+        MPT_SCHEDULER_LEARNED,  /* per packet, by what each path delivers (mptd: learn.h); secure mode */
         _MPT_SCHEDULER_MAX,
         _MPT_SCHEDULER_INVALID = -EINVAL,
 } MptScheduler;

@@ -293,7 +293,7 @@ static const ErrorCase error_cases[] = {
           HEAD "[X-MPT]\nWorkers=0\nScheduler=fast\n[X-MPTPath]\nInterface=eth0\nRemote=192.0.2.1\nWeight=-1\n"
                "DeadTime=1h\nKeepaliveInterval=2h\n",
           TEST_FILE ":9: invalid Workers= '0': expected \"auto\" or 1..64\n"
-          TEST_FILE ":10: invalid Scheduler= 'fast': expected weighted|flow\n"
+          TEST_FILE ":10: invalid Scheduler= 'fast': expected learned|weighted|flow\n"
           TEST_FILE ":14: invalid Weight= '-1': expected 0..10000\n"
           TEST_FILE ":16: invalid KeepaliveInterval= '2h': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", "
                     "\"2s\")\n" },

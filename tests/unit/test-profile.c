@@ -329,9 +329,9 @@ static const KeyVector key_vectors[] = {
         { "Tunnel.Scheduler",
           .good = { "weighted", "flow" },
           .bad = { "Flow", "round-robin", "weighted " "x" },
-          .message = { "invalid Scheduler= 'Flow': expected weighted|flow",
-                       "invalid Scheduler= 'round-robin': expected weighted|flow",
-                       "invalid Scheduler= 'weighted x': expected weighted|flow" } },
+          .message = { "invalid Scheduler= 'Flow': expected learned|weighted|flow",
+                       "invalid Scheduler= 'round-robin': expected learned|weighted|flow",
+                       "invalid Scheduler= 'weighted x': expected learned|weighted|flow" } },
         { "Tunnel.Workers",
           .good = { "auto", "1", "64" },
           .bad = { "0", "65", "many" },
@@ -656,7 +656,7 @@ static void test_defaults(void) {
         g_assert_cmpuint(p->tunnel.local_port, ==, MPT_DEFAULT_PORT);
         g_assert_cmpuint(p->tunnel.remote_port, ==, 4754);
         g_assert_cmpuint(p->tunnel.reorder_window, ==, 4096);
-        g_assert_cmpuint(p->tunnel.reorder_max_delay, ==, 100 * USEC_PER_MSEC);
+        g_assert_cmpuint(p->tunnel.reorder_max_delay, ==, 500 * USEC_PER_MSEC);
         g_assert_cmpint(p->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
         g_assert_cmpuint(p->tunnel.workers, ==, 0);
         g_assert_cmpuint(p->tunnel.line, ==, 1);
@@ -1177,6 +1177,26 @@ static void test_key_file_not_opened(void) {
         g_assert_cmpint(unlink("fifo.key"), ==, 0);
 }
 
+/* Scheduler=learned needs secure mode's feedback: it is the default there, and compat mode falls
+ * back to weighted, or refuses it when the profile asks for it. */
+static void test_scheduler_by_mode(void) {
+        g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL;
+        static const char *const want[] = {
+                TEST_FILE ":3: Scheduler=learned needs the other end's feedback, which only secure mode carries: "
+                          "use Scheduler=weighted (with Weight=) in compat mode",
+                NULL,
+        };
+
+        a = load_ok("[Tunnel]\nKey=" KEY1 "\n" P_OK);
+        g_assert_cmpint(a->tunnel.scheduler, ==, MPT_SCHEDULER_LEARNED);
+        g_assert_true(profile_uses_sequence(a));
+        b = load_ok("[Tunnel]\nKey=" KEY1 "\nScheduler=weighted\n" P_OK);
+        g_assert_cmpint(b->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
+        c = load_ok("[Tunnel]\nMode=compat\n" P_OK);
+        g_assert_cmpint(c->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
+        assert_errors("[Tunnel]\nMode=compat\nScheduler=learned\n" P_OK, want);
+}
+
 static void test_too_many_paths(void) {
         GString *s = g_string_new("[Tunnel]\n");
         g_autofree char *text = NULL, *expect = NULL;
@@ -1479,6 +1499,7 @@ int main(int argc, char *argv[]) {
         }
         g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
         g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
+        g_test_add_func("/mpt/profile/scheduler-by-mode", test_scheduler_by_mode);
         g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
