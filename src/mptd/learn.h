@@ -19,7 +19,7 @@
  * back to back in a burst: at the path's bottleneck rate) credits a path with 7/8 of it at least,
  * so that the split is about right within a round trip of the first bursts (TCP's slow start
  * ends when the slowest path of a wrong split fills, and grows slowly after); a saturation
- * reading overrides it for LEARN_PEAK_IGNORE_USEC, since a peak may be older than a drop.
+ * reading overrides it for LEARN_PEAK_IGNORE_USEC.
  * A path that did not keep up ("saturated") is set to 7/8 of what it delivered, which drains the
  * queue it built, when a queue stood already at the span's start (the path was busy throughout, so
  * what it delivered is what it can carry); when the queue only built up during the span (a burst,
@@ -57,8 +57,11 @@
  * and drops at its tail no longer grows, and its delay swings as TCP backs off and comes again,
  * so that neither of the first two may see it; random loss comes without a queue. */
 #define LEARN_LOSS_SAT_PPM 5000u
-/* After a saturated span, peak rates are not trusted for this long (they may be older). */
-#define LEARN_PEAK_IGNORE_USEC (500 * USEC_PER_MSEC)
+/* After a span that was saturated throughout, peak rates are not trusted for this long: what
+ * the path delivered while busy is a better measure than a burst's rate, which the receiving
+ * thread's scheduling can inflate (a batch read late looks like a fast burst); a path whose
+ * capacity grew is found by the growth rules meanwhile. */
+#define LEARN_PEAK_IGNORE_USEC (10 * USEC_PER_SEC)
 /* The one-way delay's minimum is taken over this window (two halves, as a rolling minimum). */
 #define LEARN_OWD_WINDOW_USEC (10 * USEC_PER_SEC)
 /* Rates are bytes per second; a path is never credited with less than this. */
