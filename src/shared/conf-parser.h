@@ -7,7 +7,12 @@
  * starting with '#' or ';', blank lines. It knows nothing about what sections and keys mean:
  * it hands each element to the callbacks with its line number. Structural problems (text
  * outside a section, a line without '=', an unterminated header, control characters, an
- * over-long line) are reported as diagnostics and parsing goes on with the next line. */
+ * over-long line) are reported as diagnostics and parsing goes on with the next line.
+ *
+ * As systemd's parser does, it skips a UTF-8 byte order mark at the start, and joins a line that
+ * ends in a backslash with the next one (the backslash becomes a blank; comment lines in between
+ * are skipped). A continued line is reported, and handed over, with the number of the line where
+ * it starts; the numbers of the lines after it stay those of the file. */
 
 #define CONF_LINE_MAX 4096u
 #define CONF_FILE_MAX (1024u * 1024u)
