@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # meson install into a DESTDIR puts the generator, the unit, the man pages and the examples
-# where systemd and man look for them: install.sh BUILD_ROOT PREFIX SBINDIR MANDIR DOCDIR
+# where systemd and man look for them: install.sh BUILD_ROOT PREFIX SBINDIR MANDIR DOCDIR SYSCONFDIR
 #
 # The systemd directories are taken from systemd.pc here, independently of meson.build, with
 # the prefix of the build. The installed generator, run on the installed example, must point
@@ -15,6 +15,7 @@ prefix=$2
 sbindir=$3
 mandir=$4
 docdir=$5
+sysconfdir=$6
 
 command -v pkg-config >/dev/null || { echo "SKIP: needs pkg-config"; exit 77; }
 pkg-config --exists systemd || { echo "SKIP: needs systemd.pc"; exit 77; }
@@ -82,6 +83,25 @@ fi
 # Nothing of the build tree leaks into what is installed.
 if grep -rl "$(cd "$build" && pwd)" "$D$unitdir" "$D$mandir" "$D$docdir" 2>/dev/null; then
         fail "installed files name the build tree"
+fi
+
+# The profile directory is root's alone: profiles may hold a key (Key=).
+if [ ! -d "$D$sysconfdir/mpt" ]; then
+        fail "$sysconfdir/mpt is not installed"
+elif [ "$(stat -c %a "$D$sysconfdir/mpt")" != 700 ]; then
+        fail "$sysconfdir/mpt is installed with mode $(stat -c %a "$D$sysconfdir/mpt"), expected 700"
+fi
+
+# The template orders itself after network-pre.target without pulling it in (a passive target),
+# and has systemd create the runtime directory and keep it for the other instances.
+! grep -q '^Wants=.*network-pre.target' "$D$unitdir/mptd@.service" ||
+        fail "mptd@.service pulls in network-pre.target (Wants=)"
+grep -qx 'After=network-pre.target' "$D$unitdir/mptd@.service" || fail "mptd@.service is not After=network-pre.target"
+if grep -q '^RuntimeDirectory=' "$D$unitdir/mptd@.service"; then
+        grep -qx 'RuntimeDirectoryPreserve=yes' "$D$unitdir/mptd@.service" ||
+                fail "mptd@.service has RuntimeDirectory= without RuntimeDirectoryPreserve=yes: stopping one tunnel would remove the sockets of all"
+elif ! grep -q '^ReadWritePaths=-/' "$D$unitdir/mptd@.service"; then
+        fail "mptd@.service has neither RuntimeDirectory= nor ReadWritePaths=-DIR for the control sockets"
 fi
 
 # The template runs the installed mptd.
