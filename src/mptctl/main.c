@@ -8,12 +8,14 @@
 bool arg_json;
 double arg_interval = 1.0;
 unsigned arg_count;
+bool arg_strict;
 
 /* Options of mptctl itself and of its commands: one number space, one switch in parse_verb_options(). */
 enum {
         ARG_VERSION = 0x100,
         ARG_INTERVAL,
         ARG_COUNT,
+        ARG_STRICT,
 };
 
 static void help(void) {
@@ -27,7 +29,7 @@ static void help(void) {
                "                                     Live per-path rates\n"
                "  path TUNNEL PATH set weight N      Change a path's weight (0: backup)\n"
                "  path TUNNEL PATH up|down           Take a path out of or back into use\n"
-               "  check FILE...                      Check profiles; every problem as FILE:LINE\n"
+               "  check [--strict] FILE...           Check profiles; every problem as FILE:LINE\n"
                "  keys                               List the profile keys\n"
                "  genkey                             Print a new random key for Key= or KeyFile=\n"
                "\n"
@@ -46,6 +48,11 @@ static const struct option monitor_options[] = {
         {}
 };
 
+static const struct option check_options[] = {
+        { "strict", no_argument, NULL, ARG_STRICT },
+        {}
+};
+
 static const struct {
         const char *name;
         int (*run)(int argc, char **argv);
@@ -56,7 +63,7 @@ static const struct {
         { "show", verb_show, NULL },
         { "monitor", verb_monitor, monitor_options },
         { "path", verb_path, NULL },
-        { "check", verb_check, NULL },
+        { "check", verb_check, check_options },
         { "keys", verb_keys, NULL },
         { "genkey", verb_genkey, NULL },
 };
@@ -127,6 +134,9 @@ static int parse_verb_options(const char *verb, const struct option *options, in
                                 fprintf(stderr, "mptctl: invalid --count '%s'\n", optarg);
                                 return -EINVAL;
                         }
+                        break;
+                case ARG_STRICT:
+                        arg_strict = true;
                         break;
                 case ':':
                         fprintf(stderr, "mptctl: %s: option '%s' needs a value\n", verb, argv[optind - 1]);

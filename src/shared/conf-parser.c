@@ -223,6 +223,10 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
 }
 
 int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size) {
+        return read_full_file_stat(filename, max, ret, ret_size, NULL);
+}
+
+int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 0;
@@ -265,6 +269,8 @@ int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_siz
         *ret = TAKE_PTR(buf);
         if (ret_size)
                 *ret_size = size;
+        if (ret_st)
+                *ret_st = st;
         return 0;
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/stat.h>
+
 #include "diag.h"
 
 /* A systemd-style INI tokenizer: "[Section]" headers, "Key=Value" assignments, comments
@@ -33,3 +35,5 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
 int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdata, MptDiagnostics *d);
 /* Reads a whole file of at most max bytes into a NUL-terminated buffer. */
 int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size);
+/* The same, and what fstat() said about the file that was read (ret_st may be NULL). */
+int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st);

@@ -14,7 +14,11 @@
 #     short option, an option of mptctl itself after the command (with where it goes), a value
 #     out of range (nan, 0.01, 3601) or not a number, and a second tunnel;
 #   - commands without options take their arguments as they are: `path lab p0 set weight -1`
-#     is an invalid weight, not an unknown option.
+#     is an invalid weight, not an unknown option;
+#   - `check` of a profile with Key= that its group and others can read: OK (exit 0) with one
+#     "FILE:LINE: warning:" line at Key=; with `--strict` (before or after the file) the same line
+#     is a problem and the exit status 1, in JSON too ("ok": false); a private one passes
+#     `--strict`; `--strict=yes` is an error; `check -- -x.conf` checks the file "-x.conf".
 #
 # MPTCTL= names the mptctl binary.
 
@@ -95,3 +99,45 @@ expect_error "mptctl: invalid --count '-1'" monitor lab --count -1
 expect_error "mptctl: usage: mptctl monitor TUNNEL [--interval=SECONDS] [--count=N]" monitor lab other
 expect_error "mptctl: usage: mptctl monitor TUNNEL [--interval=SECONDS] [--count=N]" monitor --count 1
 expect_error "mptctl: invalid weight '-1': expected 0..10000 (0: backup)" path lab p0 set weight -1
+
+# ---- check --strict ----
+key=$("$MPTCTL" genkey)
+printf '[Tunnel]\nAddress=10.0.0.1/30\nKey=%s\n\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n' "$key" > "$dir/open.conf"
+cp "$dir/open.conf" "$dir/private.conf"
+chmod 644 "$dir/open.conf"
+chmod 600 "$dir/private.conf"
+printf '[Tunnel]\nName=x\nMode=compat\n\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n' > "$dir/-x.conf"
+msg="Key= holds the tunnel's secret key, and its group and others can read this file (mode 0644): make it private (chmod 600), or move the key to KeyFile="
+
+"$MPTCTL" check "$dir/open.conf" > "$dir/out" 2> "$dir/err" || fail "check of a readable Key=: exit $?, expected 0"
+[ "$(cat "$dir/out")" = "$dir/open.conf: OK (tunnel 'open', 1 path)" ] || fail "check of a readable Key=: stdout '$(cat "$dir/out")'"
+[ "$(cat "$dir/err")" = "$dir/open.conf:3: warning: $msg" ] || fail "check of a readable Key=: stderr '$(cat "$dir/err")'"
+echo "ok: mptctl check (Key= readable): OK and a warning"
+
+expect_error "$dir/open.conf:3: $msg" check --strict "$dir/open.conf"
+expect_error "$dir/open.conf:3: $msg" check "$dir/open.conf" --strict
+"$MPTCTL" --json check --strict "$dir/open.conf" > "$dir/out" && fail "--json check --strict: expected exit status 1"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d) == 1 and d[0]["ok"] is False, d
+assert d[0]["problems"] == [{"line": 3, "message": sys.argv[2]}], d[0]["problems"]
+assert d[0]["warnings"] == [], d[0]["warnings"]
+' "$dir/out" "$msg" || fail "--json check --strict: $(cat "$dir/out")"
+"$MPTCTL" --json check "$dir/open.conf" > "$dir/out" || fail "--json check: expected exit status 0"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d[0]["ok"] is True and d[0]["problems"] == [], d
+assert d[0]["warnings"] == [{"line": 3, "message": sys.argv[2]}], d[0]["warnings"]
+' "$dir/out" "$msg" || fail "--json check: $(cat "$dir/out")"
+echo "ok: mptctl --json check [--strict]: warnings, or problems with --strict"
+
+"$MPTCTL" check --strict "$dir/private.conf" > "$dir/out" 2> "$dir/err" || fail "check --strict of a private profile: exit $?"
+[ ! -s "$dir/err" ] || fail "check --strict of a private profile: stderr '$(cat "$dir/err")'"
+echo "ok: mptctl check --strict (private): OK"
+expect_error "mptctl: check: option '--strict' takes no value" check --strict=yes "$dir/private.conf"
+(cd "$dir" && "$MPTCTL" check -- -x.conf > "$dir/out") || fail "check -- -x.conf: exit $?"
+[ "$(cat "$dir/out")" = "-x.conf: OK (tunnel 'x', 1 path)" ] ||
+        fail "check -- -x.conf: '$(cat "$dir/out")'"
+echo "ok: mptctl check -- -x.conf: $(cat "$dir/out")"
