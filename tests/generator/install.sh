@@ -85,6 +85,14 @@ if grep -rl "$(cd "$build" && pwd)" "$D$unitdir" "$D$mandir" "$D$docdir" 2>/dev/
         fail "installed files name the build tree"
 fi
 
+# mptctl's bash completion, with the runtime directory filled in.
+completion=$(find "$D" -path '*/bash-completion/completions/mptctl' | head -n 1)
+if [ -z "$completion" ]; then
+        fail "the bash completion of mptctl is not installed (.../bash-completion/completions/mptctl)"
+elif grep -q '@runtimedir@' "$completion"; then
+        fail "${completion#"$D"} still has @runtimedir@"
+fi
+
 # The profile directory is root's alone: profiles may hold a key (Key=).
 if [ ! -d "$D$sysconfdir/mpt" ]; then
         fail "$sysconfdir/mpt is not installed"
