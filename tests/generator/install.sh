@@ -55,7 +55,7 @@ expect_file "$unitdir/mptd@.service"
 expect_file "$tmpfilesdir/mpt.conf"
 expect_file "$sbindir/mptd" exec
 expect_file "$sbindir/mptctl" exec
-for page in man5/mpt.conf.5 man5/mpt.netdev.5 man8/mptd.8 man8/mptctl.8; do
+for page in man5/mpt.conf.5 man5/mpt.netdev.5 man8/mptd.8 man8/mptctl.8 man8/mpt-netdev-generator.8; do
         expect_file "$mandir/$page"
 done
 for ex in two-host-a.conf two-host-b.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
