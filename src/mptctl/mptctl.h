@@ -5,6 +5,10 @@
 #include "macro.h"
 
 extern bool arg_json;
+/* Options of commands (parsed in main.c). */
+extern double arg_interval; /* monitor --interval, seconds */
+extern unsigned arg_count;  /* monitor --count; 0: until stopped */
+extern bool arg_strict;     /* check --strict: warnings are problems */
 
 /* client.c: talking to mptd. Errors are printed here, once. */
 int client_connect(const char *tunnel, int *ret_fd);

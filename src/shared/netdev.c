@@ -339,7 +339,7 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
 
 /* Reads a regular file without ever blocking: a FIFO (or anything but a regular file) is refused
  * before it is read, and open() does not wait for a writer. */
-static int read_regular_file(const char *filename, char **ret, size_t *ret_size) {
+static int read_regular_file(const char *filename, char **ret, size_t *ret_size, uint32_t *ret_mode) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
@@ -376,18 +376,23 @@ static int read_regular_file(const char *filename, char **ret, size_t *ret_size)
         buf[size] = 0;
         *ret = TAKE_PTR(buf);
         *ret_size = size;
+        *ret_mode = st.st_mode & 07777;
         return 0;
 }
 
 int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_info, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
+        uint32_t mode = 0;
         int r;
 
-        r = read_regular_file(filename, &buf, &size);
+        r = read_regular_file(filename, &buf, &size, &mode);
         if (r < 0)
                 return r;
-        return netdev_load_buffer(filename, buf, size, ret, ret_info, d);
+        r = netdev_load_buffer(filename, buf, size, ret, ret_info, d);
+        if (r == 1)
+                (*ret)->file_mode = mode;
+        return r;
 }
 
 int netdev_find_ifname(const char *const *dirs, const char *ifname, char **ret_path) {
@@ -463,7 +468,9 @@ static const struct {
         {
                 MPT_SECTION_TUNNEL, "Key", NULL, NULL,
                 "A .netdev file is usually readable by everyone (systemd-networkd does not need it "
-                "private): use KeyFile= instead, with a file only root can read.",
+                "private): use KeyFile= instead, with a file only root can read. Here the warning of "
+                "mptd and mptctl check is for a file that others can read: its group may read it, "
+                "since networkd reads it as user systemd-network (mode 0640, group systemd-network).",
         },
         {
                 MPT_SECTION_TUNNEL, "KeyFile", NULL, NULL,

@@ -45,7 +45,8 @@ const MptConfKey mpt_conf_keys[] = {
                        "\"mptctl genkey\" prints it. Both ends need the same key; use a different key for "
                        "every tunnel. It is never logged, and mptctl check and mptctl keys never print it. "
                        "Anyone who can read the profile can read the key, so prefer KeyFile= unless the "
-                       "profile itself is private. Key= and KeyFile= exclude each other.",
+                       "profile itself is private: mptd and mptctl check warn when its group or others can "
+                       "read it (mptctl check --strict refuses it). Key= and KeyFile= exclude each other.",
         },
         {
                 .name = "KeyFile", .section = T(key_file), .type = MPT_CONF_PATH,

@@ -855,13 +855,37 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
 
 int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
+        struct stat st;
         size_t size;
         int r;
 
-        r = read_full_file(filename, CONF_FILE_MAX, &buf, &size);
+        r = read_full_file_stat(filename, CONF_FILE_MAX, &buf, &size, &st);
         if (r < 0)
                 return r;
-        return profile_load_buffer(filename, buf, size, ret, d);
+        r = profile_load_buffer(filename, buf, size, ret, d);
+        if (r >= 0 && S_ISREG(st.st_mode))
+                (*ret)->file_mode = st.st_mode & 07777;
+        return r;
+}
+
+bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
+        /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for the
+         * keys of WireGuard). */
+        uint32_t exposed = p->file_mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
+        const char *who = exposed == (S_IRGRP | S_IROTH) ? "its group and others" : exposed == S_IRGRP ? "its group" : "others";
+
+        if (!p->tunnel.key.set || exposed == 0)
+                return false;
+        if (p->from_netdev)
+                diag_add(d, p->filename ?: "<input>", TLINE(p, "Key"),
+                         "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
+                         "readable by root and systemd-networkd only (chmod 640, group systemd-network), or move "
+                         "the key to KeyFile=", who, (unsigned) p->file_mode);
+        else
+                diag_add(d, p->filename ?: "<input>", TLINE(p, "Key"),
+                         "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
+                         "private (chmod 600), or move the key to KeyFile=", who, (unsigned) p->file_mode);
+        return true;
 }
 
 /* A list entry as written: a bare address when the prefix covers all of it. */

@@ -261,6 +261,8 @@ lab_profiles() {
                                 if [ -n "$extra_p" ]; then printf '%b\n' "$extra_p"; fi
                         done
                 } > "$LAB_DIR/$side.conf"
+                # It holds the key (Key=): private, or mptd warns about it.
+                chmod 600 "$LAB_DIR/$side.conf"
         done
 }
 

@@ -1197,6 +1197,78 @@ static void test_scheduler_by_mode(void) {
         assert_errors("[Tunnel]\nMode=compat\nScheduler=learned\n" P_OK, want);
 }
 
+static void write_key_file(const char *name, const char *content, mode_t mode) {
+        g_autoptr(GError) error = NULL;
+
+        g_file_set_contents(name, content, -1, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(chmod(name, mode), ==, 0);
+}
+
+/* Key= in a file that more than its owner can read: one diagnostic at Key=, whatever the caller
+ * makes of it; never for KeyFile= (its file is checked itself), a private file or a buffer. */
+static void test_key_private(void) {
+        static const struct {
+                mode_t mode;
+                const char *who; /* NULL: no diagnostic */
+        } modes[] = {
+                { 0600, NULL },
+                { 0400, NULL },
+                { 0640, "its group" },
+                { 0604, "others" },
+                { 0644, "its group and others" },
+                { 0660, "its group" },
+        };
+        static const char text[] = "[Tunnel]\nAddress=10.0.0.1/30\n\nKey=" KEY1 "\n" P_OK;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                write_key_file("inline.conf", text, modes[i].mode);
+                g_assert_cmpint(profile_load_file("inline.conf", &p, &d), ==, 0);
+                g_assert_cmpuint(p->file_mode, ==, modes[i].mode);
+                g_assert_cmpint(profile_check_key_private(p, &d), ==, !!modes[i].who);
+                if (modes[i].who) {
+                        g_autofree char *want = g_strdup_printf(
+                                "inline.conf:4: Key= holds the tunnel's secret key, and %s can read this file "
+                                "(mode %04o): make it private (chmod 600), or move the key to KeyFile=",
+                                modes[i].who, (unsigned) modes[i].mode);
+                        char *got = NULL;
+
+                        g_assert_cmpuint(d.n, ==, 1);
+                        g_assert_cmpint(diag_format(&d.items[0], &got), ==, 0);
+                        g_assert_cmpstr(got, ==, want);
+                        free(got);
+                } else
+                        g_assert_cmpuint(d.n, ==, 0);
+                diag_done(&d);
+        }
+
+        /* KeyFile=: the profile itself holds nothing secret. */
+        {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                write_key_file("keyfile.conf", "[Tunnel]\nKeyFile=test.key\n" P_OK, 0644);
+                g_assert_cmpint(profile_load_file("keyfile.conf", &p, &d), ==, 0);
+                g_assert_false(profile_check_key_private(p, &d));
+                g_assert_cmpuint(d.n, ==, 0);
+        }
+        /* From a buffer (NetworkManager's vpn.data, a test): no file, nothing to say. */
+        {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                g_assert_cmpint(profile_load_buffer("buffer.conf", text, strlen(text), &p, &d), ==, 0);
+                g_assert_cmpuint(p->file_mode, ==, 0);
+                g_assert_false(profile_check_key_private(p, &d));
+                g_assert_cmpuint(d.n, ==, 0);
+        }
+        g_assert_cmpint(unlink("inline.conf"), ==, 0);
+        g_assert_cmpint(unlink("keyfile.conf"), ==, 0);
+}
+
 static void test_too_many_paths(void) {
         GString *s = g_string_new("[Tunnel]\n");
         g_autofree char *text = NULL, *expect = NULL;
@@ -1444,14 +1516,6 @@ static void test_list_one_line(void) {
         profile_free(p);
 }
 
-static void write_key_file(const char *name, const char *content, mode_t mode) {
-        g_autoptr(GError) error = NULL;
-
-        g_file_set_contents(name, content, -1, &error);
-        g_assert_no_error(error);
-        g_assert_cmpint(chmod(name, mode), ==, 0);
-}
-
 int main(int argc, char *argv[]) {
         g_autofree char *dir = NULL;
         int r;
@@ -1501,6 +1565,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
         g_test_add_func("/mpt/profile/scheduler-by-mode", test_scheduler_by_mode);
         g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
+        g_test_add_func("/mpt/profile/key-private", test_key_private);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
