@@ -5,7 +5,8 @@
 
 RECORDS has one measurement per line, tab-separated KEY=VALUE fields; "rec" says what it is:
   tput  one TCP run: sec (agg, single, scale, mem), ct (contender), rep, n (paths), mbit or fail,
-        cpu_ticks/hz over t0..t1 (the contender's processes), host_busy/host_total, path_bytes0/1
+        cc (the sender's congestion control), cpu_ticks/hz over t0..t1 (the contender's processes),
+        host_busy/host_total, path_bytes0/1
   sys   system calls (perf) of the contender's processes and inner bytes delivered at b
   rtt   idle ping: med_us, min_us
   rss   VmRSS of mptd at a and b (KiB) at t seconds into a full-load run
@@ -176,8 +177,9 @@ print()
 print("=" * 100)
 print("compare: %s" % run_info)
 print("  mptd: %s; machine: %s" % (INFO.get("mptd", ["?"])[0], INFO.get("machine", ["?"])[0]))
-print("  %s; TCP congestion control in the namespaces: %s"
-      % (INFO.get("iperf3", ["?"])[0], INFO.get("tcp_cc", ["?"])[0]))
+print("  %s; TCP congestion control in the namespaces: %s%s"
+      % (INFO.get("iperf3", ["?"])[0], INFO.get("tcp_cc", ["?"])[0],
+         "; every iperf3 ran with -C %s (--cc)" % INFO["iperf_cc"][0] if "iperf_cc" in INFO else ""))
 print("  load average at start %s, at the end %s" % (INFO.get("load_start", ["?"])[0], INFO.get("load_end", ["?"])[0]))
 for key, what in (("wgdeb", "Debian's wireguard-go"), ("wgnew", "newer wireguard-go"), ("perf", "perf")):
     for v in INFO.get(key, []):
