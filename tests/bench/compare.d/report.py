@@ -17,6 +17,7 @@ Every ratio is the median of per-repetition ratios of contenders that ran back t
 import atexit
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -41,7 +42,8 @@ INFO = {}
 for r in R:
     if r["rec"] == "info":
         INFO.setdefault(r["key"], []).append(r["value"])
-MPT_IDS = sorted({r["ct"] for r in R if r["rec"] == "label" and r["ct"].startswith("mpt") and r["ct"] != "mptcp"},
+# "mpt" and the --mpt-keys contenders (mpt1, ...), not the contenders of one section only.
+MPT_IDS = sorted({r["ct"] for r in R if r["rec"] == "label" and re.fullmatch(r"mpt[0-9]*", r["ct"])},
                  key=lambda c: (len(c), c))
 OFFLOAD = {r["ct"]: r["value"] for r in R if r["rec"] == "offload"}
 MTU = {}
@@ -64,6 +66,7 @@ def fmt(x, f="%.3f", none="-"):
 
 
 VERDICTS = []  # every goal's verdict, for the summary at the end
+NOT_COMPARABLE = []  # why, for the summary (each reason once)
 
 
 def verdict(x, goal, ge=True):
@@ -75,6 +78,8 @@ def verdict(x, goal, ge=True):
 def not_comparable(why):
     """The verdict of a goal whose yardstick did not run."""
     VERDICTS.append("not comparable")
+    if why not in NOT_COMPARABLE:
+        NOT_COMPARABLE.append(why)
     return "not comparable (%s)" % why
 
 
@@ -583,9 +588,9 @@ if "memory" in selected:
 print()
 counts = [(v, VERDICTS.count(v)) for v in ("PASS", "MISS", "not comparable", "n/a") if v in VERDICTS]
 print("Goals: %s" % (", ".join("%d %s" % (n, v) for v, n in counts) or "none judged"))
-if "not comparable" in VERDICTS:
-    print("  not comparable: %s" % NO_OFFLOAD_VERDICT)
-elif offload_ct and ("single" in selected or "cost" in selected):
+for why in NOT_COMPARABLE:
+    print("  not comparable: %s" % why)
+if offload_ct and ("single" in selected or "cost" in selected):
     print("  the goals against wireguard-go were judged against its offload build, %s" % label(offload_ct))
 for p in plots:
     if os.path.exists(p):
