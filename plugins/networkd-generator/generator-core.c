@@ -7,15 +7,6 @@
 #include "generator-core.h"
 #include "netdev.h"
 
-const char *const generator_search_path[] = {
-        "/etc/systemd/network",
-        "/run/systemd/network",
-        "/usr/local/lib/systemd/network",
-        "/usr/lib/systemd/network",
-        "/lib/systemd/network",
-        NULL,
-};
-
 /* ---- networkd's search path ---- */
 
 void netdev_file_list_done(NetdevFileList *l) {

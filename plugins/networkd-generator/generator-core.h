@@ -9,15 +9,12 @@
 
 #include "diag.h"
 #include "macro.h"
+#include "netdev.h"
 
 #define GENERATOR_NAME "mpt-netdev-generator"
 #define GENERATOR_DROPIN "50-netdev.conf"
 /* Bound what a directory full of files can make us allocate. */
-#define GENERATOR_FILES_MAX 4096u
-
-/* networkd's search path for .netdev files, in order of precedence (systemd 252 on Debian:
- * CONF_PATHS("systemd/network") with split /usr). NULL-terminated. */
-extern const char *const generator_search_path[];
+#define GENERATOR_FILES_MAX NETDEV_FILES_MAX
 
 typedef struct NetdevFile {
         char *name; /* "mpt0.netdev" */

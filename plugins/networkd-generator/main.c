@@ -203,7 +203,7 @@ static int run(int argc, char *argv[]) {
         _cleanup_free_ char **split = NULL;
         _cleanup_free_ char *split_buf = NULL;
         _cleanup_free_ Seen *seen = NULL;
-        const char *const *dirs = generator_search_path;
+        const char *const *dirs = netdev_search_path;
         NetdevFileList files = {};
         MptDiagnostics d = {};
         size_t n_seen = 0;

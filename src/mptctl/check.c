@@ -23,22 +23,40 @@ static int load_any(const char *filename, MptProfile **ret, MptDiagnostics *d) {
         return r < 0 ? r : 0;
 }
 
-/* mptctl check FILE... : every problem as FILE:LINE: message, non-zero exit if any. */
+static void json_diagnostics(const MptDiagnostics *d) {
+        fputs("[", stdout);
+        for (size_t j = 0; j < d->n; j++) {
+                printf("%s{\"line\": %u, \"message\": ", j ? ", " : "", d->items[j].line);
+                json_string(stdout, d->items[j].message);
+                fputs("}", stdout);
+        }
+        fputs("]", stdout);
+}
+
+/* mptctl check [--strict] FILE... : every problem as FILE:LINE: message, non-zero exit if any.
+ * Warnings (a key that others can read) do not change the exit status, unless --strict makes them
+ * problems. */
 int verb_check(int argc, char **argv) {
         int result = 0;
 
         if (argc < 2) {
-                fprintf(stderr, "mptctl: usage: mptctl check FILE...\n");
+                fprintf(stderr, "mptctl: usage: mptctl check [--strict] FILE...\n");
                 return -EINVAL;
         }
         if (arg_json)
                 fputs("[", stdout);
         for (int i = 1; i < argc; i++) {
                 _cleanup_(profile_freep) MptProfile *p = NULL;
-                MptDiagnostics d = {};
+                MptDiagnostics d = {}, w = {};
                 int r;
 
                 r = load_any(argv[i], &p, &d);
+                if (r >= 0 && profile_check_key_private(p, arg_strict ? &d : &w) && arg_strict) {
+                        p = profile_free(p);
+                        r = -EINVAL;
+                }
+                if (d.oom || w.oom)
+                        r = -ENOMEM;
                 if (r < 0)
                         result = r;
                 if (arg_json) {
@@ -53,22 +71,26 @@ int verb_check(int argc, char **argv) {
                                 printf(", \"error\": ");
                                 json_string(stdout, strerror(-r));
                         }
-                        printf(", \"problems\": [");
-                        for (size_t j = 0; j < d.n; j++) {
-                                printf("%s{\"line\": %u, \"message\": ", j ? ", " : "", d.items[j].line);
-                                json_string(stdout, d.items[j].message);
-                                fputs("}", stdout);
-                        }
-                        fputs("]}", stdout);
-                } else if (r == -EINVAL)
-                        diag_print(&d, stderr, "");
-                else if (r < 0)
-                        fprintf(stderr, "%s: cannot read: %s\n", argv[i],
-                                r == -EBADFD ? "not a regular file" : strerror(-r));
-                else
-                        printf("%s: OK (tunnel '%s', %zu path%s)\n", argv[i], p->tunnel.name, p->n_paths,
-                               p->n_paths == 1 ? "" : "s");
+                        printf(", \"problems\": ");
+                        json_diagnostics(&d);
+                        printf(", \"warnings\": ");
+                        json_diagnostics(&w);
+                        fputs("}", stdout);
+                } else {
+                        if (r == -EINVAL)
+                                diag_print(&d, stderr, "");
+                        else if (r < 0)
+                                fprintf(stderr, "%s: cannot read: %s\n", argv[i],
+                                        r == -EBADFD ? "not a regular file" : strerror(-r));
+                        else
+                                printf("%s: OK (tunnel '%s', %zu path%s)\n", argv[i], p->tunnel.name, p->n_paths,
+                                       p->n_paths == 1 ? "" : "s");
+                        for (size_t j = 0; j < w.n; j++)
+                                fprintf(stderr, "%s:%u: warning: %s\n", w.items[j].file, w.items[j].line,
+                                        w.items[j].message);
+                }
                 diag_done(&d);
+                diag_done(&w);
         }
         if (arg_json)
                 fputs("\n]\n", stdout);

@@ -33,38 +33,19 @@ static uint64_t field_u64(const CtlRecord *r, const char *key) {
 /* mptctl monitor TUNNEL [--interval=SECONDS] [--count=N]: live per-path rates. */
 int verb_monitor(int argc, char **argv) {
         _cleanup_close_ int fd = -EBADF;
-        const char *tunnel = NULL;
+        const char *tunnel;
         Sample prev[64] = {};
         size_t n_prev = 0;
-        double interval = 1.0, t_prev = 0;
-        unsigned count = 0, done = 0;
+        double interval = arg_interval, t_prev = 0;
+        unsigned count = arg_count, done = 0;
         int r;
 
-        for (int i = 1; i < argc; i++) {
-                const char *v;
-                if ((v = startswith(argv[i], "--interval="))) {
-                        char *end;
-                        interval = strtod(v, &end);
-                        if (*end || interval < 0.05 || interval > 3600) {
-                                fprintf(stderr, "mptctl: invalid --interval '%s': expected 0.05..3600 seconds\n", v);
-                                return -EINVAL;
-                        }
-                } else if ((v = startswith(argv[i], "--count="))) {
-                        if (safe_atou(v, &count) < 0) {
-                                fprintf(stderr, "mptctl: invalid --count '%s'\n", v);
-                                return -EINVAL;
-                        }
-                } else if (!tunnel && argv[i][0] != '-')
-                        tunnel = argv[i];
-                else {
-                        fprintf(stderr, "mptctl: usage: mptctl monitor TUNNEL [--interval=SECONDS] [--count=N]\n");
-                        return -EINVAL;
-                }
-        }
-        if (!tunnel) {
+        /* The options are parsed (main.c): what is left is the tunnel. */
+        if (argc != 2) {
                 fprintf(stderr, "mptctl: usage: mptctl monitor TUNNEL [--interval=SECONDS] [--count=N]\n");
                 return -EINVAL;
         }
+        tunnel = argv[1];
 
         r = client_connect(tunnel, &fd);
         if (r < 0)

@@ -5,6 +5,10 @@
 #include "macro.h"
 
 extern bool arg_json;
+/* Options of commands (parsed in main.c). */
+extern double arg_interval; /* monitor --interval, seconds */
+extern unsigned arg_count;  /* monitor --count; 0: until stopped */
+extern bool arg_strict;     /* check --strict: warnings are problems */
 
 /* client.c: talking to mptd. Errors are printed here, once. */
 int client_connect(const char *tunnel, int *ret_fd);
@@ -18,6 +22,7 @@ void strv_free_n(char **l, size_t n);
 void output_json_records(FILE *f, const CtlRecord *records, size_t n);
 void output_show_text(FILE *f, const CtlRecord *records, size_t n);
 void format_bytes(uint64_t b, char *buf, size_t size);
+void format_rate(uint64_t bps, char *buf, size_t size);
 void json_string(FILE *f, const char *s);
 void format_usec(const char *v, char *buf, size_t size);
 

@@ -21,6 +21,22 @@ void format_bytes(uint64_t b, char *buf, size_t size) {
                 snprintf(buf, size, "%.2f %s", v, units[u]);
 }
 
+/* Bits per second as "86.1 Mbit/s". */
+void format_rate(uint64_t bps, char *buf, size_t size) {
+        static const char *const units[] = { "bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s" };
+        double v = (double) bps;
+        size_t u = 0;
+
+        while (v >= 1000 && u + 1 < ELEMENTSOF(units)) {
+                v /= 1000;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, size, "%" PRIu64 " bit/s", bps);
+        else
+                snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
 /* A microsecond count as "1.25s", "37ms", "250us"; "-" when empty. */
 void format_usec(const char *v, char *buf, size_t size) {
         uint64_t u;
@@ -258,6 +274,17 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                         get(r, "reorder.duplicates"), get(r, "reorder.resyncs"));
                         } else
                                 fprintf(f, "  reorder: off\n");
+                        if (!isempty(get(r, "split"))) {
+                                format_rate(get_u64(r, "load_bps"), a, sizeof a);
+                                fprintf(f, "  learned: split by %s, %s load of %s; feedback %s received, %s sent\n",
+                                        streq(get(r, "split"), "rates") ? "the paths' rates" : "filling by Weight=",
+                                        get(r, "load"), a, get(r, "feedback_rx"), get(r, "feedback_tx"));
+                        }
+                        if (!isempty(get(r, "reorder_hold_us"))) {
+                                format_usec(get(r, "reorder_hold_us"), a, sizeof a);
+                                format_usec(get(r, "reorder_spread_us"), b, sizeof b);
+                                fprintf(f, "  reorder hold: %s now (paths' delay spread %s)\n", a, b);
+                        }
                         print_workers(f, r);
                         print_drops(f, r);
                 } else if (streq(r->type, "path")) {
@@ -300,6 +327,18 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                                 isempty(loss_rx) ? "-" : (snprintf(b, sizeof b, "%.1f%%", strtod(loss_rx, NULL) * 100), b),
                                                 isempty(loss_tx) ? "-" : (snprintf(c, sizeof c, "%.1f%%", strtod(loss_tx, NULL) * 100), c));
                                 fputc('\n', f);
+                        }
+                        if (!isempty(get(r, "learned_rate_bps"))) {
+                                format_rate(get_u64(r, "learned_rate_bps"), a, sizeof a);
+                                format_rate(get_u64(r, "delivered_bps"), b, sizeof b);
+                                fprintf(f, "    learned: rate %s, delivered %s, share %.1f%%", a, b,
+                                        get_u64(r, "share_permille") / 10.0);
+                                if (!isempty(get(r, "one_way_delay_us"))) {
+                                        format_usec(get(r, "one_way_delay_us"), a, sizeof a);
+                                        fprintf(f, ", one-way delay %s", a);
+                                }
+                                format_usec(get(r, "queue_delay_us"), a, sizeof a);
+                                fprintf(f, ", queue %s%s\n", a, streq(get(r, "saturated"), "yes") ? ", saturated" : "");
                         }
                         format_bytes(get_u64(r, "tx_bytes"), a, sizeof a);
                         format_bytes(get_u64(r, "rx_bytes"), b, sizeof b);

@@ -124,6 +124,20 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "peer_session", "0x%08x", t->peer_session);
         ctl_writer_field(w, "control_queue_overflows", "%" PRIu64, __atomic_load_n(&t->ka_overflow, __ATOMIC_RELAXED));
         ctl_writer_field(w, "peer_restarts", "%" PRIu64, t->peer_restarts);
+        if (t->secure) {
+                ctl_writer_field(w, "feedback_rx", "%" PRIu64, t->feedback_rx);
+                ctl_writer_field(w, "feedback_tx", "%" PRIu64, t->feedback_tx);
+                if (c->scheduler == MPT_SCHEDULER_LEARNED) {
+                        ctl_writer_field(w, "split", "%s", t->learn_by_rates ? "rates" : "filling");
+                        ctl_writer_field(w, "load", "%s", t->learn_light ? "light" : "saturating");
+                        ctl_writer_field(w, "load_bps", "%" PRIu64, t->learn_load * 8);
+                }
+        }
+        if (t->reorder_enabled) {
+                ctl_writer_field(w, "reorder_hold_us", "%" PRIu64, __atomic_load_n(&t->reorder_hold, __ATOMIC_RELAXED));
+                ctl_writer_field(w, "reorder_spread_us", "%" PRIu64,
+                                 __atomic_load_n(&t->reorder_spread, __ATOMIC_RELAXED));
+        }
         ctl_writer_field(w, "uptime_us", "%" PRIu64, now - t->started);
         {
                 size_t n = 0;
@@ -213,6 +227,27 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                         ctl_writer_field(w, "loss_tx", "%s", "");
                 ctl_writer_field(w, "peer_flags", "%u", p->peer_flags);
                 ctl_writer_field(w, "queued_locally", "%s", tunnel_path_queued_locally(t, i) ? "yes" : "no");
+                /* The learned scheduler's view (secure mode): what the path delivers, its queueing
+                 * delay, its share of the vector. */
+                if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
+                        uint64_t share = 0;
+                        for (size_t j = 0; j < t->n_paths; j++)
+                                share += t->learn_published[j];
+                        share = share > 0 ? t->learn_published[i] * UINT64_C(1000) / share : 0;
+                        ctl_writer_field(w, "learned_rate_bps", "%" PRIu64,
+                                         p->learn.rate > 0 ? p->learn.rate * 8 : UINT64_C(0));
+                        ctl_writer_field(w, "delivered_bps", "%" PRIu64, p->learn.delivered * 8);
+                        ctl_writer_field(w, "queue_delay_us", "%" PRIu64, learn_queue_delay(&p->learn));
+                        /* Half the round trip (the path's own delay, if symmetric), and what
+                         * queues one way now. */
+                        if (p->rtt > 0)
+                                ctl_writer_field(w, "one_way_delay_us", "%" PRIu64,
+                                                 p->rtt / 2 + learn_queue_delay(&p->learn));
+                        ctl_writer_field(w, "saturated", "%s", p->learn.saturated ? "yes" : "no");
+                        ctl_writer_field(w, "share_permille", "%" PRIu64, share);
+                }
+                if (t->reorder_enabled)
+                        ctl_writer_field(w, "reorder_extra_us", "%" PRIu64, p->reorder_extra);
                 tunnel_sum_counters(t, (int) i, &pc);
                 write_counters(w, &pc, true);
         }

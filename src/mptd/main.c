@@ -189,6 +189,14 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
                 fprintf(stderr, "mptd: cannot read %s: %s\n", filename, strerror(-r));
                 return -EINVAL;
         }
+        /* A key that others can read is no secret, but the tunnel works: warn (mptctl check --strict
+         * refuses it). */
+        if (profile_check_key_private(profile, &diag)) {
+                for (size_t i = 0; i < diag.n; i++)
+                        log_full_errno(LOG_WARNING, 0, profile->tunnel.name, NULL, "%s:%u: warning: %s",
+                                       diag.items[i].file, diag.items[i].line, diag.items[i].message);
+                diag_done(&diag);
+        }
         *ret = TAKE_PTR(profile);
         *ret_filename = TAKE_PTR(filename);
         return 0;

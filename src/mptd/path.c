@@ -12,6 +12,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "devclass.h"
+#include "feedback.h"
 #include "log.h"
 #include "tunnel.h"
 #include "worker.h"
@@ -60,6 +61,8 @@ int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret)
         p->state = PATH_STATE_UP;
         p->route_ok = true;
         p->devclass = MPT_DEVCLASS_UNKNOWN;
+        learn_path_reset(&p->learn);
+        p->learn_news = now_usec();
         do
                 if (getrandom(&p->token, sizeof p->token, 0) != sizeof p->token)
                         p->token = (uint32_t) now_usec() ^ (index * 2654435761u);
@@ -532,6 +535,13 @@ const char *path_reason(const Path *p) {
         }
 }
 
+/* What was measured before the path went away says nothing about it now. */
+static void reset_rtt(Path *p) {
+        p->rtt = p->rtt_var = 0;
+        p->rtt_min[0] = p->rtt_min[1] = 0;
+        p->rtt_min_since = 0;
+}
+
 void path_update_state(Path *p, const char *reason) {
         Tunnel *t = p->tunnel;
         PathState s = compute_state(p), before = p->state;
@@ -549,6 +559,10 @@ void path_update_state(Path *p, const char *reason) {
                 log_path_notice(p, "%s%s%s.", path_state_to_string(s), reason ? ": " : "", strempty(reason));
         p->state = s;
         p->state_since = now_usec();
+        if (s == PATH_STATE_UP) {
+                reset_rtt(p); /* measured again at once: the probe flag asks for it */
+                feedback_path_up(p);
+        }
 
         if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && t->reorder_enabled) {
                 /* Its packets stop: it must not hold back the receive side's loss inference (nor
@@ -573,12 +587,13 @@ void path_update_state(Path *p, const char *reason) {
 
 /* ---- keepalives ---- */
 
-static void send_frame(Path *p, const uint8_t *buf, size_t len) {
+/* Sends one control frame (sealed in secure mode); false when it did not go (counted). */
+static bool send_frame(Path *p, const uint8_t *buf, size_t len) {
         Tunnel *t = p->tunnel;
-        uint8_t sealed[MPT_SECURE_OVERHEAD + MAX(MPT_KEEPALIVE_EXT_SIZE, MPT_PATH_STATUS_SIZE)];
+        uint8_t sealed[MPT_SECURE_OVERHEAD + MAX(MAX(MPT_KEEPALIVE_EXT_SIZE, MPT_PATH_STATUS_SIZE), MPT_FEEDBACK_SIZE_MAX)];
 
         if (!path_can_send(p))
-                return;
+                return false;
         if (t->secure) {
                 /* Control frames are sealed like data: authenticated and encrypted. */
                 assert(len <= sizeof sealed - MPT_SECURE_OVERHEAD);
@@ -586,7 +601,7 @@ static void send_frame(Path *p, const uint8_t *buf, size_t len) {
                 int reason = tunnel_seal(t, p->index, sealed, len, &len);
                 if (reason >= 0) {
                         COUNTER_ADD(p->counters.drops[reason], 1);
-                        return;
+                        return false;
                 }
                 buf = sealed;
         }
@@ -594,9 +609,18 @@ static void send_frame(Path *p, const uint8_t *buf, size_t len) {
                 COUNTER_ADD(p->counters.drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
                                                                                   : MPT_DROP_SEND_ERROR],
                             1);
-                return;
+                return false;
         }
-        COUNTER_ADD(p->counters.keepalives_tx, 1);
+        return true;
+}
+
+void path_send_feedback(Path *p, const MptFeedback *fb) {
+        Tunnel *t = p->tunnel;
+        uint8_t buf[MPT_FEEDBACK_SIZE_MAX];
+        size_t len = mpt_feedback_encode(buf, sizeof buf, t->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP, fb);
+
+        if (len > 0 && send_frame(p, buf, len))
+                t->feedback_tx++;
 }
 
 static void send_keepalive(Path *p) {
@@ -625,13 +649,16 @@ static void send_keepalive(Path *p) {
                 ka.flags |= MPT_KA_FLAG_DOWN;
         if (p->dead || p->probing)
                 ka.flags |= MPT_KA_FLAG_RX_DEAD;
-        if (p->probing || p->dead)
+        /* Also while no round trip was measured: the answer measures one at once, and the
+         * receive side's delay equalisation needs it before the first flow (feedback.h). */
+        if (p->probing || p->dead || p->rtt == 0)
                 ka.flags |= MPT_KA_FLAG_PROBE;
         if (p->peer_seq != 0)
                 ka.echo_delay_us = (uint32_t) MIN(now - p->peer_seq_time, (usec_t) UINT32_MAX);
         len = mpt_keepalive_encode(buf, sizeof buf, &ka);
         p->ka_sent[ka.seq % ELEMENTSOF(p->ka_sent)] = now;
-        send_frame(p, buf, len);
+        if (send_frame(p, buf, len))
+                COUNTER_ADD(p->counters.keepalives_tx, 1);
 }
 
 static void send_path_status(Path *about) {
@@ -655,7 +682,8 @@ static void send_path_status(Path *about) {
                 Path *o = t->paths[i];
                 if (o == about || !locally_usable(o) || o->peer_session == 0)
                         continue;
-                send_frame(o, buf, len);
+                if (send_frame(o, buf, len))
+                        COUNTER_ADD(o->counters.keepalives_tx, 1);
         }
 }
 
@@ -739,6 +767,12 @@ static bool addresses_match(Tunnel *t, const MptAddress *src_tun, const MptAddre
         return true;
 }
 
+usec_t path_rtt_min(const Path *p) {
+        if (p->rtt_min[1] == 0)
+                return p->rtt_min[0];
+        return MIN(p->rtt_min[0], p->rtt_min[1]);
+}
+
 static void update_rtt(Path *p, const MptKeepalive *ka, usec_t now) {
         usec_t sent, sample;
 
@@ -748,7 +782,13 @@ static void update_rtt(Path *p, const MptKeepalive *ka, usec_t now) {
         sent = p->ka_sent[ka->echo_seq % ELEMENTSOF(p->ka_sent)];
         if (sent == 0 || now < sent + ka->echo_delay_us)
                 return;
-        sample = now - sent - ka->echo_delay_us;
+        sample = MAX(now - sent - ka->echo_delay_us, (usec_t) 1);
+        if (p->rtt_min_since == 0 || now >= p->rtt_min_since + PATH_RTT_MIN_WINDOW_USEC / 2) {
+                p->rtt_min[1] = p->rtt_min[0];
+                p->rtt_min[0] = sample;
+                p->rtt_min_since = now;
+        } else
+                p->rtt_min[0] = MIN(p->rtt_min[0], sample);
         /* RFC 6298 smoothing. */
         if (p->rtt == 0) {
                 p->rtt = MAX(sample, (usec_t) 1);
@@ -958,6 +998,8 @@ void path_handle_event(Path *p, const ControlEvent *ev) {
         case CONTROL_EVENT_ENDPOINT:
                 handle_endpoint(p, ev);
                 break;
+        case CONTROL_EVENT_FEEDBACK:
+                break; /* the tunnel's (feedback_handle()) */
         }
 }
 

@@ -10,6 +10,7 @@ typedef struct Slot {
         bool delivered;
         bool lent;      /* pkt points into the lender's memory, not into data */
         usec_t arrival;
+        usec_t release; /* not delivered before (its path's extra delay), even in order */
         size_t len;
         const uint8_t *pkt; /* the held packet: lent memory, a copy buffer, or data */
         int32_t copy;       /* the copy buffer pkt is in, -1: none */
@@ -23,12 +24,14 @@ typedef struct PathFrontier {
         uint32_t last_seq; /* newest sequence number seen from this path */
         usec_t last_rx;
         usec_t gap_max;    /* longest recent silence between its packets (slowly forgotten) */
+        usec_t extra;      /* what its packets wait at least (reorder_set_path_extra()) */
 } PathFrontier;
 
 
 struct Reorder {
         uint32_t window;
         usec_t max_delay;
+        usec_t min_hold; /* what a gap waits at least before inference may skip it */
         uint32_t mask; /* slots - 1; slots >= 2 * window, power of two */
         Slot *slots;
         /* Copies of held packets that the lender does not keep: `window` buffers of
@@ -146,12 +149,17 @@ static void advance_one(Reorder *r, bool timeout, ReorderDeliver deliver, void *
         r->expected++;
 }
 
-/* Delivers the run of held packets starting at expected. */
-static void drain(Reorder *r, ReorderDeliver deliver, void *userdata) {
+/* Delivers the run of held packets starting at expected, up to one whose extra delay has not
+ * passed yet (it is released then). */
+static void drain(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata) {
         for (;;) {
                 Slot *s = slot_of(r, r->expected);
                 if (!(s->buffered && s->seq == r->expected))
                         break;
+                if (s->release > now) {
+                        r->deadline = MIN(r->deadline, s->release);
+                        break;
+                }
                 deliver_slot(r, s, deliver, userdata);
                 r->expected++;
         }
@@ -159,8 +167,24 @@ static void drain(Reorder *r, ReorderDeliver deliver, void *userdata) {
                 r->deadline = USEC_INFINITY;
 }
 
+/* The same after a forced step: nothing waits for its extra delay any more than for a gap. */
+#define drain_forced(r, deliver, userdata) drain(r, USEC_INFINITY, deliver, userdata)
+
+/* When the first held packet (the one just above the gap at expected) arrived: the gap has
+ * existed at least since then. */
+static usec_t first_held_arrival(Reorder *r) {
+        for (uint32_t i = 1; i < r->window; i++) {
+                Slot *s = slot_of(r, r->expected + i);
+                if (s->buffered && s->seq == r->expected + i)
+                        return s->arrival;
+        }
+        return 0;
+}
+
 /* Skip gaps that every active path has already passed: paths keep their order, so what is
- * missing below the oldest frontier is lost. */
+ * missing below the oldest frontier is lost, once it has waited min_hold (the paths' delay
+ * spread: a packet sent on the slowest path at the same time as one on the fastest arrives that
+ * much later, and the slowest path may not have counted as active yet). */
 static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata) {
         bool any = false;
         uint32_t frontier = 0;
@@ -171,7 +195,7 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
                 PathFrontier *p = &r->paths[i];
                 if (!p->active)
                         continue;
-                if (now > p->last_rx + CLAMP(REORDER_SILENCE_FACTOR * p->gap_max, REORDER_SILENCE_MIN, r->max_delay)) {
+                if (now > p->last_rx + CLAMP(REORDER_SILENCE_FACTOR * p->gap_max, REORDER_SILENCE_MIN, REORDER_SILENCE_MAX)) {
                         /* Silent for much longer than its own recent gaps (a path that just lost
                          * its packets, e.g. blackholed): waiting for it would only stall. Its late
                          * packets, if any, are still delivered. */
@@ -185,8 +209,22 @@ static void infer_losses(Reorder *r, usec_t now, ReorderDeliver deliver, void *u
         if (!any)
                 return;
         while (r->n_buffered > 0 && mpt_seq_diff(frontier, r->expected) > 0) {
+                Slot *head = slot_of(r, r->expected);
+
+                if (head->buffered && head->seq == r->expected) {
+                        /* No gap: a packet waiting for its extra delay (drain() set the deadline). */
+                        return;
+                }
+                if (r->min_hold > 0) {
+                        usec_t since = first_held_arrival(r);
+                        if (now < since + r->min_hold) {
+                                /* Look again when it has waited long enough. */
+                                r->deadline = MIN(r->deadline, since + r->min_hold);
+                                return;
+                        }
+                }
                 advance_one(r, false, deliver, userdata);
-                drain(r, deliver, userdata);
+                drain(r, now, deliver, userdata);
         }
 }
 
@@ -212,7 +250,7 @@ static void path_seen(Reorder *r, unsigned path, uint32_t seq, usec_t now) {
 static void flush_all(Reorder *r, ReorderDeliver deliver, void *userdata) {
         while (r->n_buffered > 0) {
                 advance_one(r, false, deliver, userdata);
-                drain(r, deliver, userdata);
+                drain_forced(r, deliver, userdata);
         }
         r->deadline = USEC_INFINITY;
 }
@@ -235,7 +273,7 @@ static void resync(Reorder *r, uint32_t seq, ReorderDeliver deliver, void *userd
         r->synced = true;
 }
 
-static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t now) {
+static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t now, usec_t extra) {
         Slot *s = slot_of(r, seq);
 
         assert(s->copy < 0);
@@ -265,12 +303,15 @@ static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t
         s->seq = seq;
         s->len = len;
         s->arrival = now;
+        s->release = extra > 0 ? now + MIN(extra, r->max_delay) : 0;
         s->buffered = true;
         s->known = false;
         s->delivered = false;
         r->n_buffered++;
         r->bytes_buffered += len;
         r->deadline = MIN(r->deadline, now + r->max_delay);
+        if (s->release > 0)
+                r->deadline = MIN(r->deadline, s->release);
         return 0;
 }
 
@@ -283,6 +324,9 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
 
         if (!r->synced)
                 resync(r, seq, deliver, userdata);
+        /* Packets whose extra delay has passed go first. */
+        if (r->n_buffered > 0)
+                drain(r, now, deliver, userdata);
 
         d = mpt_seq_diff(seq, r->expected);
         if (d < 0) {
@@ -328,7 +372,7 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
                 } else
                         while ((uint32_t) mpt_seq_diff(seq, r->expected) >= r->window) {
                                 advance_one(r, false, deliver, userdata);
-                                drain(r, deliver, userdata);
+                                drain_forced(r, deliver, userdata);
                         }
                 d = mpt_seq_diff(seq, r->expected);
         }
@@ -345,10 +389,19 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
         while (d > 0 && r->bytes_buffered + len > REORDER_BYTES_MAX && r->n_buffered > 0) {
                 r->stats.overflows++;
                 advance_one(r, false, deliver, userdata);
-                drain(r, deliver, userdata);
+                drain_forced(r, deliver, userdata);
                 d = mpt_seq_diff(seq, r->expected);
         }
 
+        if (d == 0 && r->paths[path].extra > 0 && !r->paths[path].down) {
+                /* In order, but its path is faster than the slowest: it waits the difference, so
+                 * that every packet takes about as long (a TCP stream above sees one round trip,
+                 * not the fast path's when it happens to wait for nothing). */
+                k = hold(r, seq, pkt, len, now, r->paths[path].extra);
+                if (k < 0)
+                        return k;
+                return -1;
+        }
         if (d <= 0) {
                 Slot *s = slot_of(r, seq);
                 if (d < 0 && s->known && s->seq == seq && s->delivered) {
@@ -364,13 +417,13 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
                 deliver(userdata, pkt, len);
                 if (d == 0) {
                         r->expected++;
-                        drain(r, deliver, userdata);
+                        drain(r, now, deliver, userdata);
                         infer_losses(r, now, deliver, userdata);
                 }
                 return -1;
         }
 
-        k = hold(r, seq, pkt, len, now);
+        k = hold(r, seq, pkt, len, now, r->paths[path].down ? 0 : r->paths[path].extra);
         if (k < 0)
                 return k;
         infer_losses(r, now, deliver, userdata);
@@ -386,6 +439,13 @@ void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userda
                 r->deadline = USEC_INFINITY;
                 return;
         }
+        /* Packets whose extra delay passed, then gaps that waited min_hold and that every
+         * active path has passed. */
+        r->deadline = USEC_INFINITY;
+        drain(r, now, deliver, userdata);
+        infer_losses(r, now, deliver, userdata);
+        if (r->n_buffered == 0)
+                return;
         /* The newest held packet that waited long enough: release everything up to it. */
         for (uint32_t i = 0; i < r->window; i++) {
                 uint32_t seq = r->expected + i;
@@ -400,7 +460,7 @@ void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userda
         if (found)
                 while (mpt_seq_diff(target, r->expected) >= 0) {
                         advance_one(r, true, deliver, userdata);
-                        drain(r, deliver, userdata);
+                        drain_forced(r, deliver, userdata);
                 }
         for (uint32_t i = 0; r->n_buffered > 0 && i < r->window; i++) {
                 uint32_t seq = r->expected + i;
@@ -408,11 +468,50 @@ void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userda
                 if (s->buffered && s->seq == seq)
                         next = MIN(next, s->arrival + r->max_delay);
         }
+        {
+                Slot *head = slot_of(r, r->expected);
+                if (head->buffered && head->seq == r->expected && head->release > 0)
+                        next = MIN(next, head->release);
+        }
         r->deadline = r->n_buffered > 0 ? next : USEC_INFINITY;
+        /* Inference that waits for min_hold wants another look then (not before: a gap that
+         * the paths have not passed yet leaves only the timeout). */
+        if (r->n_buffered > 0 && r->min_hold > 0) {
+                usec_t at = first_held_arrival(r) + r->min_hold;
+                if (at > now)
+                        r->deadline = MIN(r->deadline, at);
+        }
 }
 
 usec_t reorder_deadline(const Reorder *r) {
         return r->deadline;
+}
+
+void reorder_set_min_hold(Reorder *r, usec_t min_hold) {
+        r->min_hold = MIN(min_hold, r->max_delay);
+}
+
+usec_t reorder_min_hold(const Reorder *r) {
+        return r->min_hold;
+}
+
+void reorder_set_max_delay(Reorder *r, usec_t max_delay) {
+        if (max_delay < r->max_delay && r->n_buffered > 0)
+                r->deadline = 0; /* the next reorder_expire() computes it again */
+        r->max_delay = max_delay;
+}
+
+usec_t reorder_max_delay(const Reorder *r) {
+        return r->max_delay;
+}
+
+void reorder_set_path_extra(Reorder *r, unsigned path, usec_t extra) {
+        if (path < REORDER_PATHS_MAX)
+                r->paths[path].extra = MIN(extra, r->max_delay);
+}
+
+usec_t reorder_path_extra(const Reorder *r, unsigned path) {
+        return path < REORDER_PATHS_MAX ? r->paths[path].extra : 0;
 }
 
 void reorder_path_down(Reorder *r, unsigned path) {

@@ -7,10 +7,13 @@
  *
  * - Packets are delivered in sequence order. A packet ahead of the next expected one is held,
  *   at most `window` sequence numbers ahead and at most `max_delay` long.
- * - Loss is inferred without waiting: each path delivers in order, so once every active path
- *   has delivered a packet later than a gap, the gap is lost and skipped. A path that falls
+ * - Loss is inferred without waiting for the timeout: each path delivers in order, so once every
+ *   active path has delivered a packet later than a gap, and the gap has waited min_hold (the
+ *   paths' delay spread, reorder_set_min_hold(); 0 by default), it is lost and skipped. A path that falls
  *   silent for REORDER_SILENCE_FACTOR times its longest recent gap (at least REORDER_SILENCE_MIN,
- *   at most max_delay) stops counting until it delivers again.
+ *   at most REORDER_SILENCE_MAX) stops counting until it delivers again.
+ * - Packets of a path with an extra delay (reorder_set_path_extra()) are held that long even when
+ *   they are in order, and packets behind them wait for them.
  * - A packet that arrives after its gap was skipped is delivered anyway ("late") unless it was
  *   delivered before (a duplicate); one older than the remembered history is dropped ("stale").
  * - A peer restart (sequence numbers starting over) is recognised after a run of stale packets,
@@ -27,9 +30,14 @@
 /* A path counts as silent (and stops holding back loss inference) after this many times its
  * longest recent gap between packets, but not sooner than REORDER_SILENCE_MIN (a receiving
  * thread descheduled for a moment must not make the paths it reads look silent to the others)
- * nor later than max_delay. */
+ * nor later than REORDER_SILENCE_MAX. Not capped by max_delay: what a gap waits for is bounded by
+ * max_delay anyway; silence only decides whether it is skipped before that. A path whose packets
+ * come in bursts (TCP's, one per round trip) is quiet between them for longer than the hold, and
+ * must still count: a gap it would fill, skipped at once, makes its packets late, which TCP takes
+ * for loss. */
 #define REORDER_SILENCE_FACTOR 4u
 #define REORDER_SILENCE_MIN (10 * USEC_PER_MSEC)
+#define REORDER_SILENCE_MAX (1 * USEC_PER_SEC)
 
 typedef struct Reorder Reorder;
 
@@ -76,6 +84,22 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
 
 /* Releases packets held longer than max_delay (skipping the gaps before them). */
 void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata);
+
+/* What a gap waits at least before inference may skip it (at most max_delay): how much later a
+ * packet on the slowest path arrives than one sent at the same time on the fastest. */
+void reorder_set_min_hold(Reorder *r, usec_t min_hold);
+usec_t reorder_min_hold(const Reorder *r);
+
+/* Changes what a packet may be held at most (from now on; held packets keep their arrival). */
+void reorder_set_max_delay(Reorder *r, usec_t max_delay);
+usec_t reorder_max_delay(const Reorder *r);
+
+/* Packets of the path wait at least `extra` before they are delivered, even in order (at most
+ * max_delay): delay equalisation. A path whose one-way delay is shorter than the slowest path's
+ * that carries data by `extra` then looks as slow as that one, to TCP above the tunnel: every
+ * packet takes about the same time, whichever path it took. 0 (the default): none. */
+void reorder_set_path_extra(Reorder *r, unsigned path, usec_t extra);
+usec_t reorder_path_extra(const Reorder *r, unsigned path);
 
 /* When reorder_expire() next needs to run; USEC_INFINITY when nothing is held. May be early. */
 usec_t reorder_deadline(const Reorder *r);

@@ -144,8 +144,12 @@ void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, u
 }
 
 unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
-                            unsigned floor, unsigned ceil) {
-        return sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_RUN_TIME_USEC, floor, ceil);
+                            unsigned floor, unsigned ceil, bool slow_paths) {
+        unsigned lo = slow_paths ? MIN(SCHED_RUN_QUEUED_MIN, floor) : floor, q;
+
+        q = sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_RUN_TIME_USEC, lo, ceil);
+        /* Below the floor: down to a power of two, as sched_queued_run(). */
+        return q >= floor ? q : MAX(1u << (31 - __builtin_clz(q)), lo);
 }
 
 unsigned sched_adaptive_count(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,

@@ -79,9 +79,14 @@ typedef struct SchedRuns {
 
 /* The quantum for a tunnel that sent `segments` segments in `interval_usec`, over a vector of
  * vector_len slots in which the path with the fewest slots has min_slots, clamped to
- * [floor, ceil]. Pure; interval_usec == 0 or vector_len == 0 gives floor. */
+ * [floor, ceil]. Pure; interval_usec == 0 or vector_len == 0 gives floor.
+ * slow_paths: the floor gives way down to SCHED_RUN_QUEUED_MIN (in powers of two) for a path
+ * whose share is slower than the floor's 16 segments in SCHED_RUN_TIME_USEC (100 Mbit/s): a 20
+ * Mbit/s path beside a 100 Mbit/s one would otherwise carry runs of 10 ms, during which the
+ * receiver holds the fast path's packets, and TCP reads the tunnel as burstier and slower than
+ * it is (measured: scenario A of tests/bench, 100 + 20 Mbit/s). */
 unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
-                            unsigned floor, unsigned ceil);
+                            unsigned floor, unsigned ceil, bool slow_paths);
 
 /* The same for any span of time: how many segments the path with the smallest share carries in
  * time_usec at that rate, clamped to [floor, ceil]. */

@@ -5,6 +5,7 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include "feedback.h"
 #include "log.h"
 #include "offload.h"
 #include "tunnel.h"
@@ -47,7 +48,7 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
         if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
                 return MPT_DROP_COUNTER_EXHAUSTED;
         *ret_len = mpt_secure_seal(buf, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
-                                   (uint16_t) path, counter);
+                                   (MptSecureSender) { .path_id = (uint8_t) path, .counter = counter });
         return *ret_len == 0 ? MPT_DROP_CIPHER_ERROR : -1;
 }
 
@@ -180,6 +181,8 @@ int tunnel_publish(Tunnel *t) {
                         weights[n] = MAX(path_effective_weight(p), 1u);
                         n++;
                 }
+        if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
+                feedback_weights(t, ids, n, weights);
         t->paths_up = 0;
         for (size_t i = 0; i < t->n_paths; i++)
                 if (t->paths[i]->state == PATH_STATE_UP)
@@ -306,6 +309,41 @@ bool tunnel_reorder_has_delivered(Tunnel *t) {
         return r;
 }
 
+/* Whether a is within 1 ms or 1/16 of b: not worth the lock. */
+static bool close_to(usec_t a, usec_t b) {
+        usec_t d = a > b ? a - b : b - a;
+        return d < USEC_PER_MSEC || d * 16 < b;
+}
+
+void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread) {
+        usec_t cur = __atomic_load_n(&t->reorder_hold, __ATOMIC_RELAXED),
+               cur_spread = __atomic_load_n(&t->reorder_spread, __ATOMIC_RELAXED);
+
+        if (!t->reorder || (close_to(hold, cur) && close_to(spread, cur_spread)))
+                return;
+        pthread_mutex_lock(&t->reorder_lock);
+        reorder_set_max_delay(t->reorder, hold);
+        reorder_set_min_hold(t->reorder, spread);
+        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&t->reorder_lock);
+        __atomic_store_n(&t->reorder_hold, hold, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->reorder_spread, spread, __ATOMIC_RELAXED);
+        /* A worker waits until the (maybe earlier) deadline. */
+        if (t->n_workers > 0)
+                worker_wake(t->workers[0]);
+}
+
+void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra) {
+        Path *p = t->paths[i];
+
+        if (!t->reorder || p->reorder_extra == extra)
+                return;
+        pthread_mutex_lock(&t->reorder_lock);
+        reorder_set_path_extra(t->reorder, (unsigned) i, extra);
+        pthread_mutex_unlock(&t->reorder_lock);
+        p->reorder_extra = extra;
+}
+
 void tunnel_reset_reorder(Tunnel *t) {
         if (!t->reorder_enabled)
                 return;
@@ -360,6 +398,10 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
                 Path *p = NULL;
                 /* Datagrams whose path the worker could not tell (paths sharing a socket, traffic
                  * from a new address) name it by the other end's token. */
+                if (q[i].kind == CONTROL_EVENT_FEEDBACK) {
+                        feedback_handle(t, &q[i]);
+                        continue;
+                }
                 if (q[i].path < t->n_paths)
                         p = t->paths[q[i].path];
                 else if (q[i].kind == CONTROL_EVENT_KEEPALIVE)
@@ -813,6 +855,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 t->reorder = reorder_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay);
                 if (!t->reorder)
                         return log_oom();
+                t->reorder_hold = t->reorder_spread = profile->tunnel.reorder_max_delay;
+                reorder_set_min_hold(t->reorder, t->reorder_spread);
                 t->reorder_enabled = true;
                 if (worker_pool_setup(t) < 0)
                         return log_oom();
@@ -883,6 +927,10 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 return log_tunnel_error_errno(t, r, "Failed to add timer: %m");
         (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_OFF);
 
+        r = feedback_start(t);
+        if (r < 0)
+                return r;
+
         for (size_t i = 0; i < t->n_paths; i++) {
                 r = path_start(t->paths[i]);
                 if (r < 0)
@@ -949,6 +997,7 @@ Tunnel *tunnel_free(Tunnel *t) {
 
         sd_event_source_disable_unref(t->ka_source);
         sd_event_source_disable_unref(t->reclaim_timer);
+        feedback_stop(t);
         sd_event_source_disable_unref(t->refresh_event);
         rtnl_monitor_free(t->monitor);
         for (size_t i = 0; i < t->n_pending_close; i++)

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <systemd/sd-event.h>
 
+#include "learn.h"
 #include "netlink.h"
 #include "nft.h"
 #include "profile.h"
@@ -132,11 +133,24 @@ struct Path {
         usec_t peer_seq_time;
         uint32_t peer_session;
         usec_t rtt, rtt_var;       /* smoothed, 0: unknown */
+        usec_t rtt_min[2];         /* the smallest sample of this half-window and of the last (0: none) */
+        usec_t rtt_min_since;      /* when this half-window began (PATH_RTT_MIN_WINDOW_USEC / 2) */
         double rx_loss_lost, rx_loss_total; /* decaying counts of keepalives from the peer */
         double tx_loss_lost, tx_loss_total; /* of ours, as the peer reports receiving them */
         uint32_t peer_echo_prev, peer_rx_count_prev;
         bool demoted;              /* loss above LossThreshold=: treated as a backup path */
         usec_t probe_answered;     /* last time we answered a probe */
+
+        /* The learned scheduler (feedback.c): what the path delivers, and when we last heard of
+         * it (or it began to carry data). */
+        LearnPath learn;
+        usec_t learn_news;
+        usec_t learn_sent_last; /* when we last sent data on it, as the workers' marks said last tick */
+        /* Receive side (feedback.c): when data last arrived on it, and what its packets wait at
+         * least in the reorder buffer (delay equalisation). */
+        uint64_t eq_rx_packets;
+        usec_t eq_rx_at;
+        usec_t reorder_extra;
 
         PathCounters counters; /* main thread's own: keepalives, control drops */
 };
@@ -146,6 +160,7 @@ typedef enum ControlEventKind {
         CONTROL_EVENT_KEEPALIVE,
         CONTROL_EVENT_PATH_STATUS,
         CONTROL_EVENT_ENDPOINT, /* well-formed traffic of this path from a new address or port */
+        CONTROL_EVENT_FEEDBACK, /* what arrived of our paths at the other end (secure mode) */
 } ControlEventKind;
 
 typedef struct ControlEvent {
@@ -157,6 +172,7 @@ typedef struct ControlEvent {
         union {
                 MptKeepalive ka;
                 MptPathStatus ps;
+                MptFeedback fb;
         };
 } ControlEvent;
 
@@ -198,6 +214,8 @@ struct Tunnel {
         pthread_mutex_t reorder_lock;
         Reorder *reorder;
         usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
+        usec_t reorder_hold;     /* what it waits for a missing packet now (feedback.c) */
+        usec_t reorder_spread;   /* and at least, before it infers that one is lost */
         /* Receive buffers the reorder buffer may hold packets in without copying them (see
          * worker.c); references and the free list are under reorder_lock. NULL: no pool. */
         uint8_t *rx_pool;
@@ -231,6 +249,19 @@ struct Tunnel {
         pthread_mutex_t secure_lock;
         MptSecureRx secure_rx;
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
+
+        /* The learned scheduler and feedback (feedback.c). */
+        sd_event_source *feedback_timer;
+        uint64_t feedback_rx, feedback_tx;           /* frames */
+        uint64_t feedback_reported[MPT_PATHS_MAX];   /* per path id of the other end: the last marker told */
+        usec_t learn_saturated_at;                   /* when a path was last saturated; 0: never */
+        bool learn_light;                            /* none was for LEARN_LIGHT_AFTER_USEC (at the last publishing) */
+        bool learn_by_rates;                         /* the last published weights were the rates (learn_weights()) */
+        uint32_t learn_published[MPT_PATHS_MAX];     /* the weights last published, per path */
+        uint64_t learn_load;                         /* bytes per second sent lately (the larger of two windows) */
+        uint64_t learn_load_win[2];                  /* the last two windows' */
+        uint64_t learn_load_bytes;                   /* tx bytes of all paths at this window's start */
+        usec_t learn_load_since;                     /* when this window began; 0: not yet */
 
         RtnlMonitor *monitor;
         sd_event_source *refresh_event; /* coalesces kernel events into one refresh */
@@ -270,6 +301,13 @@ void path_update_state(Path *p, const char *reason);
 const char *path_reason(const Path *p);
 int path_set_admin(Path *p, bool down);
 int path_set_weight(Path *p, uint32_t weight);
+/* The path's smallest round-trip time over the last PATH_RTT_MIN_WINDOW_USEC or so (its delay
+ * without queues, outliers of a moment excluded); 0: none measured. */
+#define PATH_RTT_MIN_WINDOW_USEC (10 * USEC_PER_SEC)
+usec_t path_rtt_min(const Path *p);
+
+/* Sends a feedback frame (secure mode) over the path. */
+void path_send_feedback(Path *p, const MptFeedback *fb);
 
 /* Sums the per-thread counters of one path (index) or, with path == -1, the tunnel's own. */
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
@@ -307,6 +345,12 @@ int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len)
 
 /* The TUN queue to write a received packet through (by symmetric flow hash). */
 int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);
+
+/* What the reorder buffer waits for a missing packet: hold at most, and spread at least before it
+ * infers that it is lost (feedback.h). */
+void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread);
+/* What the packets of path i wait at least in the reorder buffer (reorder_set_path_extra()). */
+void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra);
 
 /* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
 void tunnel_reset_reorder(Tunnel *t);

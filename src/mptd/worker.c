@@ -62,7 +62,8 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                 goto oom;
         if (t->secure) {
                 w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
-                if (!w->tx_crypt)
+                w->tx_marks = calloc((size_t) MAX(t->n_paths, (size_t) 1) * WORKER_TX_MARKS, sizeof(TxMark));
+                if (!w->tx_crypt || !w->tx_marks)
                         goto oom;
         }
         w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -101,6 +102,7 @@ Worker *worker_free(Worker *w) {
         free(w->tx_headers);
         free(w->path_iov);
         free(w->tx_crypt);
+        free(w->tx_marks);
         mpt_secure_keys_wipe(&w->rx_keys);
         mpt_secure_keys_wipe(&w->rx_try_keys);
         return mfree(w);
@@ -476,6 +478,20 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
                 COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                 return;
         }
+        if (f.kind == MPT_FRAME_FEEDBACK) {
+                ControlEvent ev = { .kind = CONTROL_EVENT_FEEDBACK, .path = (unsigned) p, .source = *src };
+                /* Only authenticated feedback may move traffic: in compat mode there is none. */
+                reason = w->tunnel->secure ? mpt_feedback_decode(&f, &ev.fb) : MPT_DROP_BAD_FEEDBACK;
+                if (reason >= 0) {
+                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        return;
+                }
+                if (new_endpoint)
+                        report_endpoint(w, (unsigned) p, src, 0);
+                ev.when = now;
+                tunnel_queue_event(w->tunnel, &ev);
+                return;
+        }
         if (new_endpoint)
                 report_endpoint(w, (unsigned) p, src, 0);
         if (f.kind == MPT_FRAME_PATH_STATUS) {
@@ -492,6 +508,141 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
         COUNTER_ADD(w->path_counters[p].rx_packets, 1);
         COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) len);
         handle_data(w, (unsigned) p, &f, now);
+}
+
+/* ---- what arrived and what went out, for the learned scheduler (sequence locks) ---- */
+
+static void seq_write_begin(uint32_t *seq) {
+        __atomic_store_n(seq, *seq + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void seq_write_end(uint32_t *seq) {
+        __atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+
+static uint32_t seq_read_begin(const uint32_t *seq) {
+        uint32_t s;
+
+        while ((s = __atomic_load_n(seq, __ATOMIC_ACQUIRE)) & 1)
+                ;
+        return s;
+}
+
+static bool seq_read_retry(const uint32_t *seq, uint32_t s) {
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        return __atomic_load_n(seq, __ATOMIC_RELAXED) != s;
+}
+
+/* An authenticated datagram of the other end's path path_id (its secure header says which),
+ * len bytes on the wire, arrived at `arrival`. */
+static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
+        RxTrack *r = &w->rx_track[header[2] % MPT_PATHS_MAX];
+        uint64_t counter = 0;
+
+        for (unsigned i = 12; i < 20; i++)
+                counter = counter << 8 | header[i];
+        seq_write_begin(&r->seq);
+        __atomic_store_n(&r->bytes, r->bytes + len, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->packets, r->packets + 1, __ATOMIC_RELAXED);
+        if (counter > r->marker) {
+                __atomic_store_n(&r->marker, counter, __ATOMIC_RELAXED);
+                __atomic_store_n(&r->arrival, arrival, __ATOMIC_RELAXED);
+        }
+        /* A burst ends at a gap (or when it is long enough); its rate is a peak sample. The
+         * datagrams of one arrival time (a GRO train: the kernel stamps a train with its first
+         * datagram's time) arrived between that time and the next train's, so a burst's rate is
+         * the bytes of its trains but the last over the time from its first train to its last. */
+        if (r->burst_first == 0 || arrival > r->burst_last + WORKER_BURST_GAP_USEC ||
+            arrival >= r->burst_first + WORKER_BURST_MAX_USEC) {
+                bool gap = r->burst_first == 0 || arrival > r->burst_last + WORKER_BURST_GAP_USEC;
+
+                if (r->burst_last >= r->burst_first + WORKER_BURST_MIN_USEC && r->burst_bytes > 0) {
+                        uint64_t rate = r->burst_bytes * USEC_PER_SEC / (r->burst_last - r->burst_first);
+                        if (arrival >= r->window_start + WORKER_PEAK_WINDOW_USEC) {
+                                __atomic_store_n(&r->peak_prev, r->peak, __ATOMIC_RELAXED);
+                                __atomic_store_n(&r->peak, rate, __ATOMIC_RELAXED);
+                                r->window_start = arrival;
+                        } else if (rate > r->peak)
+                                __atomic_store_n(&r->peak, rate, __ATOMIC_RELAXED);
+                }
+                r->burst_bytes = 0;
+                if (gap) {
+                        r->burst_first = r->burst_last = arrival;
+                        r->train_bytes = len;
+                } else {
+                        /* Cut for its length: the next one begins with the current train. */
+                        r->burst_first = r->burst_last;
+                        if (arrival > r->burst_last) {
+                                r->burst_bytes = r->train_bytes;
+                                r->train_bytes = len;
+                        } else
+                                r->train_bytes += len;
+                }
+        } else if (arrival > r->burst_last) {
+                r->burst_bytes += r->train_bytes;
+                r->train_bytes = len;
+        } else
+                r->train_bytes += len;
+        r->burst_last = MAX(r->burst_last, arrival);
+        seq_write_end(&r->seq);
+}
+
+void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret) {
+        const RxTrack *r = &w->rx_track[path_id % MPT_PATHS_MAX];
+        uint32_t s;
+
+        do {
+                s = seq_read_begin(&r->seq);
+                ret->marker = __atomic_load_n(&r->marker, __ATOMIC_RELAXED);
+                ret->arrival = __atomic_load_n(&r->arrival, __ATOMIC_RELAXED);
+                ret->bytes = __atomic_load_n(&r->bytes, __ATOMIC_RELAXED);
+                ret->packets = __atomic_load_n(&r->packets, __ATOMIC_RELAXED);
+                ret->peak = __atomic_load_n(&r->peak, __ATOMIC_RELAXED);
+                ret->peak_prev = __atomic_load_n(&r->peak_prev, __ATOMIC_RELAXED);
+        } while (seq_read_retry(&r->seq, s));
+        ret->seq = s;
+}
+
+/* Counters first..last of path p go out now. */
+static void tx_mark(Worker *w, unsigned p, uint64_t first, uint64_t last, usec_t now) {
+        TxMark *m;
+
+        if (!w->tx_marks || p >= w->tunnel->n_paths)
+                return;
+        m = &w->tx_marks[(size_t) p * WORKER_TX_MARKS + w->tx_mark_next[p]++ % WORKER_TX_MARKS];
+        seq_write_begin(&m->seq);
+        __atomic_store_n(&m->first, first, __ATOMIC_RELAXED);
+        __atomic_store_n(&m->last, last, __ATOMIC_RELAXED);
+        __atomic_store_n(&m->time, now, __ATOMIC_RELAXED);
+        seq_write_end(&m->seq);
+}
+
+bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_t *ret_time, usec_t *ret_last) {
+        bool found = false;
+
+        *ret_last = 0;
+        if (!w->tx_marks || path >= w->tunnel->n_paths)
+                return false;
+        for (unsigned i = 0; i < WORKER_TX_MARKS; i++) {
+                const TxMark *m = &w->tx_marks[(size_t) path * WORKER_TX_MARKS + i];
+                uint64_t first, last;
+                usec_t time;
+                uint32_t s;
+
+                do {
+                        s = seq_read_begin(&m->seq);
+                        first = __atomic_load_n(&m->first, __ATOMIC_RELAXED);
+                        last = __atomic_load_n(&m->last, __ATOMIC_RELAXED);
+                        time = __atomic_load_n(&m->time, __ATOMIC_RELAXED);
+                } while (seq_read_retry(&m->seq, s));
+                *ret_last = MAX(*ret_last, time);
+                if (time > 0 && first <= counter && counter <= last) {
+                        *ret_time = time;
+                        found = true;
+                }
+        }
+        return found;
 }
 
 /* Secure mode: authenticates and decrypts the datagrams of one receive buffer in place (seg
@@ -632,6 +783,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                         if (t->secure) {
                                 if (d[0] == 0)
                                         continue;
+                                rx_track(w, d, dl, msgs[m].arrival);
                                 d += MPT_SECURE_HEADER_SIZE;
                                 dl -= MPT_SECURE_OVERHEAD;
                         }
@@ -856,6 +1008,7 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
 static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PATHS_MAX]) {
         Tunnel *t = w->tunnel;
         uint64_t used = 0;
+        usec_t now = now_usec();
 
         static_assert(MPT_PATHS_MAX <= 64, "a path is one bit of a uint64_t");
         for (int i = 0; i < n; i++) {
@@ -867,6 +1020,8 @@ static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PAT
                         k += w->seg_path[j] == p;
                 if (mpt_secure_reserve(&t->tx_counter[p], k, &next[p]) < 0)
                         next[p] = UINT64_MAX;
+                else
+                        tx_mark(w, p, next[p], next[p] + k - 1, now);
         }
         return tunnel_tx_cipher(t);
 }
@@ -929,7 +1084,9 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                 COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
                         else {
                                 dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
-                                                          t->aes ? MPT_SECURE_FLAG_AES : 0, (uint16_t) p, next[p]++);
+                                                          t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                                          (MptSecureSender) { .path_id = (uint8_t) p,
+                                                                              .counter = next[p]++ });
                                 if (dl == 0)
                                         COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
                                 else {
@@ -1065,7 +1222,7 @@ static void update_run(Worker *w, const Snapshot *s) {
                                                            dataplane_options.run)
                                         : sched_adaptive_run(segments - w->rate_segments, now - w->rate_since,
                                                              s->vector_len, w->min_slots, dataplane_options.run,
-                                                             SCHED_RUN_CEIL);
+                                                             SCHED_RUN_CEIL, true);
                 w->gso_queued = sched_adaptive_count(segments - w->rate_segments, now - w->rate_since,
                                                      s->vector_len, w->min_slots, SCHED_GSO_TIME_USEC, 1,
                                                      GSO_SEGMENTS_MAX);

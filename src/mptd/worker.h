@@ -19,6 +19,45 @@
 #define WORKER_CRYPT_SIZE \
         (WORKER_BUFFER_SIZE + OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX + MPT_SECURE_OVERHEAD))
 
+/* Secure mode, receiving: what arrived of one of the other end's paths (by the path id in the
+ * secure header), for the feedback frames the main thread sends (feedback.c). The worker writes
+ * it with every datagram that authenticated; the main thread reads a consistent copy (seq is odd
+ * while a write is under way: a sequence lock, no waiting on either side). */
+typedef struct RxTrack {
+        uint32_t seq;
+        uint64_t marker;  /* highest counter received */
+        uint64_t arrival; /* when it arrived (CLOCK_MONOTONIC, microseconds) */
+        uint64_t bytes;   /* datagram bytes received (cumulative) */
+        uint32_t packets; /* datagrams received (cumulative) */
+        /* Bursts: datagrams that arrive less than WORKER_BURST_GAP_USEC apart. The fastest burst
+         * of this window (from window_start, WORKER_PEAK_WINDOW_USEC long) and of the last one:
+         * the path's bottleneck rate, which a burst leaving the sender at once arrives at. */
+        uint64_t peak;
+        uint64_t peak_prev;
+        /* (the worker's own, not read by others) */
+        usec_t burst_first, burst_last, window_start;
+        uint64_t burst_bytes; /* of the burst's trains before the current one */
+        uint64_t train_bytes; /* of the current train: the datagrams of one arrival time (a GRO train) */
+} RxTrack;
+
+/* See RxTrack: a gap that ends a burst (a datagram every 3 ms is 4 Mbit/s: slower paths are
+ * learned from their saturation alone), the shortest burst that counts, the longest (a stream
+ * that never pauses gives samples too), and the window the peak is the maximum of. */
+#define WORKER_BURST_GAP_USEC (3 * USEC_PER_MSEC)
+#define WORKER_BURST_MIN_USEC 500u
+#define WORKER_BURST_MAX_USEC (10 * USEC_PER_MSEC)
+#define WORKER_PEAK_WINDOW_USEC (100 * USEC_PER_MSEC)
+
+/* Secure mode, sending: the counters first..last of a path went out at time. A ring of them per
+ * path and worker, so that the main thread can tell when the counter a feedback frame reports was
+ * sent. Sequence-locked as RxTrack. */
+#define WORKER_TX_MARKS 64u
+typedef struct TxMark {
+        uint32_t seq;
+        uint64_t first, last;
+        usec_t time;
+} TxMark;
+
 struct Worker {
         Tunnel *tunnel;
         unsigned id;
@@ -77,6 +116,12 @@ struct Worker {
 
         MptSockaddr endpoint_reported[MPT_PATHS_MAX]; /* last new source reported per path */
 
+        /* Secure mode, for the learned scheduler: what arrived of the other end's paths, and when
+         * our paths' counters went out (n_paths x WORKER_TX_MARKS, a ring per path). */
+        RxTrack rx_track[MPT_PATHS_MAX];
+        TxMark *tx_marks;
+        unsigned tx_mark_next[MPT_PATHS_MAX];
+
         /* Secure mode: sealed datagrams of the TUN packet being sent; the receive key of the
          * peer's current epoch, and one being tried for a newer epoch. */
         uint8_t *tx_crypt;
@@ -108,6 +153,11 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
 void worker_rx_expire(Worker *w, usec_t now);
 
 bool worker_path_queued(const Worker *w, unsigned path);
+/* A consistent copy of what arrived of the other end's path path_id (any thread). */
+void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret);
+/* When this worker sent counter `counter` of path `path`, if its ring still knows it (any thread);
+ * the latest time it sent on the path in *ret_last (0: not that it remembers). */
+bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_t *ret_time, usec_t *ret_last);
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
 int worker_start(Worker *w);
 /* Asks the worker to stop and joins it. */

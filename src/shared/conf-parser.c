@@ -54,96 +54,179 @@ static bool has_control_chars(const char *s) {
         return false;
 }
 
+/* What conf_parse_buffer() carries from one logical line to the next. */
+typedef struct ParseState {
+        const char *filename;
+        const ConfCallbacks *cb;
+        void *userdata;
+        MptDiagnostics *d;
+        char *section;
+        bool section_wanted, section_broken;
+} ParseState;
+
+/* One logical line (its continuation lines joined), which starts on line `line`. */
+static void parse_line(ParseState *s, char *text, unsigned line) {
+        char *l, *eq;
+
+        l = strip(text);
+        if (*l == 0 || *l == '#' || *l == ';')
+                return;
+        if (has_control_chars(l)) {
+                diag_add(s->d, s->filename, line, "line contains control characters");
+                return;
+        }
+        /* (Comments may be in any encoding: they are skipped before this.) */
+        if (!utf8_valid(l)) {
+                diag_add(s->d, s->filename, line, "line is not valid UTF-8");
+                return;
+        }
+
+        if (*l == '[') {
+                size_t k = strlen(l);
+                if (k < 3 || l[k - 1] != ']') {
+                        diag_add(s->d, s->filename, line, "invalid section header '%s'", l);
+                        s->section = mfree(s->section);
+                        s->section_wanted = false;
+                        /* Its assignments belong to it: one error is enough. */
+                        s->section_broken = true;
+                        return;
+                }
+                l[k - 1] = 0;
+                free(s->section);
+                s->section = strdup(l + 1);
+                if (!s->section) {
+                        s->d->oom = true;
+                        return;
+                }
+                s->section_broken = false;
+                s->section_wanted = s->cb->section ? s->cb->section(s->userdata, s->section, line, s->d) : true;
+                return;
+        }
+
+        eq = strchr(l, '=');
+        if (!eq) {
+                diag_add(s->d, s->filename, line, "missing '=' in '%s'", l);
+                return;
+        }
+        if (!s->section) {
+                if (!s->section_broken)
+                        diag_add(s->d, s->filename, line, "assignment outside of a section");
+                return;
+        }
+        if (!s->section_wanted)
+                return;
+        *eq = 0;
+        {
+                char *key = strip(l), *value = strip(eq + 1);
+                if (*key == 0) {
+                        diag_add(s->d, s->filename, line, "missing key name before '='");
+                        return;
+                }
+                s->cb->assignment(s->userdata, s->section, key, value, line, s->d);
+        }
+}
+
+/* Whether a physical line goes on in the next one: it ends in a backslash that is not itself
+ * escaped (an odd number of them), before a CR of a CRLF line end. */
+static bool line_continues(const char *l, size_t n) {
+        size_t k = 0;
+
+        if (n > 0 && l[n - 1] == '\r')
+                n--;
+        while (k < n && l[n - 1 - k] == '\\')
+                k++;
+        return k % 2 == 1;
+}
+
+static bool line_is_comment(const char *l, size_t n) {
+        size_t i = 0;
+
+        while (i < n && (l[i] == ' ' || l[i] == '\t'))
+                i++;
+        return i < n && (l[i] == '#' || l[i] == ';');
+}
+
 void conf_parse_buffer(const char *filename, const char *buf, size_t len, const ConfCallbacks *cb,
                        void *userdata, MptDiagnostics *d) {
-        _cleanup_free_ char *section = NULL;
-        bool section_wanted = false, section_broken = false;
-        unsigned line = 0;
+        ParseState s = { .filename = filename, .cb = cb, .userdata = userdata, .d = d };
+        char text[CONF_LINE_MAX + 1]; /* the logical line so far */
+        size_t used = 0;
+        unsigned line = 0, first = 0; /* first: the line where the logical line started */
+        bool pending = false;         /* the logical line goes on in the next physical line */
+        bool broken = false;          /* ... and has been reported already: skip the rest of it */
         size_t pos = 0;
 
-        while (pos < len) {
-                char text[CONF_LINE_MAX + 1];
+        /* A UTF-8 byte order mark at the start of the file is no part of the first line (as for systemd). */
+        if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+                pos = 3;
+
+        while (pos < len && !d->oom) {
+                const char *raw = buf + pos;
                 size_t end = pos, n;
-                char *l, *eq;
+                bool cont;
 
                 while (end < len && buf[end] != '\n')
                         end++;
                 line++;
                 n = end - pos;
+                pos = end + 1;
+                cont = line_continues(raw, n);
+
+                /* A broken physical line breaks the logical line that it is part of: one error. */
                 if (n > CONF_LINE_MAX) {
                         diag_add(d, filename, line, "line is longer than %u bytes", CONF_LINE_MAX);
-                        pos = end + 1;
+                        pending = broken = cont;
                         continue;
                 }
-                memcpy(text, buf + pos, n);
-                text[n] = 0;
-                pos = end + 1;
-
-                if (memchr(text, 0, n)) {
+                if (memchr(raw, 0, n)) {
                         diag_add(d, filename, line, "line contains a NUL byte");
+                        pending = broken = cont;
                         continue;
                 }
-                l = strip(text);
-                if (*l == 0 || *l == '#' || *l == ';')
+                /* Comment lines are skipped, also between continued lines (systemd does the same); a
+                 * comment never continues. */
+                if (line_is_comment(raw, n))
                         continue;
-                if (has_control_chars(l)) {
-                        diag_add(d, filename, line, "line contains control characters");
-                        continue;
-                }
-                /* (Comments may be in any encoding: they are skipped above.) */
-                if (!utf8_valid(l)) {
-                        diag_add(d, filename, line, "line is not valid UTF-8");
+                if (broken) {
+                        pending = broken = cont;
                         continue;
                 }
-
-                if (*l == '[') {
-                        size_t k = strlen(l);
-                        if (k < 3 || l[k - 1] != ']') {
-                                diag_add(d, filename, line, "invalid section header '%s'", l);
-                                section = mfree(section);
-                                section_wanted = false;
-                                /* Its assignments belong to it: one error is enough. */
-                                section_broken = true;
-                                continue;
-                        }
-                        l[k - 1] = 0;
-                        free(section);
-                        section = strdup(l + 1);
-                        if (!section) {
-                                d->oom = true;
-                                return;
-                        }
-                        section_broken = false;
-                        section_wanted = cb->section ? cb->section(userdata, section, line, d) : true;
+                if (!pending) {
+                        used = 0;
+                        first = line;
+                }
+                if (used + n > CONF_LINE_MAX) {
+                        diag_add(d, filename, first, "line is longer than %u bytes with its continuation lines",
+                                 CONF_LINE_MAX);
+                        pending = broken = cont;
                         continue;
                 }
-
-                eq = strchr(l, '=');
-                if (!eq) {
-                        diag_add(d, filename, line, "missing '=' in '%s'", l);
+                memcpy(text + used, raw, n);
+                used += n;
+                text[used] = 0;
+                if (cont) {
+                        /* The backslash becomes a blank; the next line follows as it is, with its
+                         * leading blanks. */
+                        if (text[used - 1] == '\r')
+                                text[--used] = 0;
+                        text[used - 1] = ' ';
+                        pending = true;
                         continue;
                 }
-                if (!section) {
-                        if (section_broken)
-                                continue;
-                        diag_add(d, filename, line, "assignment outside of a section");
-                        continue;
-                }
-                if (!section_wanted)
-                        continue;
-                *eq = 0;
-                {
-                        char *key = strip(l), *value = strip(eq + 1);
-                        if (*key == 0) {
-                                diag_add(d, filename, line, "missing key name before '='");
-                                continue;
-                        }
-                        cb->assignment(userdata, section, key, value, line, d);
-                }
+                pending = false;
+                parse_line(&s, text, first);
         }
+        /* The last line ended in a backslash: what there is counts. */
+        if (pending && !broken && !d->oom)
+                parse_line(&s, text, first);
+        free(s.section);
 }
 
 int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size) {
+        return read_full_file_stat(filename, max, ret, ret_size, NULL);
+}
+
+int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 0;
@@ -186,6 +269,8 @@ int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_siz
         *ret = TAKE_PTR(buf);
         if (ret_size)
                 *ret_size = size;
+        if (ret_st)
+                *ret_st = st;
         return 0;
 }
 

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/stat.h>
+
 #include "diag.h"
 
 /* A systemd-style INI tokenizer: "[Section]" headers, "Key=Value" assignments, comments
  * starting with '#' or ';', blank lines. It knows nothing about what sections and keys mean:
  * it hands each element to the callbacks with its line number. Structural problems (text
  * outside a section, a line without '=', an unterminated header, control characters, an
- * over-long line) are reported as diagnostics and parsing goes on with the next line. */
+ * over-long line) are reported as diagnostics and parsing goes on with the next line.
+ *
+ * As systemd's parser does, it skips a UTF-8 byte order mark at the start, and joins a line that
+ * ends in a backslash with the next one (the backslash becomes a blank; comment lines in between
+ * are skipped). A continued line is reported, and handed over, with the number of the line where
+ * it starts; the numbers of the lines after it stay those of the file. */
 
 #define CONF_LINE_MAX 4096u
 #define CONF_FILE_MAX (1024u * 1024u)
@@ -28,3 +35,5 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
 int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdata, MptDiagnostics *d);
 /* Reads a whole file of at most max bytes into a NUL-terminated buffer. */
 int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size);
+/* The same, and what fstat() said about the file that was read (ret_st may be NULL). */
+int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st);

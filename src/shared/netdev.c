@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <strings.h>
 #include <sys/stat.h>
 
 #include "conf-parser.h"
 #include "netdev.h"
+
+const char *const netdev_search_path[] = {
+        "/etc/systemd/network",
+        "/run/systemd/network",
+        "/usr/local/lib/systemd/network",
+        "/usr/lib/systemd/network",
+        "/lib/systemd/network",
+        NULL,
+};
 
 const char *const netdev_section_names[_MPT_SECTION_MAX] = {
         [MPT_SECTION_TUNNEL] = NETDEV_TUNNEL_SECTION,
@@ -329,7 +339,7 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
 
 /* Reads a regular file without ever blocking: a FIFO (or anything but a regular file) is refused
  * before it is read, and open() does not wait for a writer. */
-static int read_regular_file(const char *filename, char **ret, size_t *ret_size) {
+static int read_regular_file(const char *filename, char **ret, size_t *ret_size, uint32_t *ret_mode) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
@@ -366,18 +376,66 @@ static int read_regular_file(const char *filename, char **ret, size_t *ret_size)
         buf[size] = 0;
         *ret = TAKE_PTR(buf);
         *ret_size = size;
+        *ret_mode = st.st_mode & 07777;
         return 0;
 }
 
 int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_info, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
+        uint32_t mode = 0;
         int r;
 
-        r = read_regular_file(filename, &buf, &size);
+        r = read_regular_file(filename, &buf, &size, &mode);
         if (r < 0)
                 return r;
-        return netdev_load_buffer(filename, buf, size, ret, ret_info, d);
+        r = netdev_load_buffer(filename, buf, size, ret, ret_info, d);
+        if (r == 1)
+                (*ret)->file_mode = mode;
+        return r;
+}
+
+int netdev_find_ifname(const char *const *dirs, const char *ifname, char **ret_path) {
+        for (const char *const *dir = dirs; *dir; dir++) {
+                DIR *d = opendir(*dir);
+                size_t n = 0;
+
+                if (!d)
+                        continue;
+                for (struct dirent *de; (de = readdir(d)) && n < NETDEV_FILES_MAX;) {
+                        _cleanup_(profile_freep) MptProfile *p = NULL;
+                        _cleanup_free_ char *path = NULL;
+                        MptNetdevInfo info = {};
+                        MptDiagnostics diag = {};
+                        bool match;
+                        int r;
+
+                        if (de->d_name[0] == '.' || !netdev_filename(de->d_name))
+                                continue;
+                        n++;
+                        if (asprintf(&path, "%s/%s", *dir, de->d_name) < 0) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        r = netdev_load_file(path, &p, &info, &diag);
+                        diag_done(&diag);
+                        /* info is filled for a broken file too (and stays empty when unread). */
+                        match = info.ifname && streq(info.ifname, ifname);
+                        netdev_info_done(&info);
+                        if (r == -ENOMEM) {
+                                closedir(d);
+                                return r;
+                        }
+                        if (match) {
+                                closedir(d);
+                                if (ret_path)
+                                        *ret_path = TAKE_PTR(path);
+                                return 1;
+                        }
+                }
+                closedir(d);
+        }
+        return 0;
 }
 
 static const struct {
@@ -410,7 +468,9 @@ static const struct {
         {
                 MPT_SECTION_TUNNEL, "Key", NULL, NULL,
                 "A .netdev file is usually readable by everyone (systemd-networkd does not need it "
-                "private): use KeyFile= instead, with a file only root can read.",
+                "private): use KeyFile= instead, with a file only root can read. Here the warning of "
+                "mptd and mptctl check is for a file that others can read: its group may read it, "
+                "since networkd reads it as user systemd-network (mode 0640, group systemd-network).",
         },
         {
                 MPT_SECTION_TUNNEL, "KeyFile", NULL, NULL,

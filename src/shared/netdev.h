@@ -55,6 +55,17 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
 /* Whether a file name looks like a .netdev file (ends in ".netdev"). */
 bool netdev_filename(const char *filename) _pure_;
 
+/* networkd's search path for .netdev files, in order of precedence (systemd 252 on Debian:
+ * CONF_PATHS("systemd/network") with split /usr). NULL-terminated. */
+extern const char *const netdev_search_path[];
+/* Bound what a directory full of files can make us read. */
+#define NETDEV_FILES_MAX 4096u
+
+/* Whether a .netdev file in dirs (NULL-terminated) gives a device the name ifname ([NetDev]
+ * Name=), mpt's or not, masked or not: 1 with *ret_path (may be NULL) set to the first such file,
+ * 0 when none does, or -ENOMEM. Files that cannot be read are skipped. */
+int netdev_find_ifname(const char *const *dirs, const char *ifname, char **ret_path);
+
 /* For mpt.netdev(5): how a key's documentation differs in a .netdev file. NULL when it does
  * not: the default as documented there, a text that replaces the table's, and a note added to
  * the table's text. */

@@ -45,7 +45,8 @@ const MptConfKey mpt_conf_keys[] = {
                        "\"mptctl genkey\" prints it. Both ends need the same key; use a different key for "
                        "every tunnel. It is never logged, and mptctl check and mptctl keys never print it. "
                        "Anyone who can read the profile can read the key, so prefer KeyFile= unless the "
-                       "profile itself is private. Key= and KeyFile= exclude each other.",
+                       "profile itself is private: mptd and mptctl check warn when its group or others can "
+                       "read it (mptctl check --strict refuses it). Key= and KeyFile= exclude each other.",
         },
         {
                 .name = "KeyFile", .section = T(key_file), .type = MPT_CONF_PATH,
@@ -109,7 +110,7 @@ const MptConfKey mpt_conf_keys[] = {
                 .name = "ReorderWindow", .section = T(reorder_window), .type = MPT_CONF_UINT32,
                 .min = 0, .max = 65536, .def = 4096, .syntax = "PACKETS",
                 .doc = "Size of the receive reorder window in packets. When it is not 0 (and "
-                       "Scheduler=weighted), every data packet carries a GRE sequence number and the receiver restores the sending order "
+                       "the scheduler is not flow), every data packet carries a GRE sequence number and the receiver restores the sending order "
                        "of packets that took different paths: it waits for a missing packet while later "
                        "ones span fewer than this many sequence numbers, and at most ReorderMaxDelay=. A gap is skipped as soon as every active path has "
                        "delivered a later packet (each path keeps its order), so a lost packet costs no "
@@ -117,19 +118,28 @@ const MptConfKey mpt_conf_keys[] = {
         },
         {
                 .name = "ReorderMaxDelay", .section = T(reorder_max_delay), .type = MPT_CONF_DURATION,
-                .min = 1 * MS, .max = 10 * S, .def = 100 * MS, .syntax = "DURATION",
-                .doc = "Longest time a packet is held in the reorder buffer while an earlier packet is "
-                       "missing. After that the missing packet is given up (and delivered late should it "
-                       "still arrive).",
+                .min = 1 * MS, .max = 10 * S, .def = 500 * MS, .syntax = "DURATION",
+                .doc = "Longest time a packet is ever held in the reorder buffer while an earlier packet "
+                       "is missing; after that the missing packet is given up (and delivered late should it "
+                       "still arrive). mptd holds a packet for less: as long as the paths' delay spread "
+                       "makes necessary (a packet on the slowest path arrives that much later than one sent "
+                       "at the same time on the fastest), which it learns from the paths' round-trip times "
+                       "(mptd(8), REORDERING). This is the bound.",
         },
         {
                 .name = "Scheduler", .section = T(scheduler), .type = MPT_CONF_SCHEDULER,
-                .def = MPT_SCHEDULER_WEIGHTED, .syntax = "weighted|flow",
-                .doc = "How packets are spread over the paths that are up. \"weighted\": packet by "
-                       "packet, each path in proportion to its Weight=, interleaved as evenly as possible "
-                       "(the sending vector of the original MPT). \"flow\": every flow (addresses, protocol "
-                       "and ports of the inner packet) stays on one path, and flows are spread by weight; "
-                       "no reordering is needed, but one flow cannot use more than one path.",
+                .def = MPT_SCHEDULER_LEARNED, .syntax = "learned|weighted|flow",
+                .default_doc = "learned (weighted in compat mode)",
+                .doc = "How packets are spread over the paths that are up. \"learned\": packet by "
+                       "packet, each path in proportion to what it delivers, which mptd learns by itself "
+                       "from the other end's feedback and follows as it changes (mptd(8), SCHEDULING); "
+                       "Weight= then only says which paths light traffic prefers. It needs secure mode, "
+                       "and is the default there. \"weighted\": packet by packet, each path in proportion "
+                       "to its Weight=, interleaved as evenly as possible (the sending vector of the "
+                       "original MPT); the default in compat mode, where the other end sends no feedback. "
+                       "\"flow\": every flow (addresses, protocol and ports of the inner packet) stays on "
+                       "one path, and flows are spread by weight; no reordering is needed, but one flow "
+                       "cannot use more than one path.",
         },
         {
                 .name = "Workers", .section = T(workers), .type = MPT_CONF_UINT32,
@@ -205,9 +215,16 @@ const MptConfKey mpt_conf_keys[] = {
                 .name = "Weight", .section = P(weight), .type = MPT_CONF_UINT32,
                 .min = 0, .max = MPT_WEIGHT_MAX, .def = 1, .syntax = "0..10000",
                 .default_doc = "the weight the peer advertises for this path (its ReceiveWeight=), or 1",
-                .doc = "Share of the outgoing traffic this path carries, relative to the other paths "
-                       "that are up: with weights 3 and 1, three packets (or flows) of four take the first "
-                       "path. 0 makes the path a backup path (see Backup=).",
+                .doc = "With Scheduler=weighted (and flow): the share of the outgoing traffic this path "
+                       "carries, relative to the other paths that are up: with weights 3 and 1, three "
+                       "packets (or flows) of four take the first path. With Scheduler=learned (the default "
+                       "in secure mode) it is a preference, not a share: while the tunnel needs less than its "
+                       "paths carry, light traffic is split by Weight= and stays on the paths with the larger one "
+                       "(a fixed line before a metered LTE link) as long as they carry it, spilling to the others "
+                       "as the load grows; under a load that needs every path, each carries what it can, "
+                       "whatever its Weight=. Equal weights (the default) split by the learned rates at any "
+                       "load. 0 makes the path a backup path (see Backup=) with either "
+                       "scheduler.",
         },
         {
                 .name = "ReceiveWeight", .section = P(receive_weight), .type = MPT_CONF_UINT32,

@@ -12,6 +12,7 @@
 static const char *const mpt_scheduler_table[_MPT_SCHEDULER_MAX] = {
         [MPT_SCHEDULER_WEIGHTED] = "weighted",
         [MPT_SCHEDULER_FLOW] = "flow",
+        [MPT_SCHEDULER_LEARNED] = "learned",
 };
 DEFINE_STRING_TABLE(mpt_scheduler, MptScheduler, _MPT_SCHEDULER_MAX);
 
@@ -501,6 +502,35 @@ static char *default_tunnel_name(const char *filename) {
         return strdup(base);
 }
 
+/* Opens a key file for reading only once it is known to be a regular file: an O_PATH descriptor
+ * (which opens nothing: no device's open routine runs, a FIFO is not waited on) is checked
+ * first, and the file it names is then reopened through /proc/self/fd, so that a name swapped
+ * in between cannot make us open something else. Returns the descriptor, or -EBADFD for a file
+ * that is not regular, or another negative errno. */
+static int open_regular_file(const char *path, struct stat *ret_st) {
+        _cleanup_close_ int pfd = -EBADF;
+        char proc[STRLEN("/proc/self/fd/") + 12];
+        struct stat st2;
+        int fd;
+
+        pfd = open(path, O_PATH | O_CLOEXEC);
+        if (pfd < 0)
+                return -errno;
+        if (fstat(pfd, ret_st) < 0)
+                return -errno;
+        if (!S_ISREG(ret_st->st_mode))
+                return -EBADFD;
+        (void) snprintf(proc, sizeof proc, "/proc/self/fd/%i", pfd);
+        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return errno == ENOENT ? -ENOSYS : -errno; /* no /proc: say so, do not fall back */
+        if (fstat(fd, &st2) < 0 || st2.st_dev != ret_st->st_dev || st2.st_ino != ret_st->st_ino) {
+                safe_close(fd);
+                return -ESTALE;
+        }
+        return fd;
+}
+
 /* Reads KeyFile= (relative to the profile's directory). A key that others can read is no secret:
  * refused. On failure, *reterr says why (without the file's contents). */
 static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
@@ -523,13 +553,13 @@ static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
         if (!path)
                 return -ENOMEM;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                FAIL("KeyFile=%s: cannot open '%s': %s", p->tunnel.key_file, path, strerror(errno));
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
+        fd = open_regular_file(path, &st);
+        if (fd == -EBADFD)
                 FAIL("KeyFile=%s: '%s' is not a regular file", p->tunnel.key_file, path);
-        }
+        if (fd == -ENOSYS)
+                FAIL("KeyFile=%s: cannot open '%s' safely: /proc is not mounted", p->tunnel.key_file, path);
+        if (fd < 0)
+                FAIL("KeyFile=%s: cannot open '%s': %s", p->tunnel.key_file, path, strerror(-fd));
         if (st.st_mode & S_IROTH) {
                 close(fd);
                 FAIL("KeyFile=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)",
@@ -608,6 +638,17 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         }
 
         verify_key(p, d);
+
+        /* The learned scheduler needs the other end's feedback, which only secure mode carries
+         * (an original MPT peer sends none, and nothing unauthenticated may move traffic). */
+        if (p->tunnel.mode == MPT_MODE_COMPAT && p->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
+                if (IS_SET(p->tunnel.key_line, MPT_SECTION_TUNNEL, "Scheduler"))
+                        diag_add(d, file, TLINE(p, "Scheduler"),
+                                 "Scheduler=learned needs the other end's feedback, which only secure mode "
+                                 "carries: use Scheduler=weighted (with Weight=) in compat mode");
+                else
+                        p->tunnel.scheduler = MPT_SCHEDULER_WEIGHTED;
+        }
 
         for (size_t i = 0; i < p->tunnel.addresses.n; i++)
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
@@ -814,13 +855,37 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
 
 int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
+        struct stat st;
         size_t size;
         int r;
 
-        r = read_full_file(filename, CONF_FILE_MAX, &buf, &size);
+        r = read_full_file_stat(filename, CONF_FILE_MAX, &buf, &size, &st);
         if (r < 0)
                 return r;
-        return profile_load_buffer(filename, buf, size, ret, d);
+        r = profile_load_buffer(filename, buf, size, ret, d);
+        if (r >= 0 && S_ISREG(st.st_mode))
+                (*ret)->file_mode = st.st_mode & 07777;
+        return r;
+}
+
+bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
+        /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for the
+         * keys of WireGuard). */
+        uint32_t exposed = p->file_mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
+        const char *who = exposed == (S_IRGRP | S_IROTH) ? "its group and others" : exposed == S_IRGRP ? "its group" : "others";
+
+        if (!p->tunnel.key.set || exposed == 0)
+                return false;
+        if (p->from_netdev)
+                diag_add(d, p->filename ?: "<input>", TLINE(p, "Key"),
+                         "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
+                         "readable by root and systemd-networkd only (chmod 640, group systemd-network), or move "
+                         "the key to KeyFile=", who, (unsigned) p->file_mode);
+        else
+                diag_add(d, p->filename ?: "<input>", TLINE(p, "Key"),
+                         "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
+                         "private (chmod 600), or move the key to KeyFile=", who, (unsigned) p->file_mode);
+        return true;
 }
 
 /* A list entry as written: a bare address when the prefix covers all of it. */
@@ -994,7 +1059,7 @@ bool path_config_is_backup(const MptPathConfig *path, int devclass) {
 }
 
 bool profile_uses_sequence(const MptProfile *p) {
-        return p->tunnel.reorder_window > 0 && p->tunnel.scheduler == MPT_SCHEDULER_WEIGHTED;
+        return p->tunnel.reorder_window > 0 && p->tunnel.scheduler != MPT_SCHEDULER_FLOW;
 }
 
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {

@@ -21,6 +21,7 @@
 typedef enum MptScheduler {
         MPT_SCHEDULER_WEIGHTED, /* per packet, weighted round-robin (spec section 4.2) */
         MPT_SCHEDULER_FLOW,     /* per flow: a flow sticks to one path, flows spread by weight */
+        MPT_SCHEDULER_LEARNED,  /* per packet, by what each path delivers (mptd: learn.h); secure mode */
         _MPT_SCHEDULER_MAX,
         _MPT_SCHEDULER_INVALID = -EINVAL,
 } MptScheduler;
@@ -116,6 +117,9 @@ typedef struct MptProfile {
         /* Read from a systemd .netdev file: systemd-networkd creates the TUN device, mptd only
          * attaches to it (never creates it). */
         bool from_netdev;
+        /* Permission bits of the regular file it was read from; 0 when it came from elsewhere
+         * (a buffer, a pipe). */
+        uint32_t file_mode;
         MptTunnelConfig tunnel;
         MptPathConfig *paths;
         size_t n_paths;
@@ -191,6 +195,13 @@ int profile_format_value_shown(const MptConfKey *k, const void *config, char **r
  * -EINVAL if it has errors (all of them in d), 0 on success. */
 int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d);
 int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d);
+
+/* When the profile holds its key in the file itself (Key=) and the file can be read by more than
+ * it needs to be, adds a FILE:LINE diagnostic (at Key=) to d and returns true. A native profile is
+ * read by root only: its group and others may not read it. A .netdev file may be readable by its
+ * group (systemd-networkd reads it as user systemd-network), not by others. The callers decide
+ * whether that is a warning (mptd, mptctl check) or an error (mptctl check --strict). */
+bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d);
 
 /* Text of one key's current value, as the parser reads it back; "" when unset. */
 int profile_format_value(const MptConfKey *k, const void *config, char **ret);

@@ -8,20 +8,9 @@
 #include <pthread.h>
 #include <sys/auxv.h>
 
+#include "byteorder.h"
 #include "secure.h"
 #include "wire.h"
-
-static inline void wr64(uint8_t *p, uint64_t v) {
-        for (int i = 7; i >= 0; i--, v >>= 8)
-                p[i] = (uint8_t) v;
-}
-
-static inline uint64_t rd64(const uint8_t *p) {
-        uint64_t v = 0;
-        for (int i = 0; i < 8; i++)
-                v = v << 8 | p[i];
-        return v;
-}
 
 static const char *const mpt_cipher_table[_MPT_CIPHER_MAX] = {
         [MPT_CIPHER_CHACHA20_POLY1305] = "chacha20-poly1305",
@@ -129,7 +118,7 @@ int mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCi
 
         assert(n + 8 <= sizeof msg);
         memcpy(msg, label, n);
-        wr64(msg + n, epoch);
+        wr64be(msg + n, epoch);
         /* Keyed BLAKE2b with a 32-byte digest (RFC 7693; what libsodium calls crypto_generichash). */
         if (mpt_secure_init() < 0)
                 goto fail;
@@ -209,17 +198,17 @@ static EVP_CIPHER_CTX *thread_ctx(const MptSecureKeys *k, MptCipher cipher, bool
 }
 
 static void nonce_of(const uint8_t *header, uint8_t nonce[static MPT_SECURE_NONCE_SIZE]) {
-        memcpy(nonce, header, 4);          /* version, reserved, path id */
+        memcpy(nonce, header, 4);          /* type, flags, path id, lane */
         memcpy(nonce + 4, header + 12, 8); /* counter */
 }
 
 size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCipher cipher, uint8_t flags,
-                       uint16_t path_id, uint64_t counter) {
-        return mpt_secure_seal_from(buf, buf + MPT_SECURE_HEADER_SIZE, len, k, cipher, flags, path_id, counter);
+                       MptSecureSender from) {
+        return mpt_secure_seal_from(buf, buf + MPT_SECURE_HEADER_SIZE, len, k, cipher, flags, from);
 }
 
 size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const MptSecureKeys *k, MptCipher cipher,
-                            uint8_t flags, uint16_t path_id, uint64_t counter) {
+                            uint8_t flags, MptSecureSender from) {
         uint8_t nonce[MPT_SECURE_NONCE_SIZE];
         uint8_t *c = buf + MPT_SECURE_HEADER_SIZE;
         bool aes = cipher == MPT_CIPHER_AES256_GCM;
@@ -229,12 +218,14 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
         assert(!aes || k->has_aes);
         assert(k->id != 0);
         assert(len <= INT_MAX);
-        buf[0] = aes ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
-        buf[1] = flags;
-        buf[2] = (uint8_t) (path_id >> 8);
-        buf[3] = (uint8_t) path_id;
-        wr64(buf + 4, k->epoch);
-        wr64(buf + 12, counter);
+        assert(!(flags & ~MPT_SECURE_FLAG_AES));
+        assert(from.path_id < MPT_PATHS_MAX && from.lane < MPT_SECURE_LANES);
+        buf[0] = MPT_SECURE_V2_TRANSPORT;
+        buf[1] = flags | (aes ? MPT_SECURE_FLAG_AESGCM : 0);
+        buf[2] = from.path_id;
+        buf[3] = from.lane;
+        wr64be(buf + 4, k->epoch);
+        wr64be(buf + 12, from.counter);
         nonce_of(buf, nonce);
         ctx = thread_ctx(k, cipher, true);
         /* In place or not (libcrypto allows c == m); the tag goes right after the ciphertext. */
@@ -257,9 +248,11 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
 int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret) {
         if (len == 0)
                 return MPT_DROP_TOO_SHORT;
-        if (buf[0] != MPT_SECURE_V1_CHACHA && buf[0] != MPT_SECURE_V1_AESGCM) {
+        if (buf[0] != MPT_SECURE_V2_TRANSPORT) {
                 /* A GRE header as compat mode sends it (version 0, no routing or reserved bits in
-                 * the first byte): a peer in compat mode, or an original MPT peer. */
+                 * the first byte): a peer in compat mode, or an original MPT peer. Anything else
+                 * (version 1 of an older mptd, a message type this version does not speak) is
+                 * another version. */
                 if ((buf[0] & 0x4f) == 0)
                         return MPT_DROP_COMPAT_PACKET;
                 return MPT_DROP_BAD_VERSION;
@@ -267,17 +260,18 @@ int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret) {
         /* An empty plaintext cannot be a datagram of ours either. */
         if (len <= MPT_SECURE_OVERHEAD)
                 return MPT_DROP_TOO_SHORT;
-        if (buf[1] & ~MPT_SECURE_FLAG_AES)
+        if (buf[1] & ~MPT_SECURE_FLAGS_KNOWN)
                 return MPT_DROP_BAD_HEADER;
         *ret = (MptSecureHeader) {
-                .version = buf[0],
-                .cipher = buf[0] == MPT_SECURE_V1_AESGCM ? MPT_CIPHER_AES256_GCM : MPT_CIPHER_CHACHA20_POLY1305,
+                .type = buf[0],
+                .cipher = buf[1] & MPT_SECURE_FLAG_AESGCM ? MPT_CIPHER_AES256_GCM : MPT_CIPHER_CHACHA20_POLY1305,
                 .flags = buf[1],
-                .path_id = (uint16_t) (buf[2] << 8 | buf[3]),
-                .epoch = rd64(buf + 4),
-                .counter = rd64(buf + 12),
+                .path_id = buf[2],
+                .lane = buf[3],
+                .epoch = rd64be(buf + 4),
+                .counter = rd64be(buf + 12),
         };
-        if (ret->path_id >= MPT_PATHS_MAX || ret->epoch == 0)
+        if (ret->path_id >= MPT_PATHS_MAX || ret->lane >= MPT_SECURE_LANES || ret->epoch == 0)
                 return MPT_DROP_BAD_HEADER;
         return -1;
 }
@@ -295,7 +289,7 @@ int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k) {
         assert(len <= INT_MAX);
         clen = len - MPT_SECURE_OVERHEAD;
         nonce_of(buf, nonce);
-        if (buf[0] == MPT_SECURE_V1_AESGCM) {
+        if (buf[1] & MPT_SECURE_FLAG_AESGCM) {
                 if (!k->has_aes)
                         return MPT_DROP_BAD_VERSION;
                 cipher = MPT_CIPHER_AES256_GCM;

@@ -1,23 +1,33 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The secure wire format (Mode=secure; mptd(8), section "SECURE WIRE FORMAT"). Every datagram is
- * one AEAD message, ChaCha20-Poly1305 (IETF variant, RFC 8439) or AES-256-GCM, from OpenSSL's
- * libcrypto:
+/* The secure wire format, version 2 (Mode=secure; mptd(8), section "SECURE WIRE FORMAT"). Every
+ * datagram is one AEAD message, ChaCha20-Poly1305 (IETF variant, RFC 8439) or AES-256-GCM, from
+ * OpenSSL's libcrypto:
  *
  *   offset  size  field (in the clear, all of it authenticated as associated data)
- *        0     1  type, version and cipher: 0xE1 ChaCha20-Poly1305, 0xE2 AES-256-GCM
- *        1     1  flags: bit 0 = the sender can receive AES-256-GCM; the other bits 0
- *        2     2  sender's path id (big endian): the index of the path in the sender's profile
- *        4     8  sender's epoch (big endian): fixed for the life of the sending mptd
- *       12     8  counter (big endian): per sender path, never repeated within an epoch
- *       20     n  ciphertext of the compat-mode datagram (GRE header and packet, or control frame)
+ *        0     1  message type, which is also the version: 0xE3 a transport message (data or
+ *                 control) of version 2. 0xE4..0xE7 are kept for the handshake's messages;
+ *                 0xE1 and 0xE2 were version 1 (refused as bad-version)
+ *        1     1  flags: bit 0 (A) the sender can receive AES-256-GCM; bit 1 (G) this datagram is
+ *                 sealed with AES-256-GCM, else with ChaCha20-Poly1305; the other bits 0 (a
+ *                 receiver refuses a bit it does not know: new ones come with a new version or
+ *                 a capability the other end announced)
+ *        2     1  sender's path id: the index of the path in the sender's profile (< 64)
+ *        3     1  sender's lane: the sequence space the datagram's sender numbered it in; 0
+ *                 (the only lane of this version; other values are refused)
+ *        4     8  sender's epoch (big endian): which keys sealed it, fixed for the life of the
+ *                 sending mptd
+ *       12     8  counter (big endian): per sender path and lane, never repeated within an epoch
+ *       20     n  ciphertext of the compat-mode datagram (GRE header and packet, or control frame;
+ *                 wire.h: data, keepalive, path status, path feedback)
  *     20+n    16  tag
  *
- * The nonce is bytes 0..3 and 12..19 of the header (96 bits). The key is derived per sender epoch
- * and cipher from the tunnel's pre-shared key, so each direction (and each restart) has its own:
+ * The nonce is bytes 0..3 and 12..19 of the header (96 bits): type, flags, path id and lane,
+ * then the counter, so it never repeats under one key. The key is derived per sender epoch and
+ * cipher from the tunnel's pre-shared key, so each direction (and each restart) has its own:
  *   key = BLAKE2b-256(key: PSK, message: LABEL || epoch as 8 bytes big endian)
- * with LABEL "mpt-v1 data key" for ChaCha20-Poly1305 and "mpt-v1 aes-gcm key" for AES-256-GCM.
+ * with LABEL "mpt-v2 chacha20-poly1305" or "mpt-v2 aes-256-gcm".
  * A receiver derives the sender's keys from the epoch in the header; a newer epoch replaces the
  * old one as soon as one datagram under it authenticates, and an older epoch is never accepted
  * again. A per-path sliding window (RFC 6479) refuses replayed counters. A sender uses
@@ -34,15 +44,19 @@
 
 #include "profile.h"
 
-#define MPT_SECURE_V1_CHACHA 0xE1u
+#define MPT_SECURE_V2_TRANSPORT 0xE3u
+#define MPT_SECURE_V1_CHACHA 0xE1u /* version 1: recognised only to be refused */
 #define MPT_SECURE_V1_AESGCM 0xE2u
-#define MPT_SECURE_FLAG_AES 0x01u
+#define MPT_SECURE_FLAG_AES 0x01u    /* A: the sender can receive AES-256-GCM */
+#define MPT_SECURE_FLAG_AESGCM 0x02u /* G: sealed with AES-256-GCM */
+#define MPT_SECURE_FLAGS_KNOWN (MPT_SECURE_FLAG_AES | MPT_SECURE_FLAG_AESGCM)
+#define MPT_SECURE_LANES 1u /* lanes this version numbers datagrams in (lane ids 0 .. LANES - 1) */
 #define MPT_SECURE_HEADER_SIZE 20u
 #define MPT_SECURE_TAG_SIZE 16u
 #define MPT_SECURE_NONCE_SIZE 12u
 /* MPT_SECURE_OVERHEAD (header + tag) is in profile.h: the automatic MTU needs it. */
-#define MPT_SECURE_KDF_LABEL_CHACHA "mpt-v1 data key"
-#define MPT_SECURE_KDF_LABEL_AESGCM "mpt-v1 aes-gcm key"
+#define MPT_SECURE_KDF_LABEL_CHACHA "mpt-v2 chacha20-poly1305"
+#define MPT_SECURE_KDF_LABEL_AESGCM "mpt-v2 aes-256-gcm"
 
 /* Anti-replay window: counters up to this far behind the highest one seen are still accepted
  * (once). Wide enough for the reordering within one path under batching. */
@@ -59,10 +73,11 @@ typedef enum MptCipher {
 DECLARE_STRING_TABLE(mpt_cipher, MptCipher);
 
 typedef struct MptSecureHeader {
-        uint8_t version;
-        MptCipher cipher;
+        uint8_t type;
+        MptCipher cipher; /* from flag G */
         uint8_t flags;
-        uint16_t path_id;
+        uint8_t path_id;
+        uint8_t lane;
         uint64_t epoch;
         uint64_t counter;
 } MptSecureHeader;
@@ -108,23 +123,32 @@ int mpt_secure_derive_key(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, MptCi
 int mpt_secure_derive(const uint8_t psk[MPT_KEY_SIZE], uint64_t epoch, bool with_aes, MptSecureKeys *ret);
 void mpt_secure_keys_wipe(MptSecureKeys *k);
 
+/* Where a sealed datagram comes from: the sender's path and lane, and the datagram's counter. */
+typedef struct MptSecureSender {
+        uint8_t path_id;
+        uint8_t lane;
+        uint64_t counter;
+} MptSecureSender;
+
 /* Seals one datagram in place: buf holds the plaintext at buf + MPT_SECURE_HEADER_SIZE (len
  * bytes) and has MPT_SECURE_TAG_SIZE bytes of room after it. Writes the header (the epoch is the
- * keys') in front and the tag after the ciphertext; returns the datagram's length (len +
- * MPT_SECURE_OVERHEAD), or 0 when this thread could not get a cipher context (no memory; drop
- * the datagram as cipher-error). AES-256-GCM needs keys with has_aes. */
+ * keys', flag G the cipher's; flags are the others, MPT_SECURE_FLAG_AES) in front and the tag
+ * after the ciphertext; returns the datagram's length (len + MPT_SECURE_OVERHEAD), or 0 when this
+ * thread could not get a cipher context (no memory; drop the datagram as cipher-error).
+ * AES-256-GCM needs keys with has_aes. */
 size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCipher cipher, uint8_t flags,
-                       uint16_t path_id, uint64_t counter);
+                       MptSecureSender from);
 /* The same with the plaintext elsewhere (m, len bytes; it must not overlap buf). */
 size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const MptSecureKeys *k, MptCipher cipher,
-                            uint8_t flags, uint16_t path_id, uint64_t counter);
+                            uint8_t flags, MptSecureSender from);
 
-/* Reads the clear header of a received datagram. Returns -1 when it is a well-formed secure v1
- * datagram, else a drop reason: too-short, compat-packet (looks like a plain GRE datagram),
- * bad-version, bad-header (unknown flags, path id out of range, epoch 0). */
+/* Reads the clear header of a received datagram. Returns -1 when it is a well-formed transport
+ * message of this version, else a drop reason: too-short, compat-packet (looks like a plain GRE
+ * datagram), bad-version (another version or message type: version 1, or a handshake message),
+ * bad-header (unknown flags, path id or lane out of range, epoch 0). */
 int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret);
 
-/* Checks the tag and decrypts in place with the cipher the header names; the plaintext is at
+/* Checks the tag and decrypts in place with the cipher flag G names; the plaintext is at
  * buf + MPT_SECURE_HEADER_SIZE, len - MPT_SECURE_OVERHEAD bytes. Returns -1, auth-failed (the
  * decrypted bytes are wiped), bad-version for AES-256-GCM with keys without it (a CPU without
  * AES instructions), or cipher-error (no cipher context: no memory). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include "byteorder.h"
 #include "wire.h"
 
 static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
@@ -35,25 +36,9 @@ static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
         [MPT_DROP_OWN_EPOCH] = "own-epoch",
         [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
         [MPT_DROP_CIPHER_ERROR] = "cipher-error",
+        [MPT_DROP_BAD_FEEDBACK] = "bad-feedback",
 };
 DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
-
-static inline uint16_t rd16(const uint8_t *p) {
-        return (uint16_t) (p[0] << 8 | p[1]);
-}
-static inline uint32_t rd32(const uint8_t *p) {
-        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
-}
-static inline void wr16(uint8_t *p, uint16_t v) {
-        p[0] = v >> 8;
-        p[1] = v & 0xff;
-}
-static inline void wr32(uint8_t *p, uint32_t v) {
-        p[0] = v >> 24;
-        p[1] = (v >> 16) & 0xff;
-        p[2] = (v >> 8) & 0xff;
-        p[3] = v & 0xff;
-}
 
 uint16_t mpt_checksum(const void *data, size_t len) {
         const uint8_t *p = data;
@@ -93,7 +78,7 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
                 ihl = (size_t) (pkt[0] & 0x0f) * 4;
                 if (ihl < 20 || ihl > len)
                         return MPT_DROP_INNER_HEADER;
-                total = rd16(pkt + 2);
+                total = rd16be(pkt + 2);
                 if (total != len)
                         return MPT_DROP_INNER_LENGTH;
                 if (mpt_checksum(pkt, ihl) != 0)
@@ -105,7 +90,7 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
                         return MPT_DROP_INNER_VERSION;
                 if (len < 40)
                         return MPT_DROP_INNER_HEADER;
-                if ((size_t) rd16(pkt + 4) + 40 != len)
+                if ((size_t) rd16be(pkt + 4) + 40 != len)
                         return MPT_DROP_INNER_LENGTH;
                 return -1;
         }
@@ -119,12 +104,12 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
 
         if (len < 4)
                 return MPT_DROP_RUNT;
-        flags = rd16(buf);
+        flags = rd16be(buf);
         if (flags & MPT_GRE_VERSION)
                 return MPT_DROP_GRE_VERSION;
         if (flags & (MPT_GRE_R | MPT_GRE_RESERVED0))
                 return MPT_DROP_GRE_FLAGS;
-        f.protocol = rd16(buf + 2);
+        f.protocol = rd16be(buf + 2);
 
         if (flags & MPT_GRE_C)
                 off += 4;
@@ -134,7 +119,7 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
                 if (len < off + 4)
                         return MPT_DROP_RUNT;
                 f.has_seq = true;
-                f.seq = rd32(buf + off);
+                f.seq = rd32be(buf + off);
                 off += 4;
         }
         if (len < off)
@@ -157,6 +142,8 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
                         f.kind = MPT_FRAME_KEEPALIVE;
                 else if (f.payload[0] == MPT_CONTROL_PATH_STATUS)
                         f.kind = MPT_FRAME_PATH_STATUS;
+                else if (f.payload[0] == MPT_CONTROL_FEEDBACK)
+                        f.kind = MPT_FRAME_FEEDBACK;
                 else
                         return MPT_DROP_UNKNOWN_CONTROL;
         } else {
@@ -172,13 +159,13 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
 size_t mpt_gre_encode(uint8_t *end, uint16_t protocol, bool with_seq, uint32_t seq) {
         if (with_seq) {
                 uint8_t *h = end - 8;
-                wr16(h, MPT_GRE_S);
-                wr16(h + 2, protocol);
-                wr32(h + 4, seq);
+                wr16be(h, MPT_GRE_S);
+                wr16be(h + 2, protocol);
+                wr32be(h + 4, seq);
                 return 8;
         }
-        wr16(end - 4, 0);
-        wr16(end - 2, protocol);
+        wr16be(end - 4, 0);
+        wr16be(end - 2, protocol);
         return 4;
 }
 
@@ -194,7 +181,7 @@ size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
                 return 0;
         memset(buf, 0, len);
         /* GRE: no flags, protocol type from the tunnel's IP version (the original's rule). */
-        wr16(buf + 2, ka->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
+        wr16be(buf + 2, ka->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
         /* value, auth type, auth length, round: all 0 */
         control_header(buf + 4, MPT_CONTROL_KEEPALIVE, ka->ip_version, &ka->src_tun, &ka->dst_tun);
         if (!ka->extended)
@@ -203,13 +190,13 @@ size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         memcpy(buf + 44, ext_magic, 3);
         buf[47] = MPT_KEEPALIVE_EXT_VERSION;
         buf[48] = ka->flags;
-        wr16(buf + 50, ka->receive_weight);
-        wr32(buf + 52, ka->session);
-        wr32(buf + 56, ka->seq);
-        wr32(buf + 60, ka->echo_seq);
-        wr32(buf + 64, ka->echo_delay_us);
-        wr32(buf + 68, ka->rx_count);
-        wr32(buf + 72, ka->path_token);
+        wr16be(buf + 50, ka->receive_weight);
+        wr32be(buf + 52, ka->session);
+        wr32be(buf + 56, ka->seq);
+        wr32be(buf + 60, ka->echo_seq);
+        wr32be(buf + 64, ka->echo_delay_us);
+        wr32be(buf + 68, ka->rx_count);
+        wr32be(buf + 72, ka->path_token);
         return len;
 }
 
@@ -236,13 +223,13 @@ int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
                         return MPT_DROP_BAD_KEEPALIVE;
                 ka.extended = true;
                 ka.flags = p[44];
-                ka.receive_weight = rd16(p + 46);
-                ka.session = rd32(p + 48);
-                ka.seq = rd32(p + 52);
-                ka.echo_seq = rd32(p + 56);
-                ka.echo_delay_us = rd32(p + 60);
-                ka.rx_count = rd32(p + 64);
-                ka.path_token = rd32(p + 68);
+                ka.receive_weight = rd16be(p + 46);
+                ka.session = rd32be(p + 48);
+                ka.seq = rd32be(p + 52);
+                ka.echo_seq = rd32be(p + 56);
+                ka.echo_delay_us = rd32be(p + 60);
+                ka.rx_count = rd32be(p + 64);
+                ka.path_token = rd32be(p + 68);
                 if (ka.session == 0 || ka.receive_weight > 10000 || ka.path_token == 0)
                         return MPT_DROP_BAD_KEEPALIVE;
         }
@@ -263,12 +250,12 @@ size_t mpt_path_status_encode(uint8_t *buf, size_t size, const MptPathStatus *ps
         if (size < MPT_PATH_STATUS_SIZE)
                 return 0;
         memset(buf, 0, MPT_PATH_STATUS_SIZE);
-        wr16(buf + 2, ps->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
+        wr16be(buf + 2, ps->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
         control_header(buf + 4, MPT_CONTROL_PATH_STATUS, ps->ip_version, &ps->src_tun, &ps->dst_tun);
         memcpy(buf + 44, ext_magic, 3);
         buf[47] = MPT_KEEPALIVE_EXT_VERSION;
-        wr32(buf + 48, ps->session);
-        wr32(buf + 52, ps->path_token);
+        wr32be(buf + 48, ps->session);
+        wr32be(buf + 52, ps->path_token);
         buf[56] = ps->flags;
         return MPT_PATH_STATUS_SIZE;
 }
@@ -290,11 +277,68 @@ int mpt_path_status_decode(const MptFrame *frame, MptPathStatus *ret) {
                 address_from_wire16(p + 8, &ps.src_tun);
         if (memcmp(p + 24, zero, 16) != 0)
                 address_from_wire16(p + 24, &ps.dst_tun);
-        ps.session = rd32(p + 44);
-        ps.path_token = rd32(p + 48);
+        ps.session = rd32be(p + 44);
+        ps.path_token = rd32be(p + 48);
         ps.flags = p[52];
         if (ps.session == 0 || ps.path_token == 0)
                 return MPT_DROP_BAD_KEEPALIVE;
         *ret = ps;
+        return -1;
+}
+
+size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptFeedback *fb) {
+        size_t len = MPT_FEEDBACK_HEADER_SIZE + (size_t) fb->n * MPT_FEEDBACK_ENTRY_SIZE;
+
+        if (fb->n == 0 || fb->n > MPT_FEEDBACK_ENTRIES_MAX || size < len)
+                return 0;
+        memset(buf, 0, len);
+        wr16be(buf + 2, protocol);
+        buf[4] = MPT_CONTROL_FEEDBACK;
+        buf[5] = MPT_FEEDBACK_VERSION;
+        buf[6] = (uint8_t) fb->n;
+        buf[7] = MPT_FEEDBACK_ENTRY_SIZE;
+        wr64be(buf + 8, fb->now);
+        for (unsigned i = 0; i < fb->n; i++) {
+                uint8_t *e = buf + MPT_FEEDBACK_HEADER_SIZE + (size_t) i * MPT_FEEDBACK_ENTRY_SIZE;
+                const MptFeedbackEntry *x = &fb->entries[i];
+
+                e[0] = x->path_id;
+                wr32be(e + 4, x->packets);
+                wr64be(e + 8, x->bytes);
+                wr64be(e + 16, x->marker);
+                wr64be(e + 24, x->arrival);
+                wr64be(e + 32, x->peak_rate);
+        }
+        return len;
+}
+
+int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret) {
+        const uint8_t *p = frame->payload; /* the code byte */
+        size_t len = frame->payload_len, n, size;
+        MptFeedback fb = {};
+
+        if (frame->kind != MPT_FRAME_FEEDBACK || frame->has_seq || len < MPT_FEEDBACK_HEADER_SIZE - 4)
+                return MPT_DROP_BAD_FEEDBACK;
+        n = p[2];
+        size = p[3];
+        if (p[1] != MPT_FEEDBACK_VERSION || n == 0 || n > MPT_FEEDBACK_ENTRIES_MAX || size < MPT_FEEDBACK_ENTRY_SIZE ||
+            len != MPT_FEEDBACK_HEADER_SIZE - 4 + n * size)
+                return MPT_DROP_BAD_FEEDBACK;
+        fb.now = rd64be(p + 4);
+        fb.n = (unsigned) n;
+        for (size_t i = 0; i < n; i++) {
+                const uint8_t *e = p + MPT_FEEDBACK_HEADER_SIZE - 4 + i * size;
+                MptFeedbackEntry *x = &fb.entries[i];
+
+                if (e[0] >= MPT_WIRE_PATHS_MAX)
+                        return MPT_DROP_BAD_FEEDBACK;
+                x->path_id = e[0];
+                x->packets = rd32be(e + 4);
+                x->bytes = rd64be(e + 8);
+                x->marker = rd64be(e + 16);
+                x->arrival = rd64be(e + 24);
+                x->peak_rate = rd64be(e + 32);
+        }
+        *ret = fb;
         return -1;
 }

@@ -25,6 +25,14 @@
 #define MPT_CONTROL_PATH_STATUS 0xAEu /* our extension: the state of another path; original peers drop it */
 #define MPT_PATH_STATUS_SIZE 60u  /* GRE 4 + control header 40 + extension 16 */
 #define MPT_KEEPALIVE_EXT_VERSION 1u
+/* Our extension, secure mode only: what arrived of the other end's paths (see MptFeedback). */
+#define MPT_CONTROL_FEEDBACK 0xAFu
+#define MPT_FEEDBACK_VERSION 1u
+#define MPT_FEEDBACK_HEADER_SIZE 16u /* GRE 4, code, version, count, entry size, receiver's clock 8 */
+#define MPT_FEEDBACK_ENTRY_SIZE 40u  /* of version 1; a later one may append fields */
+#define MPT_FEEDBACK_ENTRIES_MAX 16u
+#define MPT_WIRE_PATHS_MAX 64u /* path ids on the wire: 0..63 (MPT_PATHS_MAX) */
+#define MPT_FEEDBACK_SIZE_MAX (MPT_FEEDBACK_HEADER_SIZE + MPT_FEEDBACK_ENTRIES_MAX * MPT_FEEDBACK_ENTRY_SIZE)
 
 /* Why a datagram or packet was dropped. The names are part of mptctl's output and the control
  * protocol, so they never change meaning. */
@@ -62,6 +70,7 @@ typedef enum MptDropReason {
         MPT_DROP_OWN_EPOCH,       /* carries our own epoch: our datagram reflected back at us */
         MPT_DROP_COUNTER_EXHAUSTED, /* TX: the path's 64-bit counter would wrap */
         MPT_DROP_CIPHER_ERROR,    /* the crypto library failed (no memory for a cipher context) */
+        MPT_DROP_BAD_FEEDBACK,    /* a path feedback frame that is malformed, of another version, or in compat mode */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;
@@ -72,6 +81,7 @@ typedef enum MptFrameKind {
         MPT_FRAME_DATA,
         MPT_FRAME_KEEPALIVE,
         MPT_FRAME_PATH_STATUS,
+        MPT_FRAME_FEEDBACK,
 } MptFrameKind;
 
 typedef struct MptFrame {
@@ -132,6 +142,51 @@ typedef struct MptPathStatus {
         uint32_t path_token; /* the path it is about (the sender's token for it) */
         uint8_t flags;       /* MPT_KA_FLAG_* */
 } MptPathStatus;
+
+/* Our extension, secure mode only: a receiver tells the sender what arrived of each of the
+ * sender's paths, so that the sender learns what each path delivers and how long it takes
+ * (scheduler "learned", mptd(8) SCHEDULING). Sent every few tens of milliseconds while data
+ * arrives; the counts are cumulative, so a lost frame costs nothing but its news. The frame,
+ * after a GRE header without sequence number:
+ *
+ *   0  1  code AF            1  1  version (1)      2  1  entries N (1..16)
+ *   3  1  entry size E (40 in version 1; entries of a later version may be longer: the first 40
+ *         bytes keep their meaning, the rest is skipped)
+ *   4  8  the receiver's clock when it sent the frame (microseconds, monotonic, its own)
+ *  12  N x E entries, each:
+ *         0  1  path id: the sender's, as in its datagrams' secure headers
+ *         1  3  reserved (0; ignored)
+ *         4  4  datagrams received of that path (cumulative, mod 2^32)
+ *         8  8  bytes received of it (cumulative; the UDP payloads as they arrived)
+ *        16  8  marker: the highest counter received of that path
+ *        24  8  when the marker arrived (the receiver's clock, as above); the two counts above
+ *               are those at that moment
+ *        32  8  peak rate: the fastest the path's datagrams arrived back to back lately, bytes
+ *               per second (0: unknown). A burst leaves the sender at once, so it arrives at the
+ *               rate of the path's bottleneck: a measure of what the path can carry that needs
+ *               no queue to build up
+ * All big endian. */
+typedef struct MptFeedbackEntry {
+        uint8_t path_id;
+        uint32_t packets;
+        uint64_t bytes;
+        uint64_t marker;
+        uint64_t arrival;
+        uint64_t peak_rate;
+} MptFeedbackEntry;
+
+typedef struct MptFeedback {
+        uint64_t now;
+        unsigned n;
+        MptFeedbackEntry entries[MPT_FEEDBACK_ENTRIES_MAX];
+} MptFeedback;
+
+/* Whole datagram (GRE header included), MPT_FEEDBACK_HEADER_SIZE + n * MPT_FEEDBACK_ENTRY_SIZE
+ * bytes; 0 if size is too small or the frame has no entry or too many. */
+size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptFeedback *fb);
+/* -1 on success, else MPT_DROP_BAD_FEEDBACK (wrong version, no entry or too many, entries shorter
+ * than version 1's, a length that does not match, a path id of 64 or more). */
+int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret);
 
 /* Whole datagram, MPT_PATH_STATUS_SIZE bytes; 0 if size is too small. */
 size_t mpt_path_status_encode(uint8_t *buf, size_t size, const MptPathStatus *ps);

@@ -55,7 +55,7 @@ static double run_batch(MptCipher cipher, double secs) {
         do {
                 for (int i = 0; i < N; i++)
                         if (mpt_secure_seal_from(out + (size_t) i * ROOM, in + (size_t) i * DGRAM, DGRAM, &keys, cipher,
-                                                 0, 1, counter++) != ROOM)
+                                                 0, (MptSecureSender) { .path_id = 1, .counter = counter++ }) != ROOM)
                                 abort();
                 memcpy(rx, out, N * ROOM);
                 for (int i = 0; i < N; i++)
@@ -80,7 +80,7 @@ static double run(Op op, MptCipher cipher, size_t len, double secs) {
         if (!buf || !src)
                 abort();
         fill(src + MPT_SECURE_HEADER_SIZE, len);
-        if (mpt_secure_seal(src, len, &keys, cipher, 0, 1, counter) == 0)
+        if (mpt_secure_seal(src, len, &keys, cipher, 0, (MptSecureSender) { .path_id = 1, .counter = counter }) == 0)
                 abort();
         t0 = now();
         c0 = cpu();
@@ -88,7 +88,7 @@ static double run(Op op, MptCipher cipher, size_t len, double secs) {
                 for (int i = 0; i < 64; i++) {
                         switch (op) {
                         case SEAL:
-                                if (mpt_secure_seal(buf, len, &keys, cipher, 0, 1, counter++) == 0)
+                                if (mpt_secure_seal(buf, len, &keys, cipher, 0, (MptSecureSender) { .path_id = 1, .counter = counter++ }) == 0)
                                         abort();
                                 break;
                         case OPEN:

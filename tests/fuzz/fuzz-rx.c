@@ -793,8 +793,15 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         r->authentic = ei != EPOCH_FORGED;
         r->acceptable = r->authentic && r->epoch != OWN_EPOCH && r->path_id < MPT_PATHS_MAX && !(flags & 0x80) &&
                         (cipher != MPT_CIPHER_AES256_GCM || fz->aes);
-        n = mpt_secure_seal(buf, len, &epoch_keys[ei], cipher, flags, r->path_id, r->counter);
+        /* (the header is sealed well-formed, then spoiled: mpt_secure_seal() writes only valid ones) */
+        n = mpt_secure_seal(buf, len, &epoch_keys[ei], cipher, flags & MPT_SECURE_FLAG_AES,
+                            (MptSecureSender) {
+                                    .path_id = r->path_id < MPT_PATHS_MAX ? (uint8_t) r->path_id : 0,
+                                    .counter = r->counter,
+                            });
         check(n == len + MPT_SECURE_OVERHEAD, "seal");
+        buf[1] |= flags & ~MPT_SECURE_FLAG_AES;
+        buf[2] = (uint8_t) r->path_id;
         return n;
 }
 

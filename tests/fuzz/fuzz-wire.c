@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* The receive path's decoders, in the order the worker applies them to a datagram from the
- * network: GRE header, then a keepalive or path-status frame, or the inner IP packet. A
+ * network: GRE header, then a keepalive, path-status or feedback frame, or the inner IP packet. A
  * well-formed decode must describe memory inside the input, and a decoded keepalive or
  * path-status frame must re-encode to a frame of its size that decodes to the same values, and
- * encode to the same bytes again (so that an encoder that writes garbage cannot pass). */
+ * encode to the same bytes again (so that an encoder that writes garbage cannot pass); a decoded
+ * feedback frame must re-encode to one that decodes to the same values. */
 
 #include <assert.h>
 #include <stdlib.h>
@@ -88,6 +89,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         assert(path_status_equal(&ps, &ps2));
                         assert(mpt_path_status_encode(again, sizeof again, &ps2) == n);
                         assert(memcmp(out, again, n) == 0);
+                        break;
+                }
+                case MPT_FRAME_FEEDBACK: {
+                        uint8_t fbuf[MPT_FEEDBACK_SIZE_MAX];
+                        MptFeedback fb, fb2;
+
+                        if (mpt_feedback_decode(&f, &fb) >= 0)
+                                break;
+                        /* Whatever decodes re-encodes (as version 1) and decodes to the same. */
+                        n = mpt_feedback_encode(fbuf, sizeof fbuf, f.protocol, &fb);
+                        assert(n > 0);
+                        assert(mpt_frame_decode(fbuf, n, &f2) < 0 && f2.kind == MPT_FRAME_FEEDBACK);
+                        assert(mpt_feedback_decode(&f2, &fb2) < 0);
+                        assert(fb2.now == fb.now && fb2.n == fb.n);
+                        for (unsigned i = 0; i < fb.n; i++)
+                                assert(fb2.entries[i].path_id == fb.entries[i].path_id &&
+                                       fb2.entries[i].packets == fb.entries[i].packets &&
+                                       fb2.entries[i].bytes == fb.entries[i].bytes &&
+                                       fb2.entries[i].marker == fb.entries[i].marker &&
+                                       fb2.entries[i].arrival == fb.entries[i].arrival &&
+                                       fb2.entries[i].peak_rate == fb.entries[i].peak_rate);
                         break;
                 }
                 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # meson install into a DESTDIR puts the generator, the unit, the man pages and the examples
-# where systemd and man look for them: install.sh BUILD_ROOT PREFIX SBINDIR MANDIR DOCDIR
+# where systemd and man look for them: install.sh BUILD_ROOT PREFIX SBINDIR MANDIR DOCDIR SYSCONFDIR
 #
 # The systemd directories are taken from systemd.pc here, independently of meson.build, with
 # the prefix of the build. The installed generator, run on the installed example, must point
@@ -15,6 +15,7 @@ prefix=$2
 sbindir=$3
 mandir=$4
 docdir=$5
+sysconfdir=$6
 
 command -v pkg-config >/dev/null || { echo "SKIP: needs pkg-config"; exit 77; }
 pkg-config --exists systemd || { echo "SKIP: needs systemd.pc"; exit 77; }
@@ -54,7 +55,7 @@ expect_file "$unitdir/mptd@.service"
 expect_file "$tmpfilesdir/mpt.conf"
 expect_file "$sbindir/mptd" exec
 expect_file "$sbindir/mptctl" exec
-for page in man5/mpt.conf.5 man5/mpt.netdev.5 man8/mptd.8 man8/mptctl.8; do
+for page in man5/mpt.conf.5 man5/mpt.netdev.5 man8/mptd.8 man8/mptctl.8 man8/mpt-netdev-generator.8; do
         expect_file "$mandir/$page"
 done
 for ex in two-host-a.conf two-host-b.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
@@ -82,6 +83,33 @@ fi
 # Nothing of the build tree leaks into what is installed.
 if grep -rl "$(cd "$build" && pwd)" "$D$unitdir" "$D$mandir" "$D$docdir" 2>/dev/null; then
         fail "installed files name the build tree"
+fi
+
+# mptctl's bash completion, with the runtime directory filled in.
+completion=$(find "$D" -path '*/bash-completion/completions/mptctl' | head -n 1)
+if [ -z "$completion" ]; then
+        fail "the bash completion of mptctl is not installed (.../bash-completion/completions/mptctl)"
+elif grep -q '@runtimedir@' "$completion"; then
+        fail "${completion#"$D"} still has @runtimedir@"
+fi
+
+# The profile directory is root's alone: profiles may hold a key (Key=).
+if [ ! -d "$D$sysconfdir/mpt" ]; then
+        fail "$sysconfdir/mpt is not installed"
+elif [ "$(stat -c %a "$D$sysconfdir/mpt")" != 700 ]; then
+        fail "$sysconfdir/mpt is installed with mode $(stat -c %a "$D$sysconfdir/mpt"), expected 700"
+fi
+
+# The template orders itself after network-pre.target without pulling it in (a passive target),
+# and has systemd create the runtime directory and keep it for the other instances.
+! grep -q '^Wants=.*network-pre.target' "$D$unitdir/mptd@.service" ||
+        fail "mptd@.service pulls in network-pre.target (Wants=)"
+grep -qx 'After=network-pre.target' "$D$unitdir/mptd@.service" || fail "mptd@.service is not After=network-pre.target"
+if grep -q '^RuntimeDirectory=' "$D$unitdir/mptd@.service"; then
+        grep -qx 'RuntimeDirectoryPreserve=yes' "$D$unitdir/mptd@.service" ||
+                fail "mptd@.service has RuntimeDirectory= without RuntimeDirectoryPreserve=yes: stopping one tunnel would remove the sockets of all"
+elif ! grep -q '^ReadWritePaths=-/' "$D$unitdir/mptd@.service"; then
+        fail "mptd@.service has neither RuntimeDirectory= nor ReadWritePaths=-DIR for the control sockets"
 fi
 
 # The template runs the installed mptd.

@@ -232,7 +232,9 @@ s = json.load(open(sys.argv[1]))["end"]["sum_received"]
 print("%.2f" % (s["bits_per_second"] / 1e6))' "$LAB_DIR/load.json")
 }
 
-# it_iperf_udp ADDRESS SECONDS RATE: UDP a -> ADDRESS; prints "LOST_PERCENT BYTES_RECEIVED".
+# it_iperf_udp ADDRESS SECONDS RATE: UDP a -> ADDRESS; prints "LOST SENT BYTES_RECEIVED": the
+# datagrams the receiver found missing (gaps in iperf3's sequence numbers, less those that
+# came late), the datagrams the sender sent, and the bytes received.
 it_iperf_udp() {
         local addr=$1 secs=$2 rate=$3 port=$((20000 + RANDOM % 20000)) spid rc=0
         ip netns exec "$(lab_ns b)" iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
@@ -248,6 +250,67 @@ it_iperf_udp() {
         [ "$rc" = 0 ] || it_fail "iperf3 -u to $addr failed (exit $rc): $(cat "$LAB_DIR/udp.err"; tail -c 300 "$LAB_DIR/udp.json")"
         python3 -c '
 import json, sys
-r = json.load(open(sys.argv[1]))["end"]["sum_received"]
-print("%.3f %d" % (r["lost_percent"], r["bytes"]))' "$LAB_DIR/udp.json"
+e = json.load(open(sys.argv[1]))["end"]
+print("%d %d %d" % (e["sum_received"]["lost_packets"], e["sum_sent"]["packets"], e["sum_received"]["bytes"]))' \
+                "$LAB_DIR/udp.json"
+}
+
+# it_ksnap SIDE NAME: keeps the namespace kernel's own drop counters next to it_snap's snapshot
+# of the same name: full UDP receive and send buffers (IPv4 and IPv6), the TUN device's dropped
+# packets (tx: its queue to mptd was full; rx: the stack refused what mptd wrote) and every
+# qdisc's drops. With it_snap's counters they name every place a datagram can be lost.
+it_ksnap() {
+        lab_exec "$1" python3 - > "$LAB_DIR/snap-$1-$2.kern" <<'EOF' || it_fail "cannot read the kernel's counters at $1"
+import json, subprocess
+out = {"udp_rcvbuf": 0, "udp_sndbuf": 0}
+with open("/proc/net/snmp") as f:
+    rows = [l.split() for l in f if l.startswith("Udp:")]
+h = rows[0]
+out["udp_rcvbuf"] += int(rows[1][h.index("RcvbufErrors")])
+out["udp_sndbuf"] += int(rows[1][h.index("SndbufErrors")])
+with open("/proc/net/snmp6") as f:
+    for l in f:
+        k, v = l.split()
+        if k == "Udp6RcvbufErrors": out["udp_rcvbuf"] += int(v)
+        if k == "Udp6SndbufErrors": out["udp_sndbuf"] += int(v)
+links = json.loads(subprocess.run(["ip", "-s", "-j", "link", "show", "dev", "lab"], capture_output=True,
+                                  text=True).stdout or "[]")
+out["tun_tx_dropped"] = links[0]["stats64"]["tx"]["dropped"] if links else 0
+out["tun_rx_dropped"] = links[0]["stats64"]["rx"]["dropped"] if links else 0
+qd = json.loads(subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True).stdout or "[]")
+out["qdisc_drops"] = sum(q.get("drops", 0) for q in qd)
+print(json.dumps(out))
+EOF
+}
+
+# it_loss_causes FROM TO: every counter, at either end, that says a datagram was lost between
+# the snapshots FROM and TO (it_snap and it_ksnap of both a and b): mptd's drop counters of
+# both ends (tunnel and paths; every reason but "duplicate", which loses nothing) and the
+# kernel's (it_ksnap). Prints the total, then the counters that grew ("b:stale=3
+# a:udp_sndbuf=1 ..."). A test compares the total with what its application found missing:
+# a datagram that no counter accounts for is a loss mptd did not see, and fails the test.
+it_loss_causes() {
+        python3 - "$LAB_DIR" "$1" "$2" <<'EOF'
+import json, sys
+d, frm, to = sys.argv[1:4]
+total, parts = 0, []
+for side in ("a", "b"):
+    s0, s1 = (json.load(open("%s/snap-%s-%s.json" % (d, side, n)))[0] for n in (frm, to))
+    k0, k1 = (json.load(open("%s/snap-%s-%s.kern" % (d, side, n))) for n in (frm, to))
+    grew = {}
+    for r, v in s1["drops"].items():
+        grew[r] = grew.get(r, 0) + v - s0["drops"][r]
+    p0 = {x["name"]: x for x in s0["paths"]}
+    for x in s1["paths"]:
+        for r, v in x["drops"].items():
+            grew[r] = grew.get(r, 0) + v - p0[x["name"]]["drops"][r]
+    grew.pop("duplicate", None)
+    for k in k1:
+        grew[k] = k1[k] - k0[k]
+    for k, v in sorted(grew.items()):
+        if v:
+            total += v
+            parts.append("%s:%s=%d" % (side, k, v))
+print(total, " ".join(parts))
+EOF
 }

@@ -7,8 +7,10 @@
 # Asserts, for every tunnel family in use:
 #   - ping a -> b and b -> a through the tunnel, every request answered;
 #   - iperf3 TCP a -> b works (non-trivial goodput);
-#   - iperf3 UDP a -> b at 50 Mbit/s: mptd at b drops nothing (drop counters), iperf3 sees
-#     < 2 % loss and at least 90 % of the sent bytes arrive;
+#   - iperf3 UDP a -> b at 50 Mbit/s: mptd at b drops nothing (drop counters); every datagram
+#     iperf3 finds missing was dropped and counted at one end (it_loss_causes: a full receive or
+#     send buffer, the TUN device's queue, a send error), and at most 2 % are; the sender sent
+#     at least 90 % of what 50 Mbit/s makes in the time;
 #   - more than one path carried the traffic: every path's tx_bytes at a grew by at least half
 #     its equal share (all weights are 1), and every path at b sent something (ACKs, replies).
 
@@ -37,15 +39,6 @@ it_start b
 fams=$tfam
 [ "$tfam" = 46 ] && fams="4 6"
 
-# udp_rcvbuf_errors: datagrams namespace b's kernel dropped for full UDP receive buffers.
-udp_rcvbuf_errors() {
-        lab_exec b cat /proc/net/snmp /proc/net/snmp6 | awk '
-                $1 == "Udp:" && !h { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
-                $1 == "Udp:" && h { n += $col["RcvbufErrors"] }
-                $1 == "Udp6RcvbufErrors" { n += $2 }
-                END { print n + 0 }'
-}
-
 # drops_between SIDE FROM TO: the drop counters (tunnel and paths) that grew, or nothing.
 drops_between() {
         python3 - "$LAB_DIR/snap-$1-$2.json" "$LAB_DIR/snap-$1-$3.json" <<'EOF'
@@ -71,21 +64,28 @@ for f in $fams; do
         it_note "TCP over the IPv$f tunnel: $mbit Mbit/s"
         it_lt 10 "$mbit" || it_fail "TCP over the IPv$f tunnel: expected more than 10 Mbit/s, measured $mbit"
 
+        it_snap a "udp$f-0"
         it_snap b "udp$f-0"
-        rcvbuf0=$(udp_rcvbuf_errors)
-        read -r lost bytes <<< "$(it_iperf_udp "$(lab_tunnel_addr b "$f")" 3 50M)"
+        it_ksnap a "udp$f-0"
+        it_ksnap b "udp$f-0"
+        read -r lost sent bytes <<< "$(it_iperf_udp "$(lab_tunnel_addr b "$f")" 3 50M)"
+        it_snap a "udp$f-1"
         it_snap b "udp$f-1"
-        it_note "UDP 50 Mbit/s over the IPv$f tunnel: $lost % lost, $bytes bytes received"
+        it_ksnap a "udp$f-1"
+        it_ksnap b "udp$f-1"
+        read -r causes why <<< "$(it_loss_causes "udp$f-0" "udp$f-1")"
+        it_note "UDP 50 Mbit/s over the IPv$f tunnel: $sent datagrams sent, $lost missing, $bytes bytes received; dropped and counted: $causes ${why:-}"
         # mptd itself must not have discarded anything on the receiving side.
         mptd_drops=$(drops_between b "udp$f-0" "udp$f-1")
         [ -z "$mptd_drops" ] || it_fail "UDP over the IPv$f tunnel: expected no drops in mptd at b, counted: $mptd_drops"
-        # 50 Mbit/s for 3 s is 18.75 MB; 90 % of it must arrive, and iperf3 must see less than
-        # 2 % loss. (Not 0: with other tests on a 2-CPU machine a stalled receiver can overflow
-        # its socket buffer; the message says if that happened.)
-        why="UDP receive buffer overflows in namespace b during the run: $(($(udp_rcvbuf_errors) - rcvbuf0))"
-        [ "$bytes" -ge 16875000 ] ||
-                it_fail "UDP over the IPv$f tunnel: expected at least 16875000 bytes received, measured $bytes ($why)"
-        it_lt "$lost" 2 || it_fail "UDP over the IPv$f tunnel: expected less than 2 % loss, iperf3 reports $lost % ($why)"
+        # A datagram no counter accounts for is a loss nobody saw. (Counted ones may happen on a
+        # loaded 2-CPU machine: a descheduled receiver overflows its socket buffer.)
+        [ "$lost" -le "$causes" ] ||
+                it_fail "UDP over the IPv$f tunnel: $lost of $sent datagrams missing, but only $causes dropped and counted at either end (${why:-none})"
+        [ $((lost * 50)) -le "$sent" ] ||
+                it_fail "UDP over the IPv$f tunnel: $lost of $sent datagrams missing (more than 2 %), all counted: $why"
+        # 50 Mbit/s for 3 s of 1200-byte datagrams is 15625 of them.
+        [ "$sent" -ge 14062 ] || it_fail "UDP over the IPv$f tunnel: iperf3 sent only $sent of the 15625 datagrams of 3 s at 50 Mbit/s"
 done
 
 it_snap a end

@@ -2,8 +2,9 @@
 
 /* mpt-inject: sends bad datagrams at a running mptd's data port, for secure-inject.sh.
  *
- *   mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] --key BASE64 --epoch HEX
+ *   mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX]
  *              [--own-epoch HEX] [--count N] [--counter N] CASE
+ * (--key and --epoch are needed by every case but garbage, compat and feedback.)
  *
  * CASE (and the drop reason mptd must count for it in secure mode):
  *   garbage      100 random bytes, first byte FF                        bad-version
@@ -12,6 +13,9 @@
  *   bad-version  a well-formed datagram but version byte E3              bad-version
  *   bad-header   a reserved flag bit set                                 bad-header
  *   compat       plain GRE-in-UDP with an ICMP echo request (compat mode) compat-packet
+ *   feedback     a well-formed feedback frame, plain GRE-in-UDP: compat-packet in secure mode,
+ *                bad-feedback in compat mode (no feedback without authentication)
+ *   feedback-bad a feedback frame of version 9, sealed with --key           bad-feedback
  *   wrong-key    sealed with a random key under --epoch                   auth-failed
  *   stale        sealed with --key under --epoch minus 1                  stale-epoch
  *   own-epoch    sealed with --key under --own-epoch (the receiver's)     own-epoch
@@ -94,6 +98,17 @@ static int send_one(int fd, bool spoof, const struct sockaddr_in *from, const st
         udp->check = 0; /* none (allowed over IPv4) */
         memcpy(pkt + sizeof *ip + sizeof *udp, data, len);
         return sendto(fd, pkt, sizeof *ip + sizeof *udp + len, 0, (const struct sockaddr *) to, sizeof *to) < 0 ? -1 : 0;
+}
+
+/* A feedback frame claiming that path 0 delivered a lot; version: its version byte. */
+static size_t feedback_frame(uint8_t *buf, size_t size, uint8_t version) {
+        MptFeedback fb = { .now = 1000000, .n = 1 };
+        size_t len;
+
+        fb.entries[0] = (MptFeedbackEntry) { .path_id = 0, .packets = 1000, .bytes = 1u << 30, .marker = 1, .arrival = 1000000, .peak_rate = UINT64_C(1) << 40 };
+        len = mpt_feedback_encode(buf, size, MPT_ETH_P_IP, &fb);
+        buf[5] = version;
+        return len;
 }
 
 /* A GRE header (no flags) and an ICMP echo request, as compat mode would carry it. */
@@ -180,8 +195,10 @@ int main(int argc, char *argv[]) {
                 default:
                         return 2;
                 }
-        if (optind + 1 != argc || !have_to || !psk.set || epoch == 0) {
-                fprintf(stderr, "usage: mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] --key BASE64 --epoch HEX "
+        if (optind + 1 != argc || !have_to ||
+            ((!psk.set || epoch == 0) && !(optind < argc && (streq(argv[optind], "compat") || streq(argv[optind], "feedback") ||
+                                                              streq(argv[optind], "garbage"))))) {
+                fprintf(stderr, "usage: mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX] "
                                 "[--own-epoch HEX] [--count N] [--counter N] CASE\n");
                 return 2;
         }
@@ -204,14 +221,15 @@ int main(int argc, char *argv[]) {
                 } else if (streq(what, "truncated")) {
                         len = 16;
                         random_fill(buf, len);
-                        buf[0] = MPT_SECURE_V1_CHACHA;
+                        buf[0] = MPT_SECURE_V2_TRANSPORT;
                 } else if (streq(what, "oversized")) {
                         len = 60000;
                         random_fill(buf, len);
                         if (mpt_secure_derive(psk.bytes, epoch, false, &keys) < 0)
                                 return 1;
                         /* A plausible header, then anything: the tag cannot match. */
-                        mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, 62, counter + i);
+                        mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
+                                        (MptSecureSender) { .path_id = 62, .counter = counter + i });
                 } else if (streq(what, "bad-version") || streq(what, "bad-header") || streq(what, "wrong-key") ||
                            streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay")) {
                         uint64_t e = epoch;
@@ -234,14 +252,25 @@ int main(int argc, char *argv[]) {
                         plain = compat_frame(buf + MPT_SECURE_HEADER_SIZE, 0x88b5);
                         if (mpt_secure_derive(psk.bytes, e, false, &keys) < 0)
                                 return 1;
-                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0, path,
-                                              streq(what, "replay") ? counter : counter + i);
+                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
+                                              (MptSecureSender) {
+                                                      .path_id = (uint8_t) path,
+                                                      .counter = streq(what, "replay") ? counter : counter + i,
+                                              });
                         if (streq(what, "bad-version"))
-                                buf[0] = 0xe3;
+                                buf[0] = MPT_SECURE_V1_CHACHA; /* an older mptd's version 1 */
                         if (streq(what, "bad-header"))
                                 buf[1] = 0x80;
                 } else if (streq(what, "compat")) {
                         len = compat_frame(buf, MPT_ETH_P_IP);
+                } else if (streq(what, "feedback")) {
+                        len = feedback_frame(buf, sizeof buf, MPT_FEEDBACK_VERSION);
+                } else if (streq(what, "feedback-bad")) {
+                        plain = feedback_frame(buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_HEADER_SIZE - 64, 9);
+                        if (mpt_secure_derive(psk.bytes, epoch, false, &keys) < 0)
+                                return 1;
+                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
+                                              (MptSecureSender) { .path_id = 60, .counter = counter + i });
                 } else {
                         fprintf(stderr, "mpt-inject: unknown case '%s'\n", what);
                         return 2;

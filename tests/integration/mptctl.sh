@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# mptctl against a running lab tunnel (three unshaped paths).
+# mptctl against a running lab tunnel (three unshaped paths; Scheduler=weighted, so that a
+# runtime weight decides the shares whatever the load).
 #
 # Asserts:
 #   - `mptctl check` accepts the lab's profile ("OK"), `mptctl keys` lists Weight=;
@@ -39,7 +40,7 @@ expect_error() {
 lab_init
 it_require iperf3 python3
 lab_topology 3 none 4
-it_profiles 3 4 4 "" 'KeepaliveInterval=200ms\nDeadTime=2s'
+it_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
 it_start a
 it_start b
 

@@ -51,9 +51,8 @@ cleanup() {
         local rc=$? d
         set +e
         # lab_cleanup kills the processes and deletes the namespaces and the temporary
-        # directory; it looks at $? to decide whether to show the logs.
-        (exit "$rc")
-        lab_cleanup
+        # directory; the status decides whether it shows the logs.
+        lab_cleanup "$rc"
         # Mount points this test had to create on the host (the mounts themselves lived and
         # died in networkd's private mount namespace).
         for d in "${CREATED_DIRS[@]}"; do
@@ -315,7 +314,7 @@ sleep 1
 # networkd forgets the file but does not delete the device, so mptd carries on until it is.
 lab_exec a ip link show dev "$TUN" >/dev/null || lab_log "  (networkd deleted $TUN on reload)"
 kill -0 "$MPTD_A" 2>/dev/null || lab_die "mptd exited before the device was deleted: $(tail -n 5 "$T/mptd-a.log")"
-networkctl_nd delete "$TUN" || lab_exec a ip link delete dev "$TUN"
+networkctl_nd delete "$TUN" >"$T/delete.out" 2>&1 || lab_die "networkctl delete $TUN failed: $(cat "$T/delete.out")"
 for _ in $(seq 100); do
         kill -0 "$MPTD_A" 2>/dev/null || break
         sleep 0.1

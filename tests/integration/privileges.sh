@@ -13,7 +13,9 @@
 #     message, and still serves root;
 #   - mptd runs as an unprivileged user on a persistent multi-queue TUN device created for that
 #     user (ip tuntap ... user), with only ambient CAP_NET_ADMIN and CAP_NET_RAW: traffic flows,
-#     also after a path binds again to a new address, and it keeps only what it needs.
+#     also after a path binds again to a new address (with the other path taken down, so that
+#     the pings can only cross the rebound one, whose packet counters grow at both ends), and it
+#     keeps only what it needs.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -116,7 +118,25 @@ for _ in $(seq 100); do
 done
 [ -n "$ok" ] || it_soft_fail "mptd as nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a-nobody.log")"
 lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
+# Only p0 may carry the pings: p1 out of use (the other end is told and stops using it too).
+nobody_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" "$@"; }
+nobody_ctl path lab p1 down || it_soft_fail "mptctl path lab p1 down (mptd as nobody) failed"
+it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_state b p1)'"
+p0_packets() { # SIDE: p0's tx and rx data packets
+        python3 -c '
+import json, sys
+p = [x for x in json.load(sys.stdin)[0]["paths"] if x["name"] == "p0"][0]
+print(p["tx_packets"], p["rx_packets"])'
+}
+read -r a_tx0 a_rx0 < <(nobody_ctl --json show lab | p0_packets)
+read -r b_tx0 b_rx0 < <(lab_ctl b --json show lab | p0_packets)
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_soft_fail "no ping through the tunnel after p0 moved to a new address"
+lab_exec a ping -c 10 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost over the rebound p0"
+read -r a_tx1 a_rx1 < <(nobody_ctl --json show lab | p0_packets)
+read -r b_tx1 b_rx1 < <(lab_ctl b --json show lab | p0_packets)
+it_note "p0 after the rebinding: a sent $((a_tx1 - a_tx0)) and received $((a_rx1 - a_rx0)) data packets, b sent $((b_tx1 - b_tx0)) and received $((b_rx1 - b_rx0))"
+[ $((a_tx1 - a_tx0)) -ge 10 ] && [ $((b_rx1 - b_rx0)) -ge 10 ] && [ $((b_tx1 - b_tx0)) -ge 10 ] &&
+        [ $((a_rx1 - a_rx0)) -ge 10 ] || it_soft_fail "the pings did not cross p0 after it was bound to its new address"
 # Unprivileged, mptd cannot shrink the bounding set (no CAP_SETPCAP); no_new_privs makes that moot.
 check_caps "$pid" "mptd as nobody" "$(awk '/^CapBnd:/ {print $2}' /proc/self/status)"
 kill -TERM "$pid"

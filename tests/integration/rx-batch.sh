@@ -13,9 +13,10 @@
 #     receive pool has buffers (64), so the worker's own buffers (held packets copied out of them)
 #     are used too;
 #   - an application at b checks every datagram's content (a sequence number and a pattern of it)
-#     and counts them: none damaged, none missing (unless b's reorder buffer counted it late or
-#     stale: it arrived after ReorderMaxDelay on a loaded machine), out of order only what it
-#     delivered late (and 1 % besides);
+#     and counts them: none damaged; none missing unless dropped and counted at one end, each by
+#     its own counter (it_loss_causes: e.g. stale at b, when it arrived after ReorderMaxDelay on a
+#     loaded machine), at most 1 % in all; out of order at most as many as b's reorder buffer
+#     delivered late;
 #   - b's worker threads run under strace (recvmmsg only): in the default variant some calls
 #     returned more than one message; in the -plain variant (MPT_DEBUG_BATCH=1 at b too) every
 #     call asked for exactly one.
@@ -34,7 +35,10 @@ lab_exec a tc qdisc replace dev pa1 root tbf rate 40mbit burst 5kb latency 200ms
 MPT_DEBUG_BATCH=1 it_start a
 it_start b
 it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
+it_snap a before
 it_snap b before
+it_ksnap a before
+it_ksnap b before
 
 # strace only b's mptd (all its threads): every recvmmsg with its raw arguments and result.
 ip netns exec "$(lab_ns b)" strace -f -qq -e trace=recvmmsg -e raw=recvmmsg -o "$LAB_DIR/strace-b.out" \
@@ -92,29 +96,30 @@ EOF
 wait "$rx_pid" || true
 kill -TERM "$strace_pid" 2>/dev/null || true
 wait "$strace_pid" 2>/dev/null || true
+it_snap a after
 it_snap b after
+it_ksnap a after
+it_ksnap b after
 
 sent=$(sed -n 's/^sent //p' "$LAB_DIR/udp-tx.txt")
 read -r got bad reordered < <(sed -n 's/^got \([0-9]*\) bad \([0-9]*\) reordered \([0-9]*\)$/\1 \2 \3/p' "$LAB_DIR/udp-rx.txt")
 [ -n "$sent" ] && [ -n "${got:-}" ] || it_fail "no result: sent '$sent', receiver: $(cat "$LAB_DIR/udp-rx.txt")"
 it_note "sent $sent datagrams; b received $got, $bad damaged, $reordered out of order"
 [ "$bad" = 0 ] || it_fail "$bad of $got datagrams arrived damaged"
-python3 - "$LAB_DIR/snap-b-before.json" "$LAB_DIR/snap-b-after.json" >"$LAB_DIR/late.txt" <<'EOF'
+late=$(python3 -c '
 import json, sys
 a, b = (json.load(open(f))[0]["reorder"] for f in sys.argv[1:3])
-print(sum(int(b[k]) - int(a[k]) for k in ("late", "stale")))
-EOF
-late=$(cat "$LAB_DIR/late.txt")
-# Out of order only what b's reorder buffer gave up waiting for (and then delivered late: on a
-# loaded machine, and under strace, a worker may not read a path for longer than it waits), and
-# at most 1 % besides.
-[ $(((reordered - late) * 100)) -le "$sent" ] ||
-        it_fail "$reordered of $got datagrams arrived out of order; b's reorder buffer counted only $late late/stale"
+print(int(b["late"]) - int(a["late"]))' "$LAB_DIR/snap-b-before.json" "$LAB_DIR/snap-b-after.json")
+# Out of order only what b's reorder buffer gave up waiting for and delivered when it came (on
+# a loaded machine, and under strace, a worker may not read a path for longer than it waits).
+[ "$reordered" -le "$late" ] ||
+        it_fail "$reordered of $got datagrams arrived out of order; b's reorder buffer delivered only $late late"
 missing=$((sent - got))
 if [ "$missing" -gt 0 ]; then
-        [ "$missing" -le "$late" ] && [ $((missing * 100)) -le "$sent" ] ||
-                it_fail "$missing of $sent datagrams missing; b's reorder buffer counted only $late late/stale (b's UDP counters: $(lab_exec b nstat -az UdpRcvbufErrors UdpInErrors 2>&1 | tail -n 2 | tr -s ' \n' ' '))"
-        it_note "$missing datagrams arrived after the reorder bound (b counted $late late/stale)"
+        read -r causes why < <(it_loss_causes before after)
+        [ "$missing" -le "$causes" ] && [ $((missing * 100)) -le "$sent" ] ||
+                it_fail "$missing of $sent datagrams missing; counted as dropped at either end: $causes (${why:-none})"
+        it_note "$missing datagrams missing, dropped and counted: $why"
 fi
 
 # recvmmsg(fd, msgvec, vlen, flags, timeout) = n, with the arguments in strace's raw (hex) form;

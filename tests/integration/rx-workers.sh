@@ -14,10 +14,12 @@
 #     in through worker 1's queue), as do a's echo replies: only a quiet tunnel's receiving
 #     worker answers its flows itself;
 #   - secure mode, 2 workers: the same (half of the workers receive);
-#   - secure mode, 4 workers: paths 0 and 2 are received by worker 0, 1 and 3 by worker 1, so
-#     each receives about half, and workers 2 and 3 receive nothing;
+#   - secure mode, 4 workers: paths 0 and 2 are received by worker 0, 1 and 3 by worker 1, and
+#     workers 2 and 3 receive nothing;
 #   - MPT_DEBUG_RX_SPREAD=1 (compat mode, 2 workers): paths 0 and 2 are received by worker 0,
 #     1 and 3 by worker 1;
+#   (these two: exactly, from the per-path and per-worker counts at b, with a's weights 1, 2, 4
+#   and 8 so that no other mapping gives the same counts);
 #   - a quiet tunnel (pings 20 ms apart, no other traffic), compat and secure mode, 2 workers:
 #     worker 0, which receives, also sends: a's echo requests (its replies came in through
 #     worker 0's own queue) and b's replies, so an idle round trip wakes one thread per end;
@@ -39,11 +41,16 @@ stop_both() {
 }
 
 # start_case NAME MODE_LINE [ENV=VALUE...]: both ends with $WORKERS workers (default 2; and the
-# environment); waits for the tunnel and takes the "before" snapshots.
+# environment) and, when $WEIGHTS lists four, those weights for a's paths; waits for the tunnel
+# and takes the "before" snapshots.
 start_case() {
-        local name=$1 mode=$2 side kv
+        local name=$1 mode=$2 side kv i=0 w
         shift 2
         it_profiles 4 4 4 "$mode"
+        for w in ${WEIGHTS:-}; do
+                it_set_path_key a "p$i" Weight "$w"
+                i=$((i + 1))
+        done
         for side in a b; do
                 for kv in "$@"; do export "${kv?}"; done
                 it_start "$side" "" --workers "${WORKERS:-2}"
@@ -134,9 +141,30 @@ quiet_ok() {
                 it_fail "$1: a quiet tunnel's pings were sent by a's workers 0/1: $A_TX0/$A_TX1, replies by b's: $B_TX0/$B_TX1; worker 0, which receives them, should send them"
 }
 
-# share_ok PART TOTAL: PART is between 25 % and 75 % of TOTAL.
-share_ok() {
-        [ $(($1 * 4)) -ge "$2" ] && [ $(($1 * 4)) -le $(($2 * 3)) ]
+# paths_of_workers NAME SIDE "0 2" "1 3" [...]: the data packets each worker of SIDE received
+# during case NAME are exactly those of the paths listed for it (the i-th list for worker i; every
+# other worker received none), from the per-path rx_packets and per-worker worker_rx counts.
+# Paths carry different numbers of packets, so another mapping would give other sums; if two
+# mappings give the same sums, the case cannot tell them apart and fails.
+paths_of_workers() {
+        python3 - "$LAB_DIR/snap-$2-$1-before.json" "$LAB_DIR/snap-$2-$1-after.json" "${@:3}" <<'EOF'
+import itertools, json, sys
+a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
+want = [[int(p) for p in l.split()] for l in sys.argv[3:]]
+pa = {x["name"]: x["rx_packets"] for x in a["paths"]}
+per_path = [x["rx_packets"] - pa[x["name"]] for x in b["paths"]]
+per_worker = [int(b["worker_rx"][w]) - int(a["worker_rx"][w]) for w in sorted(b["worker_rx"], key=int)]
+expect = [sum(per_path[p] for p in l) for l in want] + [0] * (len(per_worker) - len(want))
+print("  paths received %s; workers received %s, expected %s" % (per_path, per_worker, expect), file=sys.stderr)
+if per_worker != expect:
+    sys.exit(1)
+# Any other assignment of the paths to the same workers that gives the same sums?
+for perm in itertools.permutations(range(len(per_path))):
+    other = [sorted(perm[p] for p in l) for l in want]
+    if other != [sorted(l) for l in want] and [sum(per_path[p] for p in l) for l in other] == expect[:len(want)]:
+        print("  ambiguous: paths %s would give the same sums" % other, file=sys.stderr)
+        sys.exit(1)
+EOF
 }
 
 # Compat mode: one receiving worker (0), the others send.
@@ -171,9 +199,9 @@ oneway_ok compat-oneway
 stop_both
 
 # Compat mode, spread for comparison: paths 0 and 2 to worker 0, 1 and 3 to worker 1.
-run_case compat-spread "Mode=compat" MPT_DEBUG_RX_SPREAD=1
-share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
-        it_fail "compat-spread: b's workers received $B_RX0 and $B_RX1 data packets; each should get about half"
+WEIGHTS="1 2 4 8" run_case compat-spread "Mode=compat" MPT_DEBUG_RX_SPREAD=1
+paths_of_workers compat-spread b "0 2" "1 3" ||
+        it_fail "compat-spread: b's workers 0 and 1 did not receive exactly paths 0 and 2, and 1 and 3 (see above)"
 stop_both
 
 # Secure mode, 2 workers: half of them (one) receive, as in compat mode.
@@ -183,6 +211,8 @@ run_case secure "Key=$LAB_KEY"
         it_fail "secure: worker 1 received data (a: $A_RX1, b: $B_RX1); with 2 workers all paths should arrive at worker 0"
 [ $((A_TX0 * 100)) -le "$A_TX1" ] ||
         it_fail "secure: a's worker 0 sent $A_TX0 data packets, worker 1 $A_TX1; the flow should go out by worker 1"
+[ $((B_TX0 * 100)) -le "$B_TX1" ] ||
+        it_fail "secure: b's worker 0 sent $B_TX0 packets, worker 1 $B_TX1; the acknowledgements should go out by worker 1"
 stop_both
 ping_case secure-quiet "Key=$LAB_KEY"
 quiet_ok secure-quiet
@@ -192,11 +222,9 @@ oneway_ok secure-oneway
 stop_both
 
 # Secure mode, 4 workers: two receive (decrypting in parallel), two send.
-WORKERS=4 run_case secure-4 "Key=$LAB_KEY"
-share_ok "$B_RX0" $((B_RX0 + B_RX1)) ||
-        it_fail "secure-4: b's workers 0 and 1 received $B_RX0 and $B_RX1 data packets; each should get about half"
-[ "$B_RX2" = 0 ] && [ "$B_RX3" = 0 ] ||
-        it_fail "secure-4: b's workers 2 and 3 received data ($B_RX2, $B_RX3); only workers 0 and 1 should"
+WORKERS=4 WEIGHTS="1 2 4 8" run_case secure-4 "Key=$LAB_KEY"
+paths_of_workers secure-4 b "0 2" "1 3" ||
+        it_fail "secure-4: b's workers did not receive exactly paths 0 and 2 (worker 0), 1 and 3 (worker 1), nothing (2, 3); see above"
 [ $(((A_TX0 + A_TX1) * 100)) -le $((A_TX2 + A_TX3)) ] ||
         it_fail "secure-4: a's workers 0 and 1 sent $((A_TX0 + A_TX1)) data packets, 2 and 3 $((A_TX2 + A_TX3)); the flow should go out by 2 or 3"
 stop_both

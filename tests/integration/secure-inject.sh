@@ -8,7 +8,7 @@
 # from a new source port.
 #
 # Asserts, for each case (garbage, truncated, oversized, bad-version, bad-header, compat,
-# wrong-key, stale, own-epoch, replay):
+# feedback (plain), feedback-bad (sealed, version 9), wrong-key, stale, own-epoch, replay):
 #   - the named drop counter of path p0 at b goes up by exactly the number of datagrams sent
 #     (replay: the first copy is authentic and counts as gre-protocol, every re-sent copy as
 #     replayed), and no other drop counter of p0 changes;
@@ -103,6 +103,9 @@ inject oversized auth-failed 3 --new-source
 inject bad-version bad-version 5 --spoof
 inject bad-header bad-header 5 --spoof
 inject compat compat-packet 5 --spoof
+# Feedback moves traffic: unauthenticated it is nothing, authenticated but malformed it is named.
+inject feedback compat-packet 5 --spoof
+inject feedback-bad bad-feedback 5 --spoof
 inject wrong-key auth-failed 5 --spoof
 inject stale stale-epoch 5 --spoof
 inject own-epoch own-epoch 5 --spoof

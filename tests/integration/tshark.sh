@@ -6,7 +6,8 @@
 # with UDP port 4754 as GRE (RFC 8086 GRE-in-UDP). Default: an IPv4+IPv6 tunnel over IPv4.
 #
 # In secure mode (the default; MPT_LAB_MODE=compat for the other) it asserts instead that every
-# datagram is sealed (first byte E1 or E2), none decodes as GRE, and ping's payload is not visible.
+# datagram is sealed (a transport message of version 2: first byte E3), none decodes as GRE, and
+# ping's payload is not visible.
 #
 # Asserts (compat mode):
 #   - every outer frame of port 4754 is IPv<PATH_FAMILY>/UDP/GRE;
@@ -62,7 +63,7 @@ tshark -r "$cap" -d udp.port==4754,gre -Y 'udp.port == 4754' -T fields -E separa
 
 if [ "${MPT_LAB_MODE:-secure}" = secure ]; then
         # Secure mode: nothing of the inner traffic may be visible. Every datagram is a sealed
-        # secure v1 message (first byte E1 or E2), none decodes as GRE carrying IP or a keepalive,
+        # transport message of version 2 (first byte E3), none decodes as GRE carrying IP or a keepalive,
         # and the bytes of ping's payload pattern (0x10 0x11 ... 0x1f) appear nowhere.
         python3 - "$LAB_DIR/decoded.txt" "$count" "$(lab_path_addr a 0 "$pfam")" "$(lab_path_addr b 0 "$pfam")" <<'EOF' ||
 import ipaddress, sys
@@ -80,8 +81,8 @@ for l in lines:
     payload = l[3] if len(l) > 3 else ""
     src = str(ipaddress.ip_address(l[1] or l[2]))
     by_src[src] += 1
-    if payload[0:2] not in ("e1", "e2"):
-        fail("expected every datagram to start with e1 or e2 (secure v1), got %s from %s" % (payload[0:8], src))
+    if payload[0:2] != "e3":
+        fail("expected every datagram to start with e3 (secure version 2), got %s from %s" % (payload[0:8], src))
     if ":gre:ip" in l[0] or payload[8:10] == "a1" and payload[0:4] == "0000":
         fail("a datagram from %s decodes as plain GRE: %s" % (src, l[0]))
     if "101112131415161718191a1b1c1d1e1f" in payload:

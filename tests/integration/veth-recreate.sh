@@ -57,6 +57,7 @@ lk_note "p2 no-interface at a after $(lk_ms "$LK_AT_US") ms (reason: $LK_REASON)
 [ -n "$LK_REASON" ] || lk_fail "p2 at a: expected a reason for 'no-interface', got none"
 lk_expect b p2 no-interface 1000 "the other end of the deleted pair" "$t_del"
 lk_note "p2 no-interface at b after $(lk_ms "$LK_AT_US") ms (reason: $LK_REASON)"
+[ -n "$LK_REASON" ] || lk_fail "p2 at b: expected a reason for 'no-interface', got none"
 for p in p0 p1; do
         s=$(lk_get a "$p" state)
         [ "$s" = up ] || lk_fail "path $p at a: expected 'up' while p2's interface is gone, it is '$s'"

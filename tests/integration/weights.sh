@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Weighted scheduling over four unshaped paths (so that the weights, not the paths' capacity,
-# decide where packets go).
+# Weighted scheduling (Scheduler=weighted: the fixed vector of the weights, as in compat mode)
+# over four unshaped paths (so that the weights, not the paths' capacity, decide where packets
+# go). The learned scheduler's use of Weight= is learned.sh's.
 #
 # Asserts:
 #   1. Weight=1,2,3,4 in a's profile: under a TCP load a -> b, each path's share of the tx_bytes
@@ -27,7 +28,7 @@ it_require iperf3 python3
 lab_topology 4 none 4
 
 # ---- 1. weights 1:2:3:4 ----
-it_profiles 4 4 4
+it_profiles 4 4 4 'Scheduler=weighted'
 for i in 0 1 2 3; do
         it_set_path_key a "p$i" Weight $((i + 1))
 done
@@ -48,7 +49,7 @@ lab_stop a
 lab_stop b
 
 # ---- 2. backup paths: p2 Weight=0, p3 Backup=yes ----
-it_profiles 4 4 4
+it_profiles 4 4 4 'Scheduler=weighted'
 it_set_path_key a p2 Weight 0
 it_set_path_key a p3 Backup yes
 it_start a

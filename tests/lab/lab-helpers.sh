@@ -12,7 +12,7 @@
 ml_profiles() {
         local side
         rm -f "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
-        lab_profiles "$@" || true
+        lab_profiles "$@"
         for side in a b; do
                 [ "$(grep -c '^\[Path\]$' "$LAB_DIR/$side.conf" 2>/dev/null)" = "$1" ] ||
                         lab_die "lab_profiles $* did not write $LAB_DIR/$side.conf with $1 [Path] sections"

@@ -11,6 +11,12 @@
 #   lab_ctl a show                # mptctl against end a
 #   lab_exec a ping -c1 10.77.0.2
 #
+# Unequal paths go through a path emulator (tests/lab/mpt-pathemu) in a router namespace each:
+#
+#   lab_emu_topology 4 'rate=100mbit,delay=5ms' 'rate=20mbit,delay=40ms,loss=0.5%'
+#   lab_emu_stats 1 > "$LAB_DIR/before"         # path 1's counters ("NAME VALUE" lines)
+#   lab_emu_delta "$LAB_DIR/before" "$LAB_DIR/after" ab_loss_drops
+#
 # Everything a lab creates is removed on exit, even on failure: the namespaces (which takes the
 # veth pairs, TUN devices, qdiscs and nftables tables with them), the processes it started (by
 # PID) and its temporary directory. Nothing outside the namespaces is touched.
@@ -19,11 +25,14 @@ set -o pipefail
 
 : "${MPTD:=}"
 : "${MPTCTL:=}"
+: "${MPT_PATHEMU:=}"
 LAB_PIDS=()
 LAB_NS=()
 LAB_DIR=
 LAB_PREFIX=
 LAB_PATHS=0
+LAB_EMU_PIDS=()
+LAB_EMU_SPECS=()
 
 lab_log() {
         printf '%s\n' "$*" >&2
@@ -54,8 +63,11 @@ lab_find_binaries() {
         [ -x "$MPTCTL" ] || lab_die "mptctl binary not found (set MPTCTL=)"
 }
 
+# lab_cleanup [RC]: the exit trap; RC (default: $?) is the test's status, which decides whether
+# the logs are shown and is returned. A trap of a test's own that calls it passes its status
+# (a "(exit $rc)" before the call would end a shell under set -e before the cleanup).
 lab_cleanup() {
-        local rc=$?
+        local rc=${1:-$?}
         local pid ns
         for pid in "${LAB_PIDS[@]}"; do
                 kill -TERM "$pid" 2>/dev/null || true
@@ -249,6 +261,8 @@ lab_profiles() {
                                 if [ -n "$extra_p" ]; then printf '%b\n' "$extra_p"; fi
                         done
                 } > "$LAB_DIR/$side.conf"
+                # It holds the key (Key=): private, or mptd warns about it.
+                chmod 600 "$LAB_DIR/$side.conf"
         done
 }
 
@@ -351,4 +365,181 @@ lab_iperf_tcp() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 1e6))' "$LAB_DIR/iperf.json"
+}
+
+# ---- emulated paths ----
+#
+# Path i runs a <-> r<i> <-> b: veth pa<i> (in a) <-> ra<i> (in r<i>) and rb<i> (in r<i>) <-> pb<i>
+# (in b). mpt-pathemu in r<i> forwards frames between ra<i> and rb<i>, so the ends keep the
+# addressing of lab_topology (one subnet per path, lab_path_addr) and lab_profiles works as it
+# is. The router has no addresses, no IPv6 and no forwarding: the emulator is the only way
+# across. Its queue is the path's bottleneck; the sending end's veth has none (noqueue), so a
+# sender sees no local queue. The ends know each other's MAC address (permanent neighbour
+# entries; no ARP or neighbour discovery crosses a path) and IPv4 paths have IPv6 off, so the
+# emulator's counters are exactly the test's own traffic. The ends' segmentation offloads are
+# off (GSO stays on: the stack segments before the veth), see tests/lab/pathemu.c.
+
+# lab_find_pathemu: $MPT_PATHEMU, else tests/lab/mpt-pathemu in the build directory of $MPTD,
+# build/ or build-dev/.
+lab_find_pathemu() {
+        local root d
+        [ -n "$MPT_PATHEMU" ] && [ -x "$MPT_PATHEMU" ] && return 0
+        root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+        for d in "${MPTD:+$(dirname "$(dirname "$(dirname "$MPTD")")")}" "${MESON_BUILD_ROOT:-}" "$root/build" \
+                 "$root/build-dev"; do
+                if [ -n "$d" ] && [ -x "$d/tests/lab/mpt-pathemu" ]; then
+                        MPT_PATHEMU=$d/tests/lab/mpt-pathemu
+                        return 0
+                fi
+        done
+        lab_die "mpt-pathemu not found (build the project, or set MPT_PATHEMU=)"
+}
+
+# lab_emu_check SPEC: exit status 0 when mpt-pathemu accepts SPEC, else its message on stderr.
+lab_emu_check() {
+        lab_find_pathemu
+        "$MPT_PATHEMU" --check "$1" >/dev/null
+}
+
+# lab_emu_topology FAMILYSPEC SPEC...: namespaces a and b joined by one emulated path per SPEC
+# (mpt-pathemu's syntax, `mpt-pathemu --help`), path i with family lab_path_family i FAMILYSPEC.
+# A bad SPEC ends the lab with mpt-pathemu's message before anything is created.
+lab_emu_topology() {
+        local fam=$1 i f fa fb mac
+        shift
+        [ $# -ge 1 ] || lab_die "lab_emu_topology: no path spec"
+        lab_find_pathemu
+        command -v ethtool >/dev/null || lab_skip "needs ethtool"
+        i=0
+        for f in "$@"; do
+                lab_emu_check "$f" 2>"$LAB_DIR/emu-check.err" ||
+                        lab_die "path $i: $(sed 's/^mpt-pathemu: //' "$LAB_DIR/emu-check.err")"
+                i=$((i + 1))
+        done
+        LAB_PATHS=$#
+        LAB_EMU_SPECS=("$@")
+        lab_add_ns a
+        lab_add_ns b
+        for ((i = 0; i < LAB_PATHS; i++)); do
+                lab_add_ns "r$i"
+                lab_exec "r$i" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
+                        net.ipv4.ip_forward=0 >/dev/null
+                ip link add "pa$i" netns "$(lab_ns a)" type veth peer name "ra$i" netns "$(lab_ns "r$i")" ||
+                        lab_die "cannot create veth pair pa$i/ra$i"
+                ip link add "pb$i" netns "$(lab_ns b)" type veth peer name "rb$i" netns "$(lab_ns "r$i")" ||
+                        lab_die "cannot create veth pair pb$i/rb$i"
+                f=$(lab_path_family "$i" "$fam")
+                fa=$(lab_path_addr a "$i" "$f")
+                fb=$(lab_path_addr b "$i" "$f")
+                if [ "$f" = 6 ]; then
+                        lab_exec a ip addr add "$fa/64" dev "pa$i" nodad
+                        lab_exec b ip addr add "$fb/64" dev "pb$i" nodad
+                else
+                        lab_exec a sysctl -qw "net.ipv6.conf.pa$i.disable_ipv6=1" >/dev/null
+                        lab_exec b sysctl -qw "net.ipv6.conf.pb$i.disable_ipv6=1" >/dev/null
+                        lab_exec a ip addr add "$fa/24" dev "pa$i"
+                        lab_exec b ip addr add "$fb/24" dev "pb$i"
+                fi
+                lab_emu_offloads a "pa$i"
+                lab_emu_offloads b "pb$i"
+                lab_exec "r$i" ethtool -K "ra$i" gro off rx-gro-list off rx-udp-gro-forwarding off 2>/dev/null || true
+                lab_exec "r$i" ethtool -K "rb$i" gro off rx-gro-list off rx-udp-gro-forwarding off 2>/dev/null || true
+                mac=$(lab_exec b cat "/sys/class/net/pb$i/address")
+                lab_exec a ip neigh replace "$fb" lladdr "$mac" dev "pa$i" nud permanent
+                mac=$(lab_exec a cat "/sys/class/net/pa$i/address")
+                lab_exec b ip neigh replace "$fa" lladdr "$mac" dev "pb$i" nud permanent
+                lab_exec "r$i" ip link set "ra$i" up
+                lab_exec "r$i" ip link set "rb$i" up
+                lab_exec a ip link set "pa$i" up
+                lab_exec b ip link set "pb$i" up
+                lab_emu_start "$i" "${LAB_EMU_SPECS[$i]}"
+        done
+}
+
+# lab_emu_offloads SIDE DEV: no segmentation offloads on DEV (frames reach the emulator as
+# frames); checksum offload and GSO stay on.
+lab_emu_offloads() {
+        lab_exec "$1" ethtool -K "$2" tso off tx-udp-segmentation off tx-gso-list off tx-sctp-segmentation off \
+                tx-gre-segmentation off tx-gre-csum-segmentation off tx-ipxip4-segmentation off \
+                tx-ipxip6-segmentation off tx-udp_tnl-segmentation off tx-udp_tnl-csum-segmentation off \
+                >/dev/null 2>&1 ||
+                lab_exec "$1" ethtool -K "$2" tso off tx-udp-segmentation off >/dev/null 2>&1 ||
+                lab_die "cannot turn segmentation offloads off on $2 (ethtool -K)"
+}
+
+# lab_emu_start INDEX SPEC: starts path INDEX's emulator (in r<INDEX>, a direct child of the
+# lab's shell, its PID in LAB_EMU_PIDS and LAB_PIDS) and waits until it forwards (it writes its
+# stats file when it is ready). Its log is $LAB_DIR/emu-INDEX.log. It runs at nice -10: on two
+# CPUs shared with both ends' load, the "network" must not wait for a CPU behind iperf3.
+lab_emu_start() {
+        local i=$1 stats=$LAB_DIR/emu-$1.stats pid
+        rm -f "$stats"
+        ip netns exec "$(lab_ns "r$i")" nice -n -10 "$MPT_PATHEMU" --stats "$stats" "ra$i" "rb$i" "$2" \
+                >>"$LAB_DIR/emu-$i.log" 2>&1 &
+        pid=$!
+        LAB_PIDS+=("$pid")
+        LAB_EMU_PIDS[i]=$pid
+        LAB_EMU_SPECS[i]=$2
+        for _ in $(seq 200); do
+                [ -s "$stats" ] && return 0
+                kill -0 "$pid" 2>/dev/null ||
+                        lab_die "mpt-pathemu of path $i exited: $(tail -n 3 "$LAB_DIR/emu-$i.log")"
+                sleep 0.025
+        done
+        lab_die "mpt-pathemu of path $i did not start within 5 s"
+}
+
+# lab_emu_stop INDEX: ends path INDEX's emulator (SIGTERM); its stats file keeps the final counters.
+lab_emu_stop() {
+        local pid=${LAB_EMU_PIDS[$1]:-}
+        [ -n "$pid" ] || return 0
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        LAB_EMU_PIDS[$1]=
+}
+
+# lab_emu_respec INDEX SPEC: path INDEX's emulator again, with a new spec (fresh counters).
+lab_emu_respec() {
+        lab_emu_check "$2" || lab_die "path $1: bad spec '$2'"
+        lab_emu_stop "$1"
+        lab_emu_start "$1" "$2"
+}
+
+# lab_emu_signal INDEX SIGNAL: sends SIGNAL (USR1: write the counters, USR2: restart the trace,
+# which writes them too) and waits until the stats file shows it.
+lab_emu_signal() {
+        local i=$1 stats=$LAB_DIR/emu-$1.stats pid=${LAB_EMU_PIDS[$1]:-} gen new
+        [ -n "$pid" ] || lab_die "path $i has no emulator running"
+        gen=$(awk '$1 == "generation" { print $2 }' "$stats")
+        kill "-$2" "$pid" || lab_die "mpt-pathemu of path $i is gone"
+        for _ in $(seq 500); do
+                new=$(awk '$1 == "generation" { print $2 }' "$stats" 2>/dev/null)
+                [ -n "$new" ] && [ "$new" -gt "$gen" ] && return 0
+                sleep 0.01
+        done
+        lab_die "mpt-pathemu of path $i did not write its counters within 5 s"
+}
+
+# lab_emu_stats INDEX: path INDEX's counters now, as "NAME VALUE" lines on stdout: per direction
+# (ab_: frames from a to b, ba_: back) rx, forwarded, queue_drops, loss_drops, loss_bursts
+# (_packets/_bytes), overflow/oversize/kernel drops, tx_errors, queue_bytes, queue_max_bytes and
+# phase (the trace phase in force); seed, uptime_ms and trace_ms (since the trace started).
+lab_emu_stats() {
+        lab_emu_signal "$1" USR1
+        cat "$LAB_DIR/emu-$1.stats"
+}
+
+# lab_emu_trace_restart INDEX: path INDEX's trace starts over at its first phase, now.
+lab_emu_trace_restart() {
+        lab_emu_signal "$1" USR2
+}
+
+# lab_emu_value FILE NAME: one counter of a lab_emu_stats snapshot.
+lab_emu_value() {
+        awk -v n="$2" '$1 == n { print $2; f = 1 } END { exit !f }' "$1" || lab_die "no counter '$2' in $1"
+}
+
+# lab_emu_delta BEFORE AFTER NAME: how much a counter grew between two snapshots.
+lab_emu_delta() {
+        echo $(($(lab_emu_value "$2" "$3") - $(lab_emu_value "$1" "$3")))
 }

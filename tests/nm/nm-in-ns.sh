@@ -9,6 +9,13 @@ set -e
 mount --bind "$T/etc" /etc/NetworkManager
 mount --bind "$T/run" /run/NetworkManager
 mount --bind "$T/lib" /var/lib/NetworkManager
+# When the test provides them, the system's tunnels as the VPN service sees them: mptd's
+# profiles and networkd's .netdev files (the service refuses their names). The caller made sure
+# the mount points exist.
+if [ -d "$T/etc-mpt" ]; then
+        mount --bind "$T/etc-mpt" /etc/mpt
+        mount --bind "$T/etc-networkd" /etc/systemd/network
+fi
 # No udevd: a read-only /sys makes NetworkManager skip udev.
 mount -o remount,bind,ro /sys
 # The private bus at the standard path: processes spawned with a clean environment find it.

@@ -16,7 +16,11 @@
 #   carrying the default route (ipv4.never-default no: a path with only LocalAddress= gets a host
 #   route from the service, a path with Interface= is bound to it; either way the peer hears the
 #   path on its own interface and `ip route get` shows where the remote goes), NetworkManager's
-#   exit (mptd stopped).
+#   exit (mptd stopped). A connection that belongs to a user (connection.permissions) cannot make the
+#   service read a file: KeyFile= is refused with one message whether the root-only file exists or
+#   not, and strace of the service shows that no system call named either file. A tunnel name that
+#   is a system tunnel's (/etc/mpt/NAME.conf, a .netdev file's [NetDev] Name=) or an existing
+#   interface's is refused, with the reason.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +46,7 @@ lab_init
 T=$LAB_DIR/nm
 export T
 CREATED_RUN_NM=
+CREATED_ETC_MPT=
 NM_PID=
 DBUS_PID=
 
@@ -59,12 +64,12 @@ nm_cleanup() {
                 wait "$DBUS_PID" 2>/dev/null || true
         fi
         [ -n "$CREATED_RUN_NM" ] && rmdir /run/NetworkManager 2>/dev/null
+        [ -n "$CREATED_ETC_MPT" ] && rmdir /etc/mpt 2>/dev/null
         # For a closer look at a failure: MPT_NM_KEEP_LOGS=DIR keeps NetworkManager's log.
         if [ -n "${MPT_NM_KEEP_LOGS:-}" ]; then
                 cp "$LAB_DIR/nm.log" "$MPT_NM_KEEP_LOGS/" 2>/dev/null || true
         fi
-        (exit "$rc")
-        lab_cleanup
+        lab_cleanup "$rc"
 }
 trap nm_cleanup EXIT
 
@@ -79,7 +84,7 @@ lab_start b
 
 # ---- private bus, NetworkManager in a ----
 mkdir -p "$T/etc/system-connections" "$T/etc/VPN" "$T/run" "$T/lib" "$T/sysconf.d" "$T/vpn-user" \
-        "$T/dbusrun" "$T/dbus-system.d" "$LAB_DIR/run-a"
+        "$T/dbusrun" "$T/dbus-system.d" "$LAB_DIR/run-a" "$T/etc-mpt" "$T/etc-networkd"
 cp "$here/../../plugins/networkmanager/nm-mpt-service.conf" "$T/dbus-system.d/"
 private_bus_config "$T/dbusrun/system_bus_socket" "$T/dbus-system.d" > "$T/dbus.conf"
 dbus-daemon --config-file="$T/dbus.conf" --nofork >"$LAB_DIR/dbus.log" 2>&1 &
@@ -89,7 +94,14 @@ for _ in $(seq 100); do [ -S "$T/dbusrun/system_bus_socket" ] && break; sleep 0.
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/dbusrun/system_bus_socket
 export NM_VPN_PLUGIN_DIR=$T/vpn-user
 
-nm_lab_files "$T" pa0 $'level=DEBUG\ndomains=ALL,VPN_PLUGIN:TRACE,VPN:TRACE' "$SERVICE" "$PLUGIN" "$AUTH_DIALOG"
+# The service runs under strace (its file system calls) while $T/trace-service exists.
+cat > "$T/service-wrapper" <<EOF
+#!/bin/sh
+[ -e "$T/trace-service" ] && exec strace -f -qq -e trace=%file -o "$T/service.strace.\$\$" "$SERVICE" "\$@"
+exec "$SERVICE" "\$@"
+EOF
+chmod 0755 "$T/service-wrapper"
+nm_lab_files "$T" pa0 $'level=DEBUG\ndomains=ALL,VPN_PLUGIN:TRACE,VPN:TRACE' "$T/service-wrapper" "$PLUGIN" "$AUTH_DIALOG"
 # libnm refuses plugin files that others may write.
 chmod go-w "$SERVICE" "$PLUGIN"
 
@@ -97,6 +109,12 @@ if [ ! -d /run/NetworkManager ]; then
         mkdir /run/NetworkManager
         CREATED_RUN_NM=1
 fi
+# Mount points for the namespace's own /etc/mpt and /etc/systemd/network (nm-in-ns.sh).
+if [ ! -d /etc/mpt ]; then
+        mkdir /etc/mpt
+        CREATED_ETC_MPT=1
+fi
+[ -d /etc/systemd/network ] || lab_skip "needs /etc/systemd/network (systemd)"
 # The VPN service and mptd inherit NetworkManager's environment: the build tree's mptd, the
 # lab's runtime directory for a (so lab_ctl a reaches the tunnel).
 MPT_NM_MPTD=$MPTD MPT_RUNTIME_DIR=$LAB_DIR/run-a \
@@ -349,7 +367,80 @@ if [ -n "$LAB_KEY" ]; then
         up_and_ping mpt-keyfile
         ! grep -q "Pre-shared key" "$LAB_DIR/up.out" || lab_die "asked for a key despite KeyFile=: $(cat "$LAB_DIR/up.out")"
         down_and_check mpt-keyfile
+
+        step "a user's connection cannot make the service read a file"
+        # A key only root may read, and a name that does not exist: the same message for both, and
+        # strace shows that the service (root) named neither in any system call.
+        mkdir -m 0700 "$LAB_DIR/root-only"
+        (umask 077 && printf '%s\n' "$LAB_KEY" > "$LAB_DIR/root-only/corp.key")
+        : > "$T/trace-service"
+        user_msgs=()
+        for f in "$LAB_DIR/root-only/corp.key" "$LAB_DIR/root-only/missing.key"; do
+                nmcli connection delete mpt-user >/dev/null 2>&1 || true
+                nmcli connection add type vpn con-name mpt-user vpn-type mpt connection.permissions user:nobody \
+                        ipv4.never-default yes ipv6.method ignore \
+                        vpn.data "Name=lab, KeyFile=$f, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4)" \
+                        >/dev/null || lab_die "nmcli connection add (user's, KeyFile=) failed"
+                [ "$(nmcli -g connection.permissions connection show mpt-user)" = 'user\:nobody' ] ||
+                        lab_die "permissions: $(nmcli -g connection.permissions connection show mpt-user)"
+                n_before=$(grep -c "nm-mpt-service.*KeyFile= is refused" "$LAB_DIR/nm.log" || true)
+                if nmcli --wait 60 connection up mpt-user >"$LAB_DIR/user.out" 2>&1; then
+                        lab_die "a user's connection with KeyFile=$f came up"
+                fi
+                lab_log "nmcli: $(tr '\n' '|' < "$LAB_DIR/user.out")"
+                refused() { [ "$(grep -c "nm-mpt-service.*KeyFile= is refused" "$LAB_DIR/nm.log")" -gt "$n_before" ]; }
+                wait_until 20 refused ||
+                        lab_die "the service did not refuse KeyFile=$f: $(grep nm-mpt-service "$LAB_DIR/nm.log" | tail -n 5)"
+                wait_until 20 not_active mpt-user || lab_die "mpt-user is active"
+                user_msgs+=("$(grep -o "vpn.data: KeyFile: KeyFile= is refused.*" "$LAB_DIR/nm.log" | tail -n 1)")
+        done
+        rm -f "$T/trace-service"
+        lab_log "service: ${user_msgs[0]}"
+        case "${user_msgs[0]}" in
+        "vpn.data: KeyFile: KeyFile= is refused: this connection belongs to user 'nobody' (connection.permissions)"*) ;;
+        *) lab_die "unexpected message: ${user_msgs[0]}" ;;
+        esac
+        [ "${user_msgs[0]}" = "${user_msgs[1]}" ] ||
+                lab_die "the messages tell whether the file exists: '${user_msgs[0]}' vs '${user_msgs[1]}'"
+        traces=$(find "$T" -maxdepth 1 -name 'service.strace.*' | wc -l)
+        [ "$traces" -ge 1 ] || lab_die "the service did not run under strace"
+        # The trace is real: it holds the service's own file system calls.
+        cat "$T"/service.strace.* | grep -q 'openat(' || lab_die "no openat() in the service's trace"
+        ! grep -h "root-only" "$T"/service.strace.* ||
+                lab_die "the service touched the user's key file: $(grep -h root-only "$T"/service.strace.*)"
+        lab_log "strace: $traces service process(es), $(cat "$T"/service.strace.* | wc -l) file system calls, none of root-only/"
+        # The user's connection with the key in vpn.secrets comes up.
+        nmcli connection modify mpt-user vpn.data "$(vpn_data mpt-user | sed 's|KeyFile = [^,]*, ||')" \
+                vpn.secrets "Key=$LAB_KEY" || lab_die "cannot give mpt-user its key"
+        case "$(vpn_data mpt-user)" in *KeyFile*) lab_die "KeyFile= still set: $(vpn_data mpt-user)" ;; esac
+        up_and_ping mpt-user
+        down_and_check mpt-user
+        nmcli connection delete mpt-user >/dev/null
 fi
+
+# ---- a tunnel name must be its own: not a system tunnel's, not an existing interface's ----
+step "names of the system's tunnels and of interfaces are refused"
+printf '[Tunnel]\nMode=compat\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n' > "$T/etc-mpt/sys0.conf"
+printf '[NetDev]\nName=nd0\nKind=tun\n[Tun]\nMultiQueue=yes\n' > "$T/etc-networkd/nd0.netdev"
+for case in "sys0|'sys0' is the name of the system tunnel /etc/mpt/sys0.conf" \
+            "nd0|'nd0' is the name of the device of /etc/systemd/network/nd0.netdev" \
+            "pa1|an interface named 'pa1' exists already"; do
+        name=${case%%|*}
+        want="vpn.data: Name: ${case#*|}"
+        nmcli connection add type vpn con-name mpt-name vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+                vpn.data "Name=$name, Mode=compat, Address=$(lab_tunnel_addr a 4)/24, Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4)" \
+                >/dev/null || lab_die "nmcli connection add (Name=$name) failed"
+        if nmcli --wait 60 connection up mpt-name >"$LAB_DIR/name.out" 2>&1; then
+                lab_die "a connection named '$name' came up"
+        fi
+        lab_log "nmcli: $(tr '\n' '|' < "$LAB_DIR/name.out")"
+        grep -qF "nm-mpt-auth-dialog: mpt-name: $want" "$LAB_DIR/name.out" ||
+                lab_die "nmcli does not show why '$name' is refused: $(cat "$LAB_DIR/name.out")"
+        wait_until 20 not_active mpt-name || lab_die "mpt-name is active"
+        nmcli connection delete mpt-name >/dev/null
+done
+! lab_exec a ip link show nd0 >/dev/null 2>&1 || lab_die "a device nd0 was created"
+! lab_exec a ip link show sys0 >/dev/null 2>&1 || lab_die "a device sys0 was created"
 
 # ---- the tunnel carries the default route: every path stays on its own interface ----
 # Path 1's remote is reached only through a default route on pa1 (no subnet of pa1 covers it;

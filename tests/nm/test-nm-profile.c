@@ -2,6 +2,9 @@
 
 /* vpn.data/vpn.secrets <-> profile model (plugins/networkmanager/shared). */
 
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "profile.h"
@@ -284,8 +287,7 @@ static void test_file_errors(void) {
 }
 
 /* The pre-shared key: a secret in vpn.secrets that lands in the profile (and so in the text mptd
- * reads). Needs the key in the table (branch issue5-crypto); until then only the parts that do
- * not depend on it run. */
+ * reads). */
 static void test_secret(void) {
         static const KV data[] = {
                 { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" }, { "Key-flags", "1" }, {},
@@ -299,15 +301,8 @@ static void test_secret(void) {
 
         g_assert_true(mpt_nm_key_is_secret("Key"));
         g_assert_false(mpt_nm_key_is_secret("KeyFile"));
-        if (!conf_key_lookup(MPT_SECTION_TUNNEL, MPT_NM_SECRET_KEY)) {
-                /* A secret the table does not know is not judged (and not lost: NM keeps it). */
-                nm_setting_vpn_add_secret(s, MPT_NM_SECRET_KEY, key);
-                g_assert_true(mpt_nm_validate(s, NULL));
-                g_test_skip("the key table has no Key= yet (branch issue5-crypto)");
-                return;
-        }
-        if (conf_key_lookup(MPT_SECTION_TUNNEL, "Mode"))
-                nm_setting_vpn_add_data_item(s, "Mode", "secure");
+        g_assert_nonnull(conf_key_lookup(MPT_SECTION_TUNNEL, MPT_NM_SECRET_KEY));
+        nm_setting_vpn_add_data_item(s, "Mode", "secure");
         nm_setting_vpn_add_secret(s, MPT_NM_SECRET_KEY, key);
         g_assert_true(mpt_nm_profile_from_setting(s, &p, &error));
         g_assert_no_error(error);
@@ -319,6 +314,89 @@ static void test_secret(void) {
         g_assert_true(mpt_nm_setting_from_profile(p, s2, &error));
         g_assert_cmpstr(nm_setting_vpn_get_secret(s2, MPT_NM_SECRET_KEY), ==, key);
         g_assert_null(nm_setting_vpn_get_data_item(s2, MPT_NM_SECRET_KEY));
+}
+
+/* Whose a connection is: connection.permissions empty is the system's. */
+static void test_owner(void) {
+        g_autoptr(NMConnection) c = nm_simple_connection_new();
+        NMSettingConnection *sc = NM_SETTING_CONNECTION(nm_setting_connection_new());
+        const char *user = "x";
+
+        nm_connection_add_setting(c, NM_SETTING(sc));
+        g_assert_cmpint(mpt_nm_connection_owner(c, &user), ==, MPT_NM_OWNER_SYSTEM);
+        g_assert_null(user);
+        g_assert_true(nm_setting_connection_add_permission(sc, "user", "alice", NULL));
+        g_assert_cmpint(mpt_nm_connection_owner(c, &user), ==, MPT_NM_OWNER_USER);
+        g_assert_cmpstr(user, ==, "alice");
+        g_assert_cmpint(mpt_nm_connection_owner(c, NULL), ==, MPT_NM_OWNER_USER);
+}
+
+/* A user's connection cannot make the service (root) read a file: KeyFile= is refused with one
+ * message, whether the file exists or not, and the file is not opened (inotify would see it). A
+ * key in vpn.secrets works; a system connection reads its key file. */
+static void test_user_key_file(void) {
+        static const char key[] = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        static const char want[] =
+                "vpn.data: KeyFile: KeyFile= is refused: this connection belongs to user 'alice' "
+                "(connection.permissions), and the VPN service, which runs as root, reads files only for "
+                "system connections; put the key in vpn.secrets (Key) instead, or make the connection a system one";
+        g_autofree char *dir = g_dir_make_tmp("mpt-test-nm-profile.XXXXXX", NULL);
+        g_autofree char *file = g_build_filename(dir, "corp.key", NULL);
+        g_autofree char *missing = g_build_filename(dir, "missing.key", NULL);
+        g_autofree char *content = g_strdup_printf("%s\n", key);
+        const char *files[] = { file, missing };
+        char events[4096];
+        int in;
+
+        g_assert_nonnull(dir);
+        g_assert_true(g_file_set_contents(file, content, -1, NULL));
+        g_assert_cmpint(chmod(file, 0600), ==, 0);
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        g_assert_cmpint(in, >=, 0);
+        g_assert_cmpint(inotify_add_watch(in, file, IN_OPEN | IN_ACCESS), >=, 0);
+
+        for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+                KV data[] = {
+                        { "KeyFile", files[i] }, { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" }, {},
+                };
+                g_autoptr(NMSettingVpn) s = setting_new(data, NULL);
+                g_autoptr(MptProfile) p = NULL;
+                g_autoptr(GError) error = NULL;
+
+                g_assert_false(mpt_nm_profile_from_setting_for(s, MPT_NM_OWNER_USER, "alice", &p, &error));
+                g_assert_cmpstr(error->message, ==, want);
+                g_assert_null(p);
+                g_clear_error(&error);
+                /* Without a user name (a permission NetworkManager may add in future). */
+                g_assert_false(mpt_nm_validate_for(s, MPT_NM_OWNER_USER, NULL, &error));
+                g_assert_true(g_str_has_prefix(error->message, "vpn.data: KeyFile: KeyFile= is refused: this "
+                                               "connection belongs to users (connection.permissions)"));
+        }
+        g_assert_cmpint(read(in, events, sizeof events), ==, -1);
+        g_assert_cmpint(errno, ==, EAGAIN);
+
+        {
+                KV data[] = { { "KeyFile", file }, { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" }, {} };
+                static const KV user_data[] = { { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" }, {} };
+                static const KV secrets[] = { { "Key", key }, {} };
+                g_autoptr(NMSettingVpn) s = setting_new(data, NULL);
+                g_autoptr(NMSettingVpn) u = setting_new(user_data, secrets);
+                g_autoptr(MptProfile) p = NULL, q = NULL;
+                g_autoptr(GError) error = NULL;
+
+                g_assert_true(mpt_nm_profile_from_setting_for(u, MPT_NM_OWNER_USER, "alice", &q, &error));
+                g_assert_no_error(error);
+                g_assert_true(q->tunnel.psk.set);
+                /* The system's connection reads its file (and the watch sees that). */
+                g_assert_true(mpt_nm_profile_from_setting_for(s, MPT_NM_OWNER_SYSTEM, NULL, &p, &error));
+                g_assert_no_error(error);
+                g_assert_true(p->tunnel.psk.set);
+                g_assert_cmpmem(p->tunnel.psk.bytes, MPT_KEY_SIZE, q->tunnel.psk.bytes, MPT_KEY_SIZE);
+                g_assert_cmpint(read(in, events, sizeof events), >, 0);
+        }
+        close(in);
+        g_assert_cmpint(unlink(file), ==, 0);
+        g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
 int main(int argc, char **argv) {
@@ -335,5 +413,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/mpt/nm-profile/round-trip", test_round_trip);
         g_test_add_func("/mpt/nm-profile/file-errors", test_file_errors);
         g_test_add_func("/mpt/nm-profile/secret", test_secret);
+        g_test_add_func("/mpt/nm-profile/owner", test_owner);
+        g_test_add_func("/mpt/nm-profile/user-key-file", test_user_key_file);
         return g_test_run();
 }

@@ -150,6 +150,49 @@ static const TokenVector token_vectors[] = {
                       "A7:A:k=3" } },
         { "length-bounded", "[A]\nk=v\nk=ignored\n", 8,
           .expect = { "S1:[A]", "A2:A:k=v" } },
+        /* Line continuation and the byte order mark, as systemd's parser has them. A continued line
+         * is reported with the line where it starts; the lines after it keep their numbers. */
+        { "continuation", "[A]\nk=a \\\n  b\nk2=c\n",
+          .expect = { "S1:[A]", "A2:A:k=a    b", "A4:A:k2=c" } },
+        { "continuation-no-blank", "[A]\nk=a\\\nb\n",
+          .expect = { "S1:[A]", "A2:A:k=a b" } },
+        { "continuation-several", "[A]\nk=1\\\n2\\\n3\nk2=x\n",
+          .expect = { "S1:[A]", "A2:A:k=1 2 3", "A5:A:k2=x" } },
+        { "continuation-crlf", "[A]\r\nk=a\\\r\nb\r\nk2=c\r\n",
+          .expect = { "S1:[A]", "A2:A:k=a b", "A4:A:k2=c" } },
+        { "continuation-comment-between", "[A]\nk=a\\\n# comment \\\n  ; another\nb\nk2=c\n",
+          .expect = { "S1:[A]", "A2:A:k=a b", "A6:A:k2=c" } },
+        { "continuation-blank-line-ends", "[A]\nk=a\\\n\nk2=c\n",
+          .expect = { "S1:[A]", "A2:A:k=a", "A4:A:k2=c" } },
+        { "continuation-at-eof", "[A]\nk=a\\", .expect = { "S1:[A]", "A2:A:k=a" } },
+        { "continuation-escaped-backslash", "[A]\nk=a\\\\\nk2=b\n",
+          .expect = { "S1:[A]", "A2:A:k=a\\\\", "A3:A:k2=b" } },
+        { "continuation-three-backslashes", "[A]\nk=a\\\\\\\nb\n",
+          .expect = { "S1:[A]", "A2:A:k=a\\\\ b" } },
+        { "continuation-blank-after-backslash", "[A]\nk=a\\ \nk2=b\n",
+          /* Not a continuation: the backslash is not the last character (systemd's rule too). */
+          .expect = { "S1:[A]", "A2:A:k=a\\", "A3:A:k2=b" } },
+        { "continuation-header", "[A\\\n]\nk=v\n", .expect = { "S1:[A ]", "A3:A :k=v" } },
+        { "continuation-key", "[A]\nlong\\\nkey=v\n",
+          .expect = { "S1:[A]", "A2:A:long key=v" } },
+        { "continuation-errors-after", "[A]\nk=a\\\nb\\\nc\nbad\nk=\x01\n",
+          .expect = { "S1:[A]", "A2:A:k=a b c", "E:f.conf:5: missing '=' in 'bad'",
+                      "E:f.conf:6: line contains control characters" } },
+        { "continuation-error-in-continued", "[A]\nk=a\\\n\x01\nnext\n",
+          .expect = { "S1:[A]", "E:f.conf:2: line contains control characters",
+                      "E:f.conf:4: missing '=' in 'next'" } },
+        { "continuation-nul-breaks-it", "[A]\nk=a\\\nb\0\\\nc\nk2=d\n", 20,
+          .expect = { "S1:[A]", "E:f.conf:3: line contains a NUL byte", "A5:A:k2=d" } },
+        { "continuation-comment-not-continued", "[A]\n# c \\\nk=v\n",
+          .expect = { "S1:[A]", "A3:A:k=v" } },
+        { "bom", "\xef\xbb\xbf[A]\nk=v\n", .expect = { "S1:[A]", "A2:A:k=v" } },
+        { "bom-comment", "\xef\xbb\xbf# c\n[A]\n", .expect = { "S2:[A]" } },
+        { "bom-only", "\xef\xbb\xbf", .expect = { NULL } },
+        { "bom-not-at-start", "[A]\n\xef\xbb\xbfk=v\n",
+          /* U+FEFF elsewhere is text like any other: part of the key here. */
+          .expect = { "S1:[A]", "A2:A:\xef\xbb\xbfk=v" } },
+        { "bom-twice", "\xef\xbb\xbf\xef\xbb\xbf[A]\n",
+          .expect = { "E:f.conf:1: missing '=' in '\xef\xbb\xbf[A]'" } },
         { "all-errors", "x=1\n[A\n[A]\nbad\n=2\nk=\x02\nk=ok\n",
           .expect = { "E:f.conf:1: assignment outside of a section", "E:f.conf:2: invalid section header '[A'",
                       "S3:[A]", "E:f.conf:4: missing '=' in 'bad'", "E:f.conf:5: missing key name before '='",
@@ -204,6 +247,28 @@ static void test_overlong_last_line(void) {
 
         g_assert_cmpuint(g_strv_length(ev), ==, 2);
         g_assert_cmpstr(ev[1], ==, msg);
+}
+
+static void test_overlong_continued(void) {
+        /* Two halves of CONF_LINE_MAX / 2 + 1 bytes: each fits, together they do not. */
+        g_autofree char *half = make_line("", CONF_LINE_MAX / 2 + 1, "");
+        g_autofree char *bad = g_strdup_printf("[A]\n%s\\\n%s\\\n%s\nk2=y\n", half, half, half);
+        g_autofree char *fit = g_strdup_printf("[A]\nk=%.*s\\\n%.*s\nk2=y\n", (int) (CONF_LINE_MAX / 2 - 2), half,
+                                               (int) (CONF_LINE_MAX / 2 - 1), half);
+        g_auto(GStrv) ev_bad = parse_events(bad, strlen(bad), NULL);
+        g_auto(GStrv) ev_fit = parse_events(fit, strlen(fit), NULL);
+        g_autofree char *msg = g_strdup_printf("E:f.conf:2: line is longer than %u bytes with its continuation lines",
+                                               CONF_LINE_MAX);
+
+        /* Reported once, where it starts; the rest of it is skipped, the next line parsed. */
+        g_assert_cmpuint(g_strv_length(ev_bad), ==, 3);
+        g_assert_cmpstr(ev_bad[1], ==, msg);
+        g_assert_cmpstr(ev_bad[2], ==, "A5:A:k2=y");
+
+        /* Exactly CONF_LINE_MAX bytes, the blank that took the backslash's place included. */
+        g_assert_cmpuint(g_strv_length(ev_fit), ==, 3);
+        g_assert_cmpuint(strlen(ev_fit[1]), ==, STRLEN("A2:A:") + CONF_LINE_MAX);
+        g_assert_cmpstr(ev_fit[2], ==, "A4:A:k2=y");
 }
 
 static void test_not_nul_terminated(void) {
@@ -414,6 +479,7 @@ int main(int argc, char *argv[]) {
         }
         g_test_add_func("/mpt/conf-parser/overlong-line", test_overlong_line);
         g_test_add_func("/mpt/conf-parser/overlong-last-line", test_overlong_last_line);
+        g_test_add_func("/mpt/conf-parser/overlong-continued", test_overlong_continued);
         g_test_add_func("/mpt/conf-parser/not-nul-terminated", test_not_nul_terminated);
         g_test_add_func("/mpt/conf-parser/no-section-callback", test_no_section_callback);
         g_test_add_func("/mpt/conf-parser/parse-file", test_parse_file);

@@ -227,12 +227,12 @@ static void test_scan(void) {
 
 static void test_scan_default_path(void) {
         /* networkd 252's order of precedence. */
-        g_assert_cmpstr(generator_search_path[0], ==, "/etc/systemd/network");
-        g_assert_cmpstr(generator_search_path[1], ==, "/run/systemd/network");
-        g_assert_cmpstr(generator_search_path[2], ==, "/usr/local/lib/systemd/network");
-        g_assert_cmpstr(generator_search_path[3], ==, "/usr/lib/systemd/network");
-        g_assert_cmpstr(generator_search_path[4], ==, "/lib/systemd/network");
-        g_assert_null(generator_search_path[5]);
+        g_assert_cmpstr(netdev_search_path[0], ==, "/etc/systemd/network");
+        g_assert_cmpstr(netdev_search_path[1], ==, "/run/systemd/network");
+        g_assert_cmpstr(netdev_search_path[2], ==, "/usr/local/lib/systemd/network");
+        g_assert_cmpstr(netdev_search_path[3], ==, "/usr/lib/systemd/network");
+        g_assert_cmpstr(netdev_search_path[4], ==, "/lib/systemd/network");
+        g_assert_null(netdev_search_path[5]);
 }
 
 /* ---- writing ---- */

@@ -293,7 +293,7 @@ static const ErrorCase error_cases[] = {
           HEAD "[X-MPT]\nWorkers=0\nScheduler=fast\n[X-MPTPath]\nInterface=eth0\nRemote=192.0.2.1\nWeight=-1\n"
                "DeadTime=1h\nKeepaliveInterval=2h\n",
           TEST_FILE ":9: invalid Workers= '0': expected \"auto\" or 1..64\n"
-          TEST_FILE ":10: invalid Scheduler= 'fast': expected weighted|flow\n"
+          TEST_FILE ":10: invalid Scheduler= 'fast': expected learned|weighted|flow\n"
           TEST_FILE ":14: invalid Weight= '-1': expected 0..10000\n"
           TEST_FILE ":16: invalid KeepaliveInterval= '2h': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", "
                     "\"2s\")\n" },
@@ -382,6 +382,46 @@ static void test_files(void) {
         g_unlink(fifo);
         g_unlink(empty);
         g_unlink(big);
+        g_rmdir(dir);
+}
+
+/* Key= in a .netdev: networkd reads the file through its group (systemd-network), so only a file
+ * that others can read is reported. */
+static void test_key_private(void) {
+        static const struct {
+                mode_t mode;
+                bool reported;
+        } modes[] = {
+                { 0600, false },
+                { 0640, false },
+                { 0604, true },
+                { 0644, true },
+        };
+        static const char text[] = HEAD "[X-MPT]\nKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n" PATH;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *dir = g_dir_make_tmp("test-netdev-XXXXXX", &error);
+        g_autofree char *file = NULL;
+
+        g_assert_no_error(error);
+        file = g_build_filename(dir, "mpt0.netdev", NULL);
+        g_assert_true(g_file_set_contents(file, text, -1, NULL));
+        for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                g_assert_cmpint(chmod(file, modes[i].mode), ==, 0);
+                g_assert_cmpint(netdev_load_file(file, &p, NULL, &d), ==, 1);
+                g_assert_cmpuint(p->file_mode, ==, modes[i].mode);
+                g_assert_cmpint(profile_check_key_private(p, &d), ==, modes[i].reported);
+                g_assert_cmpuint(d.n, ==, modes[i].reported ? 1 : 0);
+                if (modes[i].reported) {
+                        g_assert_cmpuint(d.items[0].line, ==, 9);
+                        g_assert_true(g_str_has_prefix(d.items[0].message, "Key= holds the tunnel's secret key, and others"));
+                        g_assert_nonnull(strstr(d.items[0].message, "group systemd-network"));
+                }
+                diag_done(&d);
+        }
+        g_unlink(file);
         g_rmdir(dir);
 }
 
@@ -562,6 +602,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/netdev/info-of-broken-file", test_info_of_broken_file);
         g_test_add_func("/mpt/netdev/files", test_files);
         g_test_add_func("/mpt/netdev/filename", test_filename);
+        g_test_add_func("/mpt/netdev/key-private", test_key_private);
         g_test_add_func("/mpt/netdev/key-docs", test_key_docs);
         g_test_add_func("/mpt/netdev/golden-full-info", test_golden_full_info);
         g_test_add_func("/mpt/netdev/examples", test_examples);

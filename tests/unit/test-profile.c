@@ -4,6 +4,8 @@
 #include "profile.h"
 #include "compat-fixture.h"
 
+#include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -327,9 +329,9 @@ static const KeyVector key_vectors[] = {
         { "Tunnel.Scheduler",
           .good = { "weighted", "flow" },
           .bad = { "Flow", "round-robin", "weighted " "x" },
-          .message = { "invalid Scheduler= 'Flow': expected weighted|flow",
-                       "invalid Scheduler= 'round-robin': expected weighted|flow",
-                       "invalid Scheduler= 'weighted x': expected weighted|flow" } },
+          .message = { "invalid Scheduler= 'Flow': expected learned|weighted|flow",
+                       "invalid Scheduler= 'round-robin': expected learned|weighted|flow",
+                       "invalid Scheduler= 'weighted x': expected learned|weighted|flow" } },
         { "Tunnel.Workers",
           .good = { "auto", "1", "64" },
           .bad = { "0", "65", "many" },
@@ -654,7 +656,7 @@ static void test_defaults(void) {
         g_assert_cmpuint(p->tunnel.local_port, ==, MPT_DEFAULT_PORT);
         g_assert_cmpuint(p->tunnel.remote_port, ==, 4754);
         g_assert_cmpuint(p->tunnel.reorder_window, ==, 4096);
-        g_assert_cmpuint(p->tunnel.reorder_max_delay, ==, 100 * USEC_PER_MSEC);
+        g_assert_cmpuint(p->tunnel.reorder_max_delay, ==, 500 * USEC_PER_MSEC);
         g_assert_cmpint(p->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
         g_assert_cmpuint(p->tunnel.workers, ==, 0);
         g_assert_cmpuint(p->tunnel.line, ==, 1);
@@ -1143,6 +1145,130 @@ static void test_secure_keys(void) {
         g_assert_nonnull(strstr(written, "Key=" KEY1 "\n"));
 }
 
+/* KeyFile= naming something that is not a regular file is refused before anything opens it:
+ * opening a device can have effects of its own (a tape rewinds, a modem hangs up), and opening a
+ * FIFO is visible to its writer. inotify sees every real open (IN_OPEN), none of the type check. */
+static void test_key_file_not_opened(void) {
+        static const char *const targets[] = { "fifo.key", "/dev/null", "." };
+        char events[4096];
+        int in;
+
+        g_assert_cmpint(mkfifo("fifo.key", 0600), ==, 0);
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        g_assert_cmpint(in, >=, 0);
+        g_assert_cmpint(inotify_add_watch(in, "fifo.key", IN_OPEN | IN_ACCESS), >=, 0);
+        g_assert_cmpint(inotify_add_watch(in, "/dev/null", IN_OPEN | IN_ACCESS), >=, 0);
+
+        for (size_t i = 0; i < G_N_ELEMENTS(targets); i++) {
+                g_autofree char *text = g_strdup_printf("[Tunnel]\nKeyFile=%s\n" P_OK, targets[i]);
+                g_autofree char *want = g_strdup_printf(TEST_FILE ":2: KeyFile=%s: '%s' is not a regular file",
+                                                        targets[i], targets[i]);
+                g_auto(GStrv) e = load_errors(text);
+
+                g_assert_cmpuint(g_strv_length(e), ==, 1);
+                g_assert_cmpstr(e[0], ==, want);
+        }
+        /* The watch works: a real open of the FIFO is seen. */
+        g_assert_cmpint(read(in, events, sizeof events), ==, -1);
+        g_assert_cmpint(errno, ==, EAGAIN);
+        safe_close(open("fifo.key", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+        g_assert_cmpint(read(in, events, sizeof events), >, 0);
+        close(in);
+        g_assert_cmpint(unlink("fifo.key"), ==, 0);
+}
+
+/* Scheduler=learned needs secure mode's feedback: it is the default there, and compat mode falls
+ * back to weighted, or refuses it when the profile asks for it. */
+static void test_scheduler_by_mode(void) {
+        g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL;
+        static const char *const want[] = {
+                TEST_FILE ":3: Scheduler=learned needs the other end's feedback, which only secure mode carries: "
+                          "use Scheduler=weighted (with Weight=) in compat mode",
+                NULL,
+        };
+
+        a = load_ok("[Tunnel]\nKey=" KEY1 "\n" P_OK);
+        g_assert_cmpint(a->tunnel.scheduler, ==, MPT_SCHEDULER_LEARNED);
+        g_assert_true(profile_uses_sequence(a));
+        b = load_ok("[Tunnel]\nKey=" KEY1 "\nScheduler=weighted\n" P_OK);
+        g_assert_cmpint(b->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
+        c = load_ok("[Tunnel]\nMode=compat\n" P_OK);
+        g_assert_cmpint(c->tunnel.scheduler, ==, MPT_SCHEDULER_WEIGHTED);
+        assert_errors("[Tunnel]\nMode=compat\nScheduler=learned\n" P_OK, want);
+}
+
+static void write_key_file(const char *name, const char *content, mode_t mode) {
+        g_autoptr(GError) error = NULL;
+
+        g_file_set_contents(name, content, -1, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(chmod(name, mode), ==, 0);
+}
+
+/* Key= in a file that more than its owner can read: one diagnostic at Key=, whatever the caller
+ * makes of it; never for KeyFile= (its file is checked itself), a private file or a buffer. */
+static void test_key_private(void) {
+        static const struct {
+                mode_t mode;
+                const char *who; /* NULL: no diagnostic */
+        } modes[] = {
+                { 0600, NULL },
+                { 0400, NULL },
+                { 0640, "its group" },
+                { 0604, "others" },
+                { 0644, "its group and others" },
+                { 0660, "its group" },
+        };
+        static const char text[] = "[Tunnel]\nAddress=10.0.0.1/30\n\nKey=" KEY1 "\n" P_OK;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                write_key_file("inline.conf", text, modes[i].mode);
+                g_assert_cmpint(profile_load_file("inline.conf", &p, &d), ==, 0);
+                g_assert_cmpuint(p->file_mode, ==, modes[i].mode);
+                g_assert_cmpint(profile_check_key_private(p, &d), ==, !!modes[i].who);
+                if (modes[i].who) {
+                        g_autofree char *want = g_strdup_printf(
+                                "inline.conf:4: Key= holds the tunnel's secret key, and %s can read this file "
+                                "(mode %04o): make it private (chmod 600), or move the key to KeyFile=",
+                                modes[i].who, (unsigned) modes[i].mode);
+                        char *got = NULL;
+
+                        g_assert_cmpuint(d.n, ==, 1);
+                        g_assert_cmpint(diag_format(&d.items[0], &got), ==, 0);
+                        g_assert_cmpstr(got, ==, want);
+                        free(got);
+                } else
+                        g_assert_cmpuint(d.n, ==, 0);
+                diag_done(&d);
+        }
+
+        /* KeyFile=: the profile itself holds nothing secret. */
+        {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                write_key_file("keyfile.conf", "[Tunnel]\nKeyFile=test.key\n" P_OK, 0644);
+                g_assert_cmpint(profile_load_file("keyfile.conf", &p, &d), ==, 0);
+                g_assert_false(profile_check_key_private(p, &d));
+                g_assert_cmpuint(d.n, ==, 0);
+        }
+        /* From a buffer (NetworkManager's vpn.data, a test): no file, nothing to say. */
+        {
+                g_autoptr(MptProfile) p = NULL;
+                MptDiagnostics d = {};
+
+                g_assert_cmpint(profile_load_buffer("buffer.conf", text, strlen(text), &p, &d), ==, 0);
+                g_assert_cmpuint(p->file_mode, ==, 0);
+                g_assert_false(profile_check_key_private(p, &d));
+                g_assert_cmpuint(d.n, ==, 0);
+        }
+        g_assert_cmpint(unlink("inline.conf"), ==, 0);
+        g_assert_cmpint(unlink("keyfile.conf"), ==, 0);
+}
+
 static void test_too_many_paths(void) {
         GString *s = g_string_new("[Tunnel]\n");
         g_autofree char *text = NULL, *expect = NULL;
@@ -1390,14 +1516,6 @@ static void test_list_one_line(void) {
         profile_free(p);
 }
 
-static void write_key_file(const char *name, const char *content, mode_t mode) {
-        g_autoptr(GError) error = NULL;
-
-        g_file_set_contents(name, content, -1, &error);
-        g_assert_no_error(error);
-        g_assert_cmpint(chmod(name, mode), ==, 0);
-}
-
 int main(int argc, char *argv[]) {
         g_autofree char *dir = NULL;
         int r;
@@ -1445,6 +1563,9 @@ int main(int argc, char *argv[]) {
         }
         g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
         g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
+        g_test_add_func("/mpt/profile/scheduler-by-mode", test_scheduler_by_mode);
+        g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
+        g_test_add_func("/mpt/profile/key-private", test_key_private);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);

@@ -667,32 +667,44 @@ static void test_adaptive_run(void) {
         const uint64_t iv = SCHED_RATE_INTERVAL_USEC;
 
         /* Nothing measured yet, no vector: the floor. */
-        g_assert_cmpuint(sched_adaptive_run(1000, 0, 4, 1, 16, 64), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(1000, iv, 0, 0, 16, 64), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(1000, iv, 4, 0, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(1000, 0, 4, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(1000, iv, 0, 0, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(1000, iv, 4, 0, 16, 64, false), ==, 16);
         /* Idle or slow: the floor. */
-        g_assert_cmpuint(sched_adaptive_run(0, iv, 4, 1, 16, 64), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(0, iv, 4, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 16, 64, false), ==, 16);
         /* 12 and 4 paths of 100 Mbit/s full: about 16 segments per path in 2 ms, so the quantum
          * stays where it was before it adapted. */
-        g_assert_cmpuint(sched_adaptive_run(segs(12 * 93e6, iv), iv, 12, 1, 16, 64), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(segs(4 * 93e6, iv), iv, 4, 1, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(segs(12 * 93e6, iv), iv, 12, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(segs(4 * 93e6, iv), iv, 4, 1, 16, 64, false), ==, 16);
         /* 2 x 200 Mbit/s: 2 ms are 33 segments per path. */
-        g_assert_cmpuint(sched_adaptive_run(segs(2 * 200e6, iv), iv, 2, 1, 16, 64), ==, 35);
+        g_assert_cmpuint(sched_adaptive_run(segs(2 * 200e6, iv), iv, 2, 1, 16, 64, false), ==, 35);
         /* Unshaped paths: 8 carrying 6 Gbit/s get whole GSO sends; so do 4 x 1 Gbit/s. */
-        g_assert_cmpuint(sched_adaptive_run(segs(6e9, iv), iv, 8, 1, 16, 64), ==, 64);
-        g_assert_cmpuint(sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64), ==, 64);
+        g_assert_cmpuint(sched_adaptive_run(segs(6e9, iv), iv, 8, 1, 16, 64, false), ==, 64);
+        g_assert_cmpuint(sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64, false), ==, 64);
         /* The path with the smallest share decides: weights 3:1 (vector 0 0 0 1) at 800 Mbit/s
          * give path 1 200 Mbit/s (35 segments in 2 ms), not 400. */
-        g_assert_cmpuint(sched_adaptive_run(segs(800e6, iv), iv, 4, 1, 16, 64), ==, 35);
+        g_assert_cmpuint(sched_adaptive_run(segs(800e6, iv), iv, 4, 1, 16, 64, false), ==, 35);
         /* The same share over a longer interval, and a floor of 1 (no lower bound). */
-        g_assert_cmpuint(sched_adaptive_run(segs(800e6, 10 * iv), 10 * iv, 4, 1, 16, 64), ==, 35);
-        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 1, 64), ==, 1);
+        g_assert_cmpuint(sched_adaptive_run(segs(800e6, 10 * iv), 10 * iv, 4, 1, 16, 64, false), ==, 35);
+        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 1, 64, false), ==, 1);
+        /* Slow paths: the floor gives way to runs that a slow path's share carries in 2 ms, in
+         * powers of two, down to 4. 100 + 20 Mbit/s split 5:1 (vector of 6, 1 slot): the slow
+         * path carries 3.5 segments in 2 ms, 4 at least. */
+        g_assert_cmpuint(sched_adaptive_run(segs(120e6, iv), iv, 6, 1, 16, 64, true), ==, 4);
+        /* 2 x 50 Mbit/s: 8.8 segments, down to 8. */
+        g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 2, 1, 16, 64, true), ==, 8);
+        /* Idle: the lowest. Fast paths: as without. */
+        g_assert_cmpuint(sched_adaptive_run(0, iv, 2, 1, 16, 64, true), ==, 4);
+        g_assert_cmpuint(sched_adaptive_run(segs(2 * 200e6, iv), iv, 2, 1, 16, 64, true), ==, 35);
+        g_assert_cmpuint(sched_adaptive_run(segs(6e9, iv), iv, 8, 1, 16, 64, true), ==, 64);
+        /* A floor below 4 (MPT_DEBUG_RUN) stays the lowest. */
+        g_assert_cmpuint(sched_adaptive_run(0, iv, 2, 1, 2, 64, true), ==, 2);
         /* Absurd inputs do not overflow: the ceiling. */
-        g_assert_cmpuint(sched_adaptive_run(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, 16, 64), ==, 64);
-        g_assert_cmpuint(sched_adaptive_run(1, UINT64_MAX, MPT_VECTOR_MAX, 1, 16, 64), ==, 16);
+        g_assert_cmpuint(sched_adaptive_run(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, 16, 64, false), ==, 64);
+        g_assert_cmpuint(sched_adaptive_run(1, UINT64_MAX, MPT_VECTOR_MAX, 1, 16, 64, false), ==, 16);
         /* min_slots above the vector length is taken as the whole vector. */
-        g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 1, 5, 1, 64), ==, 17);
+        g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 1, 5, 1, 64, false), ==, 17);
 }
 
 /* The UDP GSO size of paths that queue locally: SCHED_GSO_TIME_USEC of the smallest share. */
@@ -716,7 +728,7 @@ static void test_adaptive_gso(void) {
         g_assert_cmpuint(sched_adaptive_count(UINT64_MAX, UINT64_MAX, 1, 1, UINT64_MAX, 1, UINT32_MAX), ==,
                          UINT32_MAX);
         g_assert_cmpuint(sched_adaptive_count(segs(4 * 930e6, iv), iv, 4, 1, 2000, 16, 64), ==,
-                         sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64));
+                         sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64, false));
         g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 2000, 1, 64), ==, 35);
         g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 1000, 1, 64), ==, 17);
 }

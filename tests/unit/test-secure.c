@@ -9,24 +9,24 @@
 #include <stdlib.h>
 
 /* ---- a fixed vector ----
- * Computed independently of libcrypto, of libsodium (which the first versions used) and of
- * this code (Python: hashlib.blake2b and the "cryptography" package's ChaCha20Poly1305) from
- * the format as mptd(8) describes it:
- *   PSK = 00 01 .. 1f, epoch = 0x187a3c5e9d2b41f7, path id 3, counter 42,
+ * Computed independently of libcrypto and of this code (Python: hashlib.blake2b and the
+ * "cryptography" package's ChaCha20Poly1305 and AESGCM) from version 2 of the format as mptd(8)
+ * describes it:
+ *   PSK = 00 01 .. 1f, epoch = 0x187a3c5e9d2b41f7, path id 3, lane 0, counter 42,
  *   plaintext = a GRE header (0000 0800) and an ICMP echo request in IPv4. */
 static const uint8_t vec_psk[32] = { 0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
                                      16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31 };
 #define VEC_EPOCH UINT64_C(0x187a3c5e9d2b41f7)
-#define VEC_KEY "a437b2de3452e3806ae1cec6c2465c46e874a2cda954c625ad4304e1321ff3f1"
+#define VEC_KEY "e936d6c300128f1953a95fa6886d00cf4d7cffad676156fe8991d69995a04ea3"
 #define VEC_PLAIN "000008004500001c0001000040017cdf0a4d00010a4d00020800f7ff00000000"
 #define VEC_DGRAM                                                                                   \
-        "e1000003187a3c5e9d2b41f7000000000000002ad2088c6f6b47e4ce2b2c69a404ca24503d00de46521f52a7" \
-        "49b7c5565c4e43bd74b91d1270530d7707081455def68e44"
-/* The same with AES-256-GCM (version E2) and the flag "can receive AES-256-GCM". */
-#define VEC_KEY_AES "001f6b645b68489c8df92c404ca52752339f50165dc38eb32683ee74ea1bf1fd"
+        "e3000300187a3c5e9d2b41f7000000000000002a928cecfb563403122cb64978a65792eaceb5d8cf79372ff8" \
+        "6295a481a8765ddb3e011abb714322b94bd371b01f86ea0e"
+/* The same with AES-256-GCM (flag G) and the flag "can receive AES-256-GCM" (A). */
+#define VEC_KEY_AES "31188594abd74b75412ce776269ef8edd63b0c34a9f0c44c5cd6f69940e455a0"
 #define VEC_DGRAM_AES                                                                               \
-        "e2010003187a3c5e9d2b41f7000000000000002abdbfe012c7a785c2a4a0648bdaff3d3f190ed77ca766a682" \
-        "6f25b3ace5b7064c9cc7d50f11c2bc693a828a020f09a563"
+        "e3030300187a3c5e9d2b41f7000000000000002a9b4082c412395eb57fa07d677cc78cffb42063628aa65ccf" \
+        "9cf7aa31ac29b3e597cd90ba56a0a6655d97febeeed0d247"
 
 /* AES-256-GCM needs AES instructions; where there are none, its cases are skipped. */
 static bool have_aes;
@@ -45,13 +45,15 @@ static size_t unhex(const char *s, uint8_t *out, size_t size) {
 
 typedef struct CipherVector {
         MptCipher cipher;
-        uint8_t flags;
+        uint8_t flags;  /* given to seal: the capabilities (A) */
+        uint8_t header; /* the flags byte it writes: the capabilities and the cipher (G) */
         const char *key, *dgram;
 } CipherVector;
 
 static const CipherVector cipher_vectors[] = {
-        { MPT_CIPHER_CHACHA20_POLY1305, 0, VEC_KEY, VEC_DGRAM },
-        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, VEC_KEY_AES, VEC_DGRAM_AES },
+        { MPT_CIPHER_CHACHA20_POLY1305, 0, 0, VEC_KEY, VEC_DGRAM },
+        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, MPT_SECURE_FLAG_AES | MPT_SECURE_FLAG_AESGCM, VEC_KEY_AES,
+          VEC_DGRAM_AES },
 };
 
 static void test_vector_key(const void *data) {
@@ -76,7 +78,7 @@ static void test_vector_seal(const void *data) {
         g_assert_cmpint(mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k), ==, 0);
         plain = unhex(VEC_PLAIN, buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_OVERHEAD);
         want_n = unhex(v->dgram, want, sizeof want);
-        n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, 3, 42);
+        n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, (MptSecureSender) { .path_id = 3, .counter = 42 });
         g_assert_cmpuint(n, ==, plain + MPT_SECURE_OVERHEAD);
         g_assert_cmpmem(buf, n, want, want_n);
 }
@@ -93,8 +95,10 @@ static void test_vector_open(const void *data) {
         plain_n = unhex(VEC_PLAIN, plain, sizeof plain);
         g_assert_cmpint(mpt_secure_parse(buf, n, &h), ==, -1);
         g_assert_cmpint(h.cipher, ==, v->cipher);
-        g_assert_cmpuint(h.flags, ==, v->flags);
+        g_assert_cmpuint(h.type, ==, MPT_SECURE_V2_TRANSPORT);
+        g_assert_cmpuint(h.flags, ==, v->header);
         g_assert_cmpuint(h.path_id, ==, 3);
+        g_assert_cmpuint(h.lane, ==, 0);
         g_assert_cmpuint(h.epoch, ==, VEC_EPOCH);
         g_assert_cmpuint(h.counter, ==, 42);
         if (v->cipher == MPT_CIPHER_AES256_GCM && !have_aes) {
@@ -125,15 +129,15 @@ typedef struct Sealed {
 /* The cipher the tests below use: both in turn, where the CPU can do AES-256-GCM. */
 static MptCipher cur_cipher = MPT_CIPHER_CHACHA20_POLY1305;
 
-static void seal_random(Sealed *s, size_t plain_len, uint16_t path, uint64_t epoch, uint64_t counter) {
+static void seal_random(Sealed *s, size_t plain_len, uint8_t path, uint64_t epoch, uint64_t counter) {
         g_assert_cmpuint(plain_len, <=, sizeof s->plain);
         for (size_t i = 0; i < plain_len; i++)
                 s->plain[i] = (uint8_t) g_test_rand_int();
         s->plain_len = plain_len;
         g_assert_cmpint(mpt_secure_derive(vec_psk, epoch, have_aes, &s->key), ==, 0);
         memcpy(s->buf + MPT_SECURE_HEADER_SIZE, s->plain, plain_len);
-        s->len = mpt_secure_seal(s->buf, plain_len, &s->key, cur_cipher, have_aes ? MPT_SECURE_FLAG_AES : 0, path,
-                                 counter);
+        s->len = mpt_secure_seal(s->buf, plain_len, &s->key, cur_cipher, have_aes ? MPT_SECURE_FLAG_AES : 0,
+                                 (MptSecureSender) { .path_id = path, .counter = counter });
 }
 
 static void test_round_trip(void) {
@@ -143,7 +147,7 @@ static void test_round_trip(void) {
                 Sealed s;
                 MptSecureHeader h;
 
-                seal_random(&s, sizes[i], (uint16_t) (i % MPT_PATHS_MAX), 7 + i, 1 + i);
+                seal_random(&s, sizes[i], (uint8_t) (i % MPT_PATHS_MAX), 7 + i, 1 + i);
                 g_assert_cmpuint(s.len, ==, sizes[i] + MPT_SECURE_OVERHEAD);
                 /* Encrypted: the plaintext is not there any more (for a few bytes, by chance). */
                 if (sizes[i] >= 16)
@@ -171,10 +175,10 @@ static void test_wrong_key(void) {
         /* The right PSK, but the keys of another epoch. */
         g_assert_cmpint(mpt_secure_derive(vec_psk, 1001, have_aes, &key), ==, 0);
         g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
-        /* The other cipher's key of the right epoch: the version byte is authenticated too. */
+        /* The other cipher's key of the right epoch: the flags byte is authenticated too. */
         if (have_aes) {
                 g_assert_cmpint(mpt_secure_derive(vec_psk, 1000, have_aes, &key), ==, 0);
-                s.buf[0] = s.buf[0] == MPT_SECURE_V1_CHACHA ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
+                s.buf[1] ^= MPT_SECURE_FLAG_AESGCM;
                 g_assert_cmpint(mpt_secure_open(s.buf, s.len, &key), ==, MPT_DROP_AUTH_FAILED);
         }
 }
@@ -195,12 +199,12 @@ static void test_tamper_every_bit(void) {
                         copy[i] ^= (uint8_t) (1u << b);
                         r = mpt_secure_parse(copy, s.len, &h);
                         if (r >= 0) {
-                                /* Only header bytes can fail the parse, and only byte 0 and 1 and
-                                 * the path id's high bits (out of range) do. */
-                                g_assert_cmpuint(i, <, MPT_SECURE_HEADER_SIZE);
+                                /* Only header bytes can fail the parse: the type, unknown flags, the
+                                 * path id's high bits (out of range) and any bit of the lane. */
+                                g_assert_cmpuint(i, <, 4);
                                 continue;
                         }
-                        if (!have_aes && copy[0] == MPT_SECURE_V1_AESGCM) {
+                        if (!have_aes && (copy[1] & MPT_SECURE_FLAG_AESGCM)) {
                                 g_assert_cmpint(mpt_secure_open(copy, s.len, &s.key), ==, MPT_DROP_BAD_VERSION);
                                 continue;
                         }
@@ -259,14 +263,16 @@ static void *no_memory_thread(void *data) {
 
         memset(buf, 0x5a, sizeof buf);
         fail_alloc = true;
-        j->seal_failed = mpt_secure_seal(buf, 100, j->keys, cur_cipher, 0, 1, 1);
+        j->seal_failed = mpt_secure_seal(buf, 100, j->keys, cur_cipher, 0,
+                                         (MptSecureSender) { .path_id = 1, .counter = 1 });
         memcpy(copy, j->sealed, j->sealed_len);
         j->open_failed = mpt_secure_open(copy, j->sealed_len, j->keys);
         /* Nothing was decrypted (and so nothing needs wiping): the datagram is as it came. */
         j->buf_untouched = memcmp(copy, j->sealed, j->sealed_len) == 0;
         fail_alloc = false;
         /* Memory again: the same thread gets its contexts and works. */
-        j->seal_after = mpt_secure_seal(buf, 100, j->keys, cur_cipher, 0, 1, 2);
+        j->seal_after = mpt_secure_seal(buf, 100, j->keys, cur_cipher, 0,
+                                        (MptSecureSender) { .path_id = 1, .counter = 2 });
         memcpy(copy, j->sealed, j->sealed_len);
         j->open_after = mpt_secure_open(copy, j->sealed_len, j->keys);
         return NULL;
@@ -350,8 +356,9 @@ static gpointer seal_thread(gpointer data) {
         for (unsigned i = 0; i < PER_THREAD; i++) {
                 size_t n = job_plain(j->id, i, j->sealed[i] + MPT_SECURE_HEADER_SIZE);
                 const MptSecureKeys *k = i % 3 == 2 ? j->other : j->keys;
-                j->len[i] = mpt_secure_seal(j->sealed[i], n, k, cur_cipher, 0, (uint16_t) j->id,
-                                            (uint64_t) j->id << 32 | i);
+                j->len[i] = mpt_secure_seal(j->sealed[i], n, k, cur_cipher, 0,
+                                            (MptSecureSender) { .path_id = (uint8_t) j->id,
+                                                                .counter = (uint64_t) j->id << 32 | i });
                 if (j->len[i] != n + MPT_SECURE_OVERHEAD)
                         j->bad++;
         }
@@ -407,29 +414,33 @@ typedef struct ParseVector {
         int reason;
 } ParseVector;
 
-#define H_OK "e1000003187a3c5e9d2b41f7000000000000002a"
+#define H_OK "e3000300187a3c5e9d2b41f7000000000000002a"
 #define TAG "00112233445566778899aabbccddeeff"
 static const ParseVector parse_vectors[] = {
         { "empty", "", MPT_DROP_TOO_SHORT },
         { "header-only", H_OK, MPT_DROP_TOO_SHORT },
         { "header-and-tag", H_OK TAG, MPT_DROP_TOO_SHORT },
-        { "one-byte", "e1", MPT_DROP_TOO_SHORT },
+        { "one-byte", "e3", MPT_DROP_TOO_SHORT },
         { "compat-gre", "00000800450000", MPT_DROP_COMPAT_PACKET },
         { "compat-gre-seq", "10000800000000014500", MPT_DROP_COMPAT_PACKET },
         { "compat-keepalive", "00000800a1", MPT_DROP_COMPAT_PACKET },
-        { "version-e3", "e3000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
-        { "version-e2-aes", "e2000003187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
-        { "flag-aes", "e1010003187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
-        { "version-e0", "e0000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        /* Version 1 (an older mptd) and the types kept for the handshake: another version. */
+        { "version-1-e1", "e1000003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "version-1-e2", "e2010003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "type-e4", "e4000300187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "type-e0", "e0000300187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_VERSION },
+        { "flag-aes", "e3010300187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "flag-aesgcm", "e3030300187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
         { "garbage-ff", "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", MPT_DROP_BAD_VERSION },
         { "gre-routing-bit", "40000800", MPT_DROP_BAD_VERSION },
-        { "reserved-flag", "e1020003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
-        { "reserved-flags", "e1800003187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
-        { "path-id-64", "e1000040187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
-        { "path-id-ffff", "e100ffff187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
-        { "epoch-0", "e10000030000000000000000000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "reserved-flag", "e3040300187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "reserved-flags", "e3800300187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "path-id-64", "e3004000187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "path-id-ff", "e300ff00187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "lane-1", "e3000301187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "epoch-0", "e30003000000000000000000000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "good", H_OK TAG "00", -1 },
-        { "path-id-63", "e100003f187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "path-id-63", "e3003f00187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
 };
 
 static void test_parse(const void *data) {
@@ -518,8 +529,8 @@ static void test_replay_model(void) {
 
 /* ---- epochs ---- */
 
-static MptSecureHeader hdr(uint16_t path, uint64_t epoch, uint64_t counter) {
-        return (MptSecureHeader) { .version = MPT_SECURE_V1_CHACHA, .path_id = path, .epoch = epoch, .counter = counter };
+static MptSecureHeader hdr(uint8_t path, uint64_t epoch, uint64_t counter) {
+        return (MptSecureHeader) { .type = MPT_SECURE_V2_TRANSPORT, .path_id = path, .epoch = epoch, .counter = counter };
 }
 
 static void test_epochs(void) {

@@ -145,6 +145,7 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_OWN_EPOCH] = "own-epoch",
         [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
         [MPT_DROP_CIPHER_ERROR] = "cipher-error",
+        [MPT_DROP_BAD_FEEDBACK] = "bad-feedback",
 };
 
 static void test_drop_reason_enum(void) {
@@ -457,6 +458,125 @@ static void test_path_status(void) {
         buf[52] = buf[53] = buf[54] = buf[55] = 0; /* token 0 */
         g_assert_cmpint(mpt_frame_decode(buf, MPT_PATH_STATUS_SIZE, &f), ==, -1);
         g_assert_cmpint(mpt_path_status_decode(&f, &got), ==, MPT_DROP_BAD_KEEPALIVE);
+}
+
+static size_t unhex_into(const char *hex, uint8_t *out, size_t size) {
+        size_t n = strlen(hex) / 2;
+
+        g_assert_cmpuint(strlen(hex) % 2, ==, 0);
+        g_assert_cmpuint(n, <=, size);
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+                g_assert_cmpint(sscanf(hex + 2 * i, "%2x", &v), ==, 1);
+                out[i] = (uint8_t) v;
+        }
+        return n;
+}
+
+/* The feedback frame, byte by byte as wire.h describes it (written out here, not by the encoder). */
+static void test_feedback(void) {
+        static const char frame_hex[] =
+                "00000800"                         /* GRE: no flags, IPv4 */
+                "af" "01" "02" "28"                /* code, version 1, 2 entries of 40 bytes */
+                "0000000000bc614e"                 /* receiver's clock: 12345678 us */
+                "03000000" "000003e8" "00000000000f4240" "000000000000002a" "0000000000bc5fc8" "0000000000bebc20"
+                "3f000000" "ffffffff" "ffffffffffffffff" "0102030405060708" "8000000000000001" "0000000000000000";
+        uint8_t buf[MPT_FEEDBACK_SIZE_MAX + 64], want[sizeof buf];
+        size_t n = unhex_into(frame_hex, want, sizeof want);
+        MptFeedback fb = {
+                .now = 12345678,
+                .n = 2,
+                .entries = {
+                        { .path_id = 3, .packets = 1000, .bytes = 1000000, .marker = 42, .arrival = 12345288,
+                          .peak_rate = 12500000 },
+                        { .path_id = 63, .packets = UINT32_MAX, .bytes = UINT64_MAX, .marker = 0x0102030405060708,
+                          .arrival = UINT64_C(0x8000000000000001) },
+                },
+        }, got;
+        MptFrame f;
+
+        g_assert_cmpuint(n, ==, MPT_FEEDBACK_HEADER_SIZE + 2 * MPT_FEEDBACK_ENTRY_SIZE);
+        g_assert_cmpuint(mpt_feedback_encode(buf, n - 1, MPT_ETH_P_IP, &fb), ==, 0);
+        g_assert_cmpuint(mpt_feedback_encode(buf, sizeof buf, MPT_ETH_P_IP, &fb), ==, n);
+        g_assert_cmpmem(buf, n, want, n);
+
+        g_assert_cmpint(mpt_frame_decode(want, n, &f), ==, -1);
+        g_assert_cmpint(f.kind, ==, MPT_FRAME_FEEDBACK);
+        g_assert_cmpint(mpt_feedback_decode(&f, &got), ==, -1);
+        g_assert_cmpuint(got.now, ==, fb.now);
+        g_assert_cmpuint(got.n, ==, 2);
+        for (unsigned i = 0; i < 2; i++) {
+                g_assert_cmpuint(got.entries[i].path_id, ==, fb.entries[i].path_id);
+                g_assert_cmpuint(got.entries[i].packets, ==, fb.entries[i].packets);
+                g_assert_cmpuint(got.entries[i].bytes, ==, fb.entries[i].bytes);
+                g_assert_cmpuint(got.entries[i].marker, ==, fb.entries[i].marker);
+                g_assert_cmpuint(got.entries[i].arrival, ==, fb.entries[i].arrival);
+                g_assert_cmpuint(got.entries[i].peak_rate, ==, fb.entries[i].peak_rate);
+        }
+        /* Neither a keepalive nor a path-status frame. */
+        g_assert_cmpint(mpt_keepalive_decode(&f, &(MptKeepalive) {}), ==, MPT_DROP_BAD_KEEPALIVE);
+        g_assert_cmpint(mpt_path_status_decode(&f, &(MptPathStatus) {}), ==, MPT_DROP_BAD_KEEPALIVE);
+        /* No entry, or more than fit: nothing to encode. */
+        fb.n = 0;
+        g_assert_cmpuint(mpt_feedback_encode(buf, sizeof buf, MPT_ETH_P_IP, &fb), ==, 0);
+        fb.n = MPT_FEEDBACK_ENTRIES_MAX + 1;
+        g_assert_cmpuint(mpt_feedback_encode(buf, sizeof buf, MPT_ETH_P_IP, &fb), ==, 0);
+}
+
+/* A later version may make the entries longer: the first 40 bytes of each keep their meaning
+ * and the rest is skipped. */
+static void test_feedback_longer_entries(void) {
+        static const char frame_hex[] =
+                "00000800" "af" "01" "01" "30" "0000000000000001"
+                "05000000" "00000002" "0000000000000003" "0000000000000004" "0000000000000005" "0000000000000006"
+                "deadbeefdeadbeef";                /* 8 bytes this version does not know */
+        uint8_t buf[128];
+        size_t n = unhex_into(frame_hex, buf, sizeof buf);
+        MptFeedback got;
+        MptFrame f;
+
+        g_assert_cmpint(mpt_frame_decode(buf, n, &f), ==, -1);
+        g_assert_cmpint(mpt_feedback_decode(&f, &got), ==, -1);
+        g_assert_cmpuint(got.n, ==, 1);
+        g_assert_cmpuint(got.entries[0].path_id, ==, 5);
+        g_assert_cmpuint(got.entries[0].packets, ==, 2);
+        g_assert_cmpuint(got.entries[0].bytes, ==, 3);
+        g_assert_cmpuint(got.entries[0].marker, ==, 4);
+        g_assert_cmpuint(got.entries[0].arrival, ==, 5);
+        g_assert_cmpuint(got.entries[0].peak_rate, ==, 6);
+}
+
+typedef struct FeedbackVector {
+        const char *name, *hex;
+} FeedbackVector;
+
+#define FB_GRE "00000800"
+#define FB_ENTRY "03000000" "00000001" "0000000000000002" "0000000000000003" "0000000000000004" "0000000000000005"
+static const FeedbackVector bad_feedback[] = {
+        { "version-0", FB_GRE "af" "00" "01" "28" "0000000000000001" FB_ENTRY },
+        { "version-2", FB_GRE "af" "02" "01" "28" "0000000000000001" FB_ENTRY },
+        { "no-entry", FB_GRE "af" "01" "00" "28" "0000000000000001" },
+        { "17-entries", FB_GRE "af" "01" "11" "28" "0000000000000001" FB_ENTRY },
+        { "entry-39", FB_GRE "af" "01" "01" "27" "0000000000000001" FB_ENTRY },
+        { "short", FB_GRE "af" "01" "02" "28" "0000000000000001" FB_ENTRY },
+        { "long", FB_GRE "af" "01" "01" "28" "0000000000000001" FB_ENTRY "00" },
+        { "header-only", FB_GRE "af" "01" "01" "28" "00000000000000" },
+        { "path-id-64", FB_GRE "af" "01" "01" "28" "0000000000000001"
+                        "40000000" "00000001" "0000000000000002" "0000000000000003" "0000000000000004"
+                        "0000000000000005" },
+        { "with-sequence", "10000800" "00000001" "af" "01" "01" "28" "0000000000000001" FB_ENTRY },
+};
+
+static void test_feedback_bad(const void *data) {
+        const FeedbackVector *v = data;
+        uint8_t buf[MPT_FEEDBACK_SIZE_MAX + 64];
+        size_t n = unhex_into(v->hex, buf, sizeof buf);
+        MptFeedback got;
+        MptFrame f;
+
+        g_assert_cmpint(mpt_frame_decode(buf, n, &f), ==, -1);
+        g_assert_cmpint(f.kind, ==, MPT_FRAME_FEEDBACK);
+        g_assert_cmpint(mpt_feedback_decode(&f, &got), ==, MPT_DROP_BAD_FEEDBACK);
 }
 
 static void test_keepalive_truncation(void) {
@@ -1026,6 +1146,14 @@ static void test_garbage(void) {
                                         g_assert_true(ps.session != 0 && ps.path_token != 0);
                                 else
                                         g_assert_cmpint(r, ==, MPT_DROP_BAD_KEEPALIVE);
+                        } else if (f.kind == MPT_FRAME_FEEDBACK) {
+                                MptFeedback fb;
+                                g_assert_cmphex(f.payload[0], ==, MPT_CONTROL_FEEDBACK);
+                                r = mpt_feedback_decode(&f, &fb);
+                                if (r == -1)
+                                        g_assert_true(fb.n >= 1 && fb.n <= MPT_FEEDBACK_ENTRIES_MAX);
+                                else
+                                        g_assert_cmpint(r, ==, MPT_DROP_BAD_FEEDBACK);
                         } else {
                                 MptKeepalive ka;
                                 g_assert_cmpint(f.kind, ==, MPT_FRAME_KEEPALIVE);
@@ -1071,6 +1199,12 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/wire/keepalive/extension", test_keepalive_extension);
         g_test_add_func("/mpt/wire/keepalive/truncation", test_keepalive_truncation);
         g_test_add_func("/mpt/wire/path-status", test_path_status);
+        g_test_add_func("/mpt/wire/feedback", test_feedback);
+        g_test_add_func("/mpt/wire/feedback/longer-entries", test_feedback_longer_entries);
+        for (size_t i = 0; i < G_N_ELEMENTS(bad_feedback); i++) {
+                g_autofree char *p = g_strdup_printf("/mpt/wire/feedback/bad/%s", bad_feedback[i].name);
+                g_test_add_data_func(p, &bad_feedback[i], test_feedback_bad);
+        }
         for (size_t i = 0; i < G_N_ELEMENTS(drop_vectors); i++) {
                 g_autofree char *p = g_strdup_printf("/mpt/wire/drop/%s", drop_vectors[i].name);
                 g_test_add_data_func(p, &drop_vectors[i], test_drop);

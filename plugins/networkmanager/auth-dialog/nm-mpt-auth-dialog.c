@@ -17,7 +17,9 @@
  *   output (the agent reports the request as canceled). Without -i the stored key, if any, is
  *   returned as is.
  * -r (the key was refused) and a hint "Key" (the service asks for it) ask even when a key was
- *   given; a hint "x-vpn-message:TEXT" is the service's message, shown instead of ours.
+ *   given; a hint "x-vpn-message:TEXT" is the service's message, shown instead of ours. Without a
+ *   "Key" hint it is the service refusing the connection (for a reason only it can see, such as
+ *   a file named in a user's connection or a tunnel name of the system's): a problem, as below.
  *
  * The key is needed in secure mode (the default) unless KeyFile= names a file; Key-flags 4 (not
  * required) also means no prompt. When vpn.data itself is broken no key helps: the problems go to
@@ -282,14 +284,27 @@ int main(int argc, char **argv) {
                         reprompt = TRUE;
                 }
         }
-        r.need_key = !r.problems && needs_key(s, data);
         r.message = key_message;
-        for (char **h = hints; h && *h; h++) {
-                if (g_str_has_prefix(*h, VPN_MESSAGE_HINT))
-                        r.message = *h + strlen(VPN_MESSAGE_HINT);
-                else if (g_str_equal(*h, MPT_NM_SECRET_KEY))
-                        reprompt = TRUE; /* the service asks for the key (again) */
+        {
+                const char *service_message = NULL;
+                gboolean service_asks_key = FALSE;
+
+                for (char **h = hints; h && *h; h++) {
+                        if (g_str_has_prefix(*h, VPN_MESSAGE_HINT))
+                                service_message = *h + strlen(VPN_MESSAGE_HINT);
+                        else if (g_str_equal(*h, MPT_NM_SECRET_KEY))
+                                service_asks_key = reprompt = TRUE; /* the service asks for the key (again) */
+                }
+                /* A message without a request for the key is the service refusing the connection
+                 * for a reason only it can see (it runs as root: the connection's owner, a
+                 * tunnel name of the system's): as much a problem as one found here. */
+                if (service_message && !service_asks_key && !r.problems) {
+                        r.problems = g_new0(char *, 2);
+                        r.problems[0] = g_strdup(service_message);
+                } else if (service_message)
+                        r.message = service_message;
         }
+        r.need_key = !r.problems && needs_key(s, data);
         for (char **p = r.problems; p && *p; p++)
                 g_printerr("nm-mpt-auth-dialog: %s: %s\n", name, *p);
 

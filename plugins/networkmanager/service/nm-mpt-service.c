@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ctl-protocol.h"
+#include "netdev.h"
 #include "profile.h"
 
 #include "mpt-nm-profile.h"
@@ -376,6 +377,53 @@ static gboolean write_profile(MptService *self, GError **error) {
         return TRUE;
 }
 
+/* A tunnel that NetworkManager starts creates its own device, and must not take the name of a
+ * tunnel of the system's, running or not: an interface that exists (mptd would attach to a
+ * persistent TUN device of that name and take over its traffic), a profile of mptd's
+ * (MPT_SYSCONFDIR/NAME.conf: `mptd NAME`, mptd@NAME.service) or a .netdev file of networkd's. */
+static gboolean check_tunnel_name(const char *name, GError **error) {
+        g_autofree char *conf = g_strdup_printf(MPT_SYSCONFDIR "/%s.conf", name);
+        g_autofree char *netdev = NULL;
+        struct stat st;
+
+        if (if_nametoindex(name) > 0) {
+                g_set_error(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                            "vpn.data: Name: an interface named '%s' exists already, and a NetworkManager tunnel "
+                            "creates its own device: choose another Name=", name);
+                return FALSE;
+        }
+        if (lstat(conf, &st) == 0) {
+                g_set_error(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                            "vpn.data: Name: '%s' is the name of the system tunnel %s: choose another Name=", name,
+                            conf);
+                return FALSE;
+        }
+        if (netdev_find_ifname(netdev_search_path, name, &netdev) > 0) {
+                g_set_error(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                            "vpn.data: Name: '%s' is the name of the device of %s: choose another Name=", name,
+                            netdev);
+                return FALSE;
+        }
+        return TRUE;
+}
+
+/* Builds and checks the profile of s (the connection's VPN setting, or a variant of it) as this
+ * service, which runs as root, may: files only for a system connection (mpt-nm-profile.h), and a
+ * tunnel name of its own. ret may be NULL. */
+static gboolean check_setting(NMConnection *connection, NMSettingVpn *s, MptProfile **ret, GError **error) {
+        g_autoptr(MptProfile) p = NULL;
+        const char *user = NULL;
+        MptNmOwner owner = mpt_nm_connection_owner(connection, &user);
+
+        if (!mpt_nm_profile_from_setting_for(s, owner, user, &p, error))
+                return FALSE;
+        if (!check_tunnel_name(mpt_nm_profile_get_name(p), error))
+                return FALSE;
+        if (ret)
+                *ret = g_steal_pointer(&p);
+        return TRUE;
+}
+
 static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connection, GError **error) {
         MptService *self = (MptService *) plugin;
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
@@ -390,7 +438,7 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
                 return FALSE;
         }
         stop_mptd(self);
-        if (!mpt_nm_profile_from_setting(s, &self->profile, error)) {
+        if (!check_setting(connection, s, &self->profile, error)) {
                 g_warning("%s", (*error)->message);
                 return FALSE;
         }
@@ -463,14 +511,14 @@ static gboolean real_connect_interactive(NMVpnServicePlugin *plugin, NMConnectio
         g_autoptr(GError) problem = NULL;
         const char *none[] = { NULL }, *key[] = { MPT_NM_SECRET_KEY, NULL };
 
-        if (!s || mpt_nm_validate(s, &problem))
+        if (!s || check_setting(connection, s, NULL, &problem))
                 return real_connect(plugin, connection, error);
         g_warning("%s", problem->message);
         /* Only the key is wrong (malformed): the agent asks for it again. */
         data_only = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(s)));
         nm_setting_vpn_remove_secret(data_only, MPT_NM_SECRET_KEY);
         nm_vpn_service_plugin_secrets_required(plugin, problem->message,
-                                               mpt_nm_validate(data_only, NULL) ? key : none);
+                                               check_setting(connection, data_only, NULL, NULL) ? key : none);
         return TRUE;
 }
 
@@ -479,7 +527,7 @@ static gboolean real_connect_interactive(NMVpnServicePlugin *plugin, NMConnectio
 static gboolean real_new_secrets(NMVpnServicePlugin *plugin, NMConnection *connection, GError **error) {
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
 
-        if (s && !mpt_nm_validate(s, error)) {
+        if (s && !check_setting(connection, s, NULL, error)) {
                 g_warning("%s", (*error)->message);
                 return FALSE;
         }
@@ -491,11 +539,14 @@ static gboolean real_need_secrets(NMVpnServicePlugin *plugin, NMConnection *conn
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
         NMSettingSecretFlags flags = NM_SETTING_SECRET_FLAG_NONE;
         g_autoptr(MptProfile) p = NULL;
+        const char *user = NULL;
+        MptNmOwner owner;
 
         if (!s)
                 return FALSE;
         /* A connection that does not build is Connect()'s to report, with its message. */
-        if (!mpt_nm_profile_from_setting(s, &p, NULL))
+        owner = mpt_nm_connection_owner(connection, &user);
+        if (!mpt_nm_profile_from_setting_for(s, owner, user, &p, NULL))
                 return FALSE;
         /* Compat mode takes no key; KeyFile= is read by the service itself. */
         if (!mpt_nm_profile_lacks_key(p))

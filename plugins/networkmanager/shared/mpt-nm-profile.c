@@ -58,6 +58,23 @@ void mpt_nm_profile_free(MptProfile *p) {
         profile_free(p);
 }
 
+MptNmOwner mpt_nm_connection_owner(NMConnection *c, const char **ret_user) {
+        NMSettingConnection *sc = nm_connection_get_setting_connection(c);
+        const char *user = NULL;
+
+        if (sc && nm_setting_connection_get_num_permissions(sc) > 0) {
+                /* A permission that is not "user:NAME" still makes the connection a user's. */
+                if (!nm_setting_connection_get_permission(sc, 0, NULL, &user, NULL))
+                        user = NULL;
+                if (ret_user)
+                        *ret_user = user;
+                return MPT_NM_OWNER_USER;
+        }
+        if (ret_user)
+                *ret_user = NULL;
+        return MPT_NM_OWNER_SYSTEM;
+}
+
 /* ---- vpn.data -> profile ---- */
 
 typedef struct Item {
@@ -74,6 +91,8 @@ typedef struct Problem {
 } Problem;
 
 typedef struct Builder {
+        MptNmOwner owner;
+        const char *user; /* for messages; may be NULL */
         MptProfile *profile;
         MptDiagnostics diag;
         /* Synthetic line numbers: profile_assign() and profile_verify() tie every problem to a
@@ -86,6 +105,28 @@ static unsigned builder_line(Builder *b, const char *where, const char *item) {
         g_ptr_array_add(b->locations, g_strdup_printf("%s: %s", where, item));
         g_ptr_array_add(b->items, g_strdup(item));
         return b->locations->len - 1;
+}
+
+/* Assigns an item, unless it names a file and the connection is a user's: then the key is
+ * refused (and marked so, so that verification does not ask for what it would have given)
+ * without looking at the file. */
+static void builder_assign(Builder *b, MptSection section, MptPathConfig *path, const char *key, const char *value,
+                           const char *where, const char *item) {
+        const MptConfKey *k = conf_key_lookup(section, key);
+        unsigned line = builder_line(b, where, item);
+
+        if (k && k->type == MPT_CONF_PATH && b->owner == MPT_NM_OWNER_USER) {
+                uint32_t *rejected = section == MPT_SECTION_TUNNEL ? &b->profile->tunnel.key_rejected
+                                                                    : &path->key_rejected;
+                *rejected |= UINT32_C(1) << conf_key_index(k);
+                diag_add(&b->diag, where, line,
+                         "%s= is refused: this connection belongs to %s%s%s (connection.permissions), and the "
+                         "VPN service, which runs as root, reads files only for system connections; put the key "
+                         "in vpn.secrets (%s) instead, or make the connection a system one", key,
+                         b->user ? "user '" : "users", b->user ?: "", b->user ? "'" : "", MPT_NM_SECRET_KEY);
+                return;
+        }
+        (void) profile_assign(b->profile, section, path, key, value, where, line, &b->diag);
 }
 
 static int item_cmp(gconstpointer a, gconstpointer b) {
@@ -110,11 +151,13 @@ static void problem_clear(gpointer data) {
 }
 
 /* Builds the profile; returns the problems (empty when none), sorted by item. */
-static GArray *build(NMSettingVpn *s, MptProfile **ret) {
+static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptProfile **ret) {
         g_autoptr(GArray) problems = g_array_new(FALSE, TRUE, sizeof(Problem));
         g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(Item));
         g_autofree const char **data_keys = NULL, **secret_keys = NULL;
         Builder b = {
+                .owner = owner,
+                .user = user,
                 .locations = g_ptr_array_new_with_free_func(g_free),
                 .items = g_ptr_array_new_with_free_func(g_free),
         };
@@ -167,8 +210,7 @@ static GArray *build(NMSettingVpn *s, MptProfile **ret) {
                 const Item *it = &g_array_index(items, Item, i);
                 if (it->path >= 0)
                         continue;
-                (void) profile_assign(b.profile, MPT_SECTION_TUNNEL, NULL, it->key, it->value, "vpn.data",
-                                      builder_line(&b, "vpn.data", it->name), &b.diag);
+                builder_assign(&b, MPT_SECTION_TUNNEL, NULL, it->key, it->value, "vpn.data", it->name);
         }
         secret_keys = nm_setting_vpn_get_secret_keys(s, &n_secrets);
         for (guint i = 0; i < n_secrets; i++) {
@@ -189,8 +231,7 @@ static GArray *build(NMSettingVpn *s, MptProfile **ret) {
                         path = profile_add_path(b.profile, builder_line(&b, "vpn.data", pname));
                         g_assert(path);
                 }
-                (void) profile_assign(b.profile, MPT_SECTION_PATH, path, it->key, it->value, "vpn.data",
-                                      builder_line(&b, "vpn.data", it->name), &b.diag);
+                builder_assign(&b, MPT_SECTION_PATH, path, it->key, it->value, "vpn.data", it->name);
         }
 
         /* A connection has no file name to take the tunnel name from. */
@@ -239,13 +280,14 @@ static GArray *build(NMSettingVpn *s, MptProfile **ret) {
         return g_steal_pointer(&problems);
 }
 
-gboolean mpt_nm_profile_from_setting(NMSettingVpn *s, MptProfile **ret, GError **error) {
+gboolean mpt_nm_profile_from_setting_for(NMSettingVpn *s, MptNmOwner owner, const char *user, MptProfile **ret,
+                                         GError **error) {
         g_autoptr(GArray) problems = NULL;
         MptProfile *p = NULL;
 
         g_return_val_if_fail(NM_IS_SETTING_VPN(s), FALSE);
 
-        problems = build(s, &p);
+        problems = build(s, owner, user, &p);
         if (problems->len > 0) {
                 g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
                                     g_array_index(problems, Problem, 0).message);
@@ -258,8 +300,16 @@ gboolean mpt_nm_profile_from_setting(NMSettingVpn *s, MptProfile **ret, GError *
         return TRUE;
 }
 
+gboolean mpt_nm_profile_from_setting(NMSettingVpn *s, MptProfile **ret, GError **error) {
+        return mpt_nm_profile_from_setting_for(s, MPT_NM_OWNER_SYSTEM, NULL, ret, error);
+}
+
+gboolean mpt_nm_validate_for(NMSettingVpn *s, MptNmOwner owner, const char *user, GError **error) {
+        return mpt_nm_profile_from_setting_for(s, owner, user, NULL, error);
+}
+
 gboolean mpt_nm_validate(NMSettingVpn *s, GError **error) {
-        return mpt_nm_profile_from_setting(s, NULL, error);
+        return mpt_nm_validate_for(s, MPT_NM_OWNER_SYSTEM, NULL, error);
 }
 
 char **mpt_nm_validate_all(NMSettingVpn *s, char ***ret_items) {
@@ -269,7 +319,7 @@ char **mpt_nm_validate_all(NMSettingVpn *s, char ***ret_items) {
 
         g_return_val_if_fail(NM_IS_SETTING_VPN(s), NULL);
 
-        problems = build(s, NULL);
+        problems = build(s, MPT_NM_OWNER_SYSTEM, NULL, NULL);
         if (problems->len == 0) {
                 if (ret_items)
                         *ret_items = NULL;

@@ -21,7 +21,14 @@
  * FILE:LINE), "vpn.data: Path1: path 'path1' has no Remote= address" (about a path as a whole),
  * "vpn.secrets: Key: ..." or "vpn.data: ..." (about the whole tunnel).
  *
- * A connection without Name= gets the tunnel name MPT_NM_DEFAULT_NAME. */
+ * A connection without Name= gets the tunnel name MPT_NM_DEFAULT_NAME.
+ *
+ * nm-mpt-service runs as root for every connection, whoever made it. A connection that belongs
+ * to users (connection.permissions lists them; NetworkManager lets a user in an active session
+ * make one) must not make root read a file: it builds with MPT_NM_OWNER_USER, which refuses
+ * every key that names a file (KeyFile=) before anything touches the file, with the same message
+ * whether the file exists or not. Only a system connection (no permissions; making one needs
+ * the right to change the system's connections) may name files. */
 
 #include <NetworkManager.h>
 
@@ -34,6 +41,14 @@ typedef struct MptProfile MptProfile;
 
 G_BEGIN_DECLS
 
+typedef enum MptNmOwner {
+        MPT_NM_OWNER_SYSTEM, /* connection.permissions is empty */
+        MPT_NM_OWNER_USER,   /* connection.permissions names the users it belongs to */
+} MptNmOwner;
+
+/* Whose the connection is; *ret_user (may be NULL) gets the first user it belongs to, or NULL. */
+MptNmOwner mpt_nm_connection_owner(NMConnection *c, const char **ret_user);
+
 /* Whether a [Tunnel] key of the table is a secret (lives in vpn.secrets). */
 gboolean mpt_nm_key_is_secret(const char *key);
 
@@ -45,10 +60,15 @@ char *mpt_nm_item_name(int path, const char *key);
 gboolean mpt_nm_item_parse(const char *item, int *ret_path, const char **ret_key);
 
 /* Builds and verifies the profile of a connection's VPN setting. On failure the GError
- * (NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS) carries the first problem; mpt_nm_validate_all() lists all. */
+ * (NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS) carries the first problem; mpt_nm_validate_all() lists all.
+ * The clients (editors, auth dialog, import and export) run as the user and build as the system
+ * would; nm-mpt-service builds for the connection's owner (see above). */
 gboolean mpt_nm_profile_from_setting(NMSettingVpn *s, MptProfile **ret, GError **error);
+gboolean mpt_nm_profile_from_setting_for(NMSettingVpn *s, MptNmOwner owner, const char *user, MptProfile **ret,
+                                         GError **error);
 /* Same, without keeping the profile. */
 gboolean mpt_nm_validate(NMSettingVpn *s, GError **error);
+gboolean mpt_nm_validate_for(NMSettingVpn *s, MptNmOwner owner, const char *user, GError **error);
 /* Every problem of the setting, in item order, or NULL when it is valid. ret_items (may be
  * NULL) gets the vpn.data/vpn.secrets item each message is about, in parallel ("" when the
  * message is about the whole tunnel, "PathN" when about a path as a whole), for editors that

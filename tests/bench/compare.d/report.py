@@ -4,8 +4,16 @@
     python3 report.py RECORDS OUT_DIR "SECTION ..."
 
 RECORDS has one measurement per line, tab-separated KEY=VALUE fields; "rec" says what it is:
-  tput  one TCP run: sec (agg, single, scale, mem), ct (contender), rep, n (paths), mbit or fail,
-        cpu_ticks/hz over t0..t1 (the contender's processes), host_busy/host_total, path_bytes0/1
+  tput  one TCP run: sec (agg, single, scale, mem, uneq), ct (contender), rep, n (paths), mbit or
+        fail, cc (the sender's congestion control), cpu_ticks/hz over t0..t1 (the contender's
+        processes), host_busy/host_total, path_bytes0/1; in uneq also scen (the scenario), and ct
+        raw@I for path I alone
+  trace like tput, a run of unequal scenario C: secs (its length), traced (the path whose trace
+        restarted when b had the data connection), lag (s from then to the restart), iv_end and
+        iv_bytes (the receiver's intervals: ends in s of the test, bytes) or iv_fail
+  uneq_path  an emulated path of an unequal scenario: scen, path, spec (mpt-pathemu), weight
+  uneq_mpt   an mpt contender of an unequal scenario as mptd at a reports it: scheduler, weights
+             (WEIGHT:SOURCE per path)
   sys   system calls (perf) of the contender's processes and inner bytes delivered at b
   rtt   idle ping: med_us, min_us
   rss   VmRSS of mptd at a and b (KiB) at t seconds into a full-load run
@@ -16,6 +24,7 @@ Every ratio is the median of per-repetition ratios of contenders that ran back t
 import atexit
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,7 +49,8 @@ INFO = {}
 for r in R:
     if r["rec"] == "info":
         INFO.setdefault(r["key"], []).append(r["value"])
-MPT_IDS = sorted({r["ct"] for r in R if r["rec"] == "label" and r["ct"].startswith("mpt") and r["ct"] != "mptcp"},
+# "mpt" and the --mpt-keys contenders (mpt1, ...); not the unequal section's own mptw and mptc.
+MPT_IDS = sorted({r["ct"] for r in R if r["rec"] == "label" and re.fullmatch(r"mpt[0-9]*", r["ct"])},
                  key=lambda c: (len(c), c))
 OFFLOAD = {r["ct"]: r["value"] for r in R if r["rec"] == "offload"}
 MTU = {}
@@ -62,10 +72,22 @@ def fmt(x, f="%.3f", none="-"):
     return none if x is None else f % x
 
 
+VERDICTS = []  # every goal's verdict, for the summary at the end
+NOT_COMPARABLE = []  # why, for the summary (each reason once)
+
+
 def verdict(x, goal, ge=True):
-    if x is None:
-        return "n/a"
-    return "PASS" if (x >= goal if ge else x <= goal) else "MISS"
+    v = "n/a" if x is None else "PASS" if (x >= goal if ge else x <= goal) else "MISS"
+    VERDICTS.append(v)
+    return v
+
+
+def not_comparable(why):
+    """The verdict of a goal whose yardstick did not run."""
+    VERDICTS.append("not comparable")
+    if why not in NOT_COMPARABLE:
+        NOT_COMPARABLE.append(why)
+    return "not comparable (%s)" % why
 
 
 def good(r):
@@ -167,8 +189,9 @@ print()
 print("=" * 100)
 print("compare: %s" % run_info)
 print("  mptd: %s; machine: %s" % (INFO.get("mptd", ["?"])[0], INFO.get("machine", ["?"])[0]))
-print("  %s; TCP congestion control in the namespaces: %s"
-      % (INFO.get("iperf3", ["?"])[0], INFO.get("tcp_cc", ["?"])[0]))
+print("  %s; TCP congestion control in the namespaces: %s%s"
+      % (INFO.get("iperf3", ["?"])[0], INFO.get("tcp_cc", ["?"])[0],
+         "; every iperf3 ran with -C %s (--cc)" % INFO["iperf_cc"][0] if "iperf_cc" in INFO else ""))
 print("  load average at start %s, at the end %s" % (INFO.get("load_start", ["?"])[0], INFO.get("load_end", ["?"])[0]))
 for key, what in (("wgdeb", "Debian's wireguard-go"), ("wgnew", "newer wireguard-go"), ("perf", "perf")):
     for v in INFO.get(key, []):
@@ -176,6 +199,21 @@ for key, what in (("wgdeb", "Debian's wireguard-go"), ("wgnew", "newer wireguard
 for r in R:
     if r["rec"] == "note":
         print("  note: %s" % r["text"])
+
+# The goals against wireguard-go are against the offload build (TUN TSO/GRO, UDP GSO/GRO): the
+# newer one from the Go module proxy. Debian's has none of these; it is never judged against.
+single = by_rep("single")
+offload_ct = "wgnew" if any("wgnew" in c for c in single.values()) else None
+if offload_ct is None:
+    NO_OFFLOAD = INFO.get("wgnew_missing", ["it did not run"])[0]
+    NO_OFFLOAD_VERDICT = "the wireguard-go offload build did not run: %s" % NO_OFFLOAD
+if single and ("single" in selected or "cost" in selected):
+    if offload_ct:
+        print("  wireguard-go offload build: %s ran; the goals against wireguard-go are against it" % label("wgnew"))
+    else:
+        print("  wireguard-go offload build: NOT RUN (%s); the goals against it are \"not comparable\"," % NO_OFFLOAD)
+        print("    and %s, which has no offloads, is shown without a goal" %
+              (label("wgdeb") if "wgdeb" in LABEL else "Debian's wireguard-go (missing too)"))
 
 # ---------------------------------------------------------------------------------------------
 # 1. aggregation
@@ -278,8 +316,6 @@ if "aggregation" in selected:
 # ---------------------------------------------------------------------------------------------
 # 2. one unshaped path
 
-single = by_rep("single")
-offload_ct = "wgnew" if any("wgnew" in c for c in single.values()) else "wgdeb"
 SINGLE_ORDER = ["raw"] + MPT_IDS + ["wgdeb", "wgnew", "naive"]
 
 if "single" in selected and single:
@@ -297,16 +333,19 @@ if "single" in selected and single:
     print()
     print("     %-72s %7s  %s" % ("ratio", "median", "goal"))
     for m in MPT_IDS:
-        for other, goal in ((offload_ct, 1.5), ("naive", 2.5), ("wgdeb" if offload_ct == "wgnew" else None, None),
-                            ("raw", None)):
-            if other is None or other not in cts:
+        if offload_ct is None:
+            print("     %-72s %7s  >= 1.5 %s" % ("%s / wireguard-go offload build" % label(m), "-",
+                                                  not_comparable(NO_OFFLOAD_VERDICT)))
+        for other, goal in (("wgnew", 1.5), ("naive", 2.5), ("wgdeb", None), ("raw", None)):
+            if other not in cts:
                 continue
             v = med(ratios(single, lambda c: mbit(c[m]) / mbit(c[other])))
-            name = "%s / %s%s" % (label(m), label(other), " (offload build)" if other == offload_ct and goal else "")
-            print("     %-72s %7s  %s" % (name[:72], fmt(v, "%.2f"),
-                                          ">= %.1f %s" % (goal, verdict(v, goal)) if goal else ""))
-    if offload_ct == "wgdeb":
-        print("     (no newer wireguard-go: Debian's, without offloads, stands in for the offload build)")
+            name = "%s / %s%s" % (label(m), "offload build " if other == "wgnew" else "", label(other))
+            if goal:
+                judged = ">= %.1f %s" % (goal, verdict(v, goal))
+            else:
+                judged = "no goal: Debian's build, not the offload build" if other == "wgdeb" else ""
+            print("     %-72s %7s  %s" % (name, fmt(v, "%.2f"), judged))
     for ct in ("wgdeb", "wgnew"):
         if ct in OFFLOAD:
             print("     %s offloads on its TUN device (ethtool -k): %s" % (label(ct), OFFLOAD[ct]))
@@ -456,8 +495,15 @@ if "cost" in selected and single:
     for m in MPT_IDS:
         if offload_ct in cts:
             v = med(ratios(single, lambda c: gpc(c[m]) / gpc(c[offload_ct])))
-            print("     %-72s %9s  >= 2.0 %s" % (("%s Gbit/s per core / %s's" % (label(m), label(offload_ct)))[:72],
+            print("     %-72s %9s  >= 2.0 %s" % ("%s Gbit/s per core / offload build %s's" % (label(m), label(offload_ct)),
                                                  fmt(v, "%.2f"), verdict(v, 2.0)))
+        else:
+            print("     %-72s %9s  >= 2.0 %s" % ("%s Gbit/s per core / wireguard-go offload build's" % label(m), "-",
+                                                 not_comparable(NO_OFFLOAD_VERDICT)))
+            if "wgdeb" in cts:
+                v = med(ratios(single, lambda c: gpc(c[m]) / gpc(c["wgdeb"])))
+                print("     %-72s %9s  no goal: Debian's build, not the offload build"
+                      % ("%s Gbit/s per core / %s's" % (label(m), label("wgdeb")), fmt(v, "%.2f")))
         v = med([spm(sysr[rep].get(m)) for rep in sorted(sysr)])
         print("     %-72s %9s  <= 250 %s" % ("%s system calls per MB" % label(m), fmt(v, "%.0f"), verdict(v, 250, ge=False)))
         if "naive" in cts:
@@ -522,10 +568,9 @@ if "memory" in selected:
                 kb = [int(r["%s_kb" % side]) / 1024 for _, r in samples]
                 i = int(idle[0]["%s_kb" % side]) / 1024 if idle else None
                 start, end, mx = kb[0], kb[-1], max(kb)
-                flat = end - start <= max(2.0, 0.05 * start)
                 print("     %-40s %4s %9s %9.1f %9.1f %9.1f %+8.1f   %s; %s (end - start <= max(2 MiB, 5 %%))"
                       % (label(ct)[:40], side, fmt(i, "%.1f"), start, end, mx, end - start,
-                         verdict(mx, 64, ge=False), "PASS" if flat else "MISS"))
+                         verdict(mx, 64, ge=False), verdict(end - start, max(2.0, 0.05 * start), ge=False)))
             if ct in load:
                 print("     %-40s load: %s Mbit/s over %s s" % ("", fmt(mbit(load[ct]), "%.0f"),
                                                              samples[-1][0] if samples else "?"))
@@ -547,7 +592,403 @@ if "memory" in selected:
                 'plot 64 with lines dt 2 lc rgb "#444444" title "goal: 64 MiB", ' + ", ".join(lines) + "\n")
         plots.append(png)
 
+# ---------------------------------------------------------------------------------------------
+# 5. unequal paths
+
+UNEQ_TITLE = {
+    "A": "100 Mbit/s 5 ms + 20 Mbit/s 40 ms",
+    "B": "50/30/10 Mbit/s, 10/30/60 ms, 0/0.5/1 % loss",
+    "C": "2 x 50 Mbit/s 20 ms; path 0 drops to 5 Mbit/s for a phase, then comes back",
+    "D": "4 x 100 Mbit/s 5 ms (equal)",
+    "F": "8 paths, 125, 250, ..., 1000 Mbit/s (1:2:...:8), 0.2 to 2 ms",
+}
+UNEQ_GOALS = {"A": (0.90, 1.00), "B": (0.85, 1.15), "F": (0.85, None)}  # of mpt: x sum, x MPTCP
+UNEQ_D_SECURE, UNEQ_D_COMPAT = 0.94, 0.95  # D: x sum, secure and compat mode
+UNEQ_E_GOAL = 0.97  # E: the default (learned) x hand-set weights
+UNEQ_C_GAP, UNEQ_C_SHARE, UNEQ_C_AFTER = 1.0, 0.80, 2.0  # C: longest gap (s); x the new sum, AFTER..AFTER+1 s on
+UNEQ_COLOR = {"sum": "#808080", "mptw": "#20a050", "mptc": "#e07020", "mptcp": "#c03020"}
+UNEQ_CPU_BOUND = 0.9  # host busy >= this share of the CPUs: CPU-bound
+
+
+def uneq_color(ct):
+    if ct in UNEQ_COLOR:
+        return UNEQ_COLOR[ct]
+    return ["#1060c0", "#8040c0", "#10a0b0", "#b08000", "#606060"][MPT_IDS.index(ct) % 5] if ct in MPT_IDS else "#404040"
+
+
+def uneq_name(ct):
+    """A contender's name on the unequal plot's x axis (lines separated by |)."""
+    return {"sum": "sum of|paths alone", "mptw": "mpt hand-|weighted", "mptc": "mpt|compat"}.get(ct, plot_name(ct))
+
+
+def uneq_reps(scen, kind):
+    out = {}
+    for r in R:
+        if r["rec"] == kind and r.get("sec") == "uneq" and r.get("scen") == scen:
+            out.setdefault(int(r["rep"]), {})[r["ct"]] = r
+    return out
+
+
+def uneq_cts(reps):
+    """The tunnel contenders that ran, in table order."""
+    return [c for c in MPT_IDS + ["mptw", "mptc", "mptcp"] if any(c in x for x in reps.values())]
+
+
+def uneq_split(r):
+    """Each path's share of the bytes a sent, in %."""
+    if not good(r) or not r.get("path_bytes0"):
+        return None
+    d = [int(b) - int(a) for a, b in zip(r["path_bytes0"].split(","), r["path_bytes1"].split(","))]
+    return [100.0 * x / sum(d) for x in d] if sum(d) > 0 else None
+
+
+def uneq_split_text(reps, ct, n):
+    s = [med([(uneq_split(c.get(ct)) or [None] * n)[i] for c in reps.values()]) for i in range(n)]
+    return "/".join(fmt(x, "%.0f") for x in s)
+
+
+def uneq_cpu_text(reps, ct):
+    c = med([host_cores(x.get(ct)) for x in reps.values()])
+    ncpu = next((int(x[ct]["ncpu"]) for x in reps.values() if ct in x and "ncpu" in x[ct]), None)
+    return "%s/%s" % (fmt(c, "%.2f"), ncpu or "?"), c, ncpu
+
+
+def uneq_paths_text(scen):
+    paths = sorted((int(r["path"]), r) for r in R if r["rec"] == "uneq_path" and r.get("scen") == scen)
+    return ["path %d: %s%s" % (i, r["spec"], "  (hand-set Weight=%s)" % r["weight"] if r.get("weight") else "")
+            for i, r in paths]
+
+
+def uneq_mpt_text(scen):
+    """What mptd at a reported for the scenario's mpt contenders: scheduler and weights."""
+    for r in R:
+        if r["rec"] == "uneq_mpt" and r.get("scen") == scen:
+            print("      %s: %s" % (label(r["ct"]), r["fail"] if "fail" in r else "Scheduler=%s, weights %s (mptctl show at a)"
+                                    % (r["scheduler"], ", ".join("%s (%s)" % tuple(w.split(":", 1))
+                                                                 for w in r["weights"].split(",") if ":" in w))))
+
+
+def trace_series(r):
+    """The receiver's intervals of a trace run as (start, end, bytes), in s of the trace."""
+    if not good(r) or not r.get("iv_end"):
+        return None
+    lag = float(r.get("lag") or 0)
+    ends = [float(x) for x in r["iv_end"].split(",")]
+    out, prev = [], 0.0
+    for e, b in zip(ends, r["iv_bytes"].split(",")):
+        out.append((prev - lag, e - lag, int(b)))
+        prev = e
+    return out
+
+
+def window_mbit(series, t0, t1):
+    """Goodput over t0..t1 s of the trace (intervals cut in proportion); None if not covered."""
+    if not series:
+        return None
+    tot = covered = 0.0
+    for s, e, b in series:
+        o = min(e, t1) - max(s, t0)
+        if o > 0 and e > s:
+            tot += b * o / (e - s)
+            covered += o
+    return tot * 8 / (t1 - t0) / 1e6 if covered >= 0.9 * (t1 - t0) else None
+
+
+def longest_gap(r):
+    """The longest run of intervals in which the receiver got nothing (s), over the whole test."""
+    series = trace_series(r)
+    if series is None:
+        return None
+    end = float(r.get("secs", 0)) - float(r.get("lag") or 0)
+    best = cur = 0.0
+    for s, e, b in series:
+        if s >= end - 0.05:  # the server's last, partial interval, after the client stopped
+            break
+        cur = cur + (e - s) if b == 0 else 0.0
+        best = max(best, cur)
+    return best
+
+
+uneq_plot = []  # (scenario, [(ct, median Mbit/s)], [(y, title)] goal markers)
+
+if "unequal" in selected:
+    scens = [s for s in "ABCDF" if uneq_reps(s, "tput") or uneq_reps(s, "trace")]
+    asked = INFO.get("uneq_scen", ["?"])[0]
+    cc_set = INFO.get("iperf_cc", [None])[0]
+    cc_seen = sorted({r["cc"] for r in R if r["rec"] in ("tput", "trace") and r.get("sec") == "uneq" and "cc" in r})
+    print()
+    print("5. Unequal paths, emulated (tests/lab/mpt-pathemu in a router namespace per path, IPv4), scenarios %s"
+          % asked)
+    print("   TCP congestion control: %s; iperf3's senders reported: %s"
+          % ("%s, iperf3 -C (--cc)" % cc_set if cc_set else
+             "%s, the namespaces' default (inherited from the host)" % INFO.get("tcp_cc", ["?"])[0],
+             ", ".join(cc_seen) or "?"))
+    print("   Each repetition ran each path alone without a tunnel (\"sum\": their sum), then every")
+    print("   contender over all the paths, back to back; Mbit/s are medians, ratios medians of the")
+    print("   per-repetition ratios. \"host CPU\": busy cores of the whole machine (/proc/stat, median);")
+    print("   \"split\": each path's share of the bytes a sent, %.")
+    why_mptcp = INFO.get("mptcp_missing", ["it did not run"])[0]
+    cpu_bound = []
+    for scen in scens:
+        print()
+        if scen == "C":
+            reps = uneq_reps("C", "trace")
+            n = max(int(r["n"]) for x in reps.values() for r in x.values())
+            secs = next(float(r["secs"]) for x in reps.values() for r in x.values())
+            P = secs / 3
+            print("   C. %s:" % UNEQ_TITLE["C"])
+            print("      phases of %g s, runs of %g s; the trace restarts when b has the data connection." % (P, secs))
+            print("      Goodput from the receiver's bytes per 100 ms (iperf3's server, -i 0.1). Goals: no delivery gap")
+            print("      > %g s (judged on the worst repetition); %g..%g s after each change >= %.2f x the new sum"
+                  % (UNEQ_C_GAP, UNEQ_C_AFTER, UNEQ_C_AFTER + 1, UNEQ_C_SHARE))
+            print("      (the sum of the paths alone over the second half of the new phase)")
+            for t in uneq_paths_text("C"):
+                print("      %s" % t)
+            uneq_mpt_text("C")
+            print()
+            print("     %-40s %7s  %6s %6s %-10s  %-27s  %-27s  %s" % (
+                "", "", "gap s", "", "", "drop at %g s: %g..%g s" % (P, P + UNEQ_C_AFTER, P + UNEQ_C_AFTER + 1),
+                "return at %g s: %g..%g s" % (2 * P, 2 * P + UNEQ_C_AFTER, 2 * P + UNEQ_C_AFTER + 1), ""))
+            print("     %-40s %7s  %6s %6s %-10s  %6s %6s %-13s  %6s %6s %-13s  %s" % (
+                "contender", "Mbit/s", "median", "worst", "goal", "Mbit/s", "/ sum", "goal", "Mbit/s", "/ sum", "goal",
+                "host CPU"))
+
+            def steady(c, ct, k):
+                return window_mbit(trace_series(c.get(ct)), (k + 0.5) * P, (k + 1) * P)
+
+            def new_sum(c, k):
+                xs = [steady(c, "raw@%d" % i, k) for i in range(n)]
+                return None if any(x is None for x in xs) else sum(xs)
+
+            def after(c, ct, k):
+                return window_mbit(trace_series(c.get(ct)), k * P + UNEQ_C_AFTER, k * P + UNEQ_C_AFTER + 1)
+
+            for i in range(n):
+                ct = "raw@%d" % i
+                print("     %-40s %7s  %6s %6s %-10s  %6s %6s %-13s  %6s %6s" % (
+                    "path %d alone, no tunnel" % i, fmt(med([mbit(c.get(ct)) for c in reps.values()]), "%.1f"),
+                    "", "", "", fmt(med([after(c, ct, 1) for c in reps.values()]), "%.1f"), "", "",
+                    fmt(med([after(c, ct, 2) for c in reps.values()]), "%.1f"), ""))
+            sums = [med([new_sum(c, k) for c in reps.values()]) for k in range(3)]
+            print("     %-40s %7s  %6s %6s %-10s  %6s %6s %-13s  %6s %6s %s" % (
+                "sum of the paths alone", fmt(med([(lambda xs: None if None in xs else sum(xs))(
+                    [mbit(c.get("raw@%d" % i)) for i in range(n)]) for c in reps.values()]), "%.1f"),
+                "", "", "", fmt(sums[1], "%.1f"), "", "= new sum", fmt(sums[2], "%.1f"), "", "= new sum"))
+            print("     %-40s steady (second half of each phase): %s Mbit/s" % (
+                "", " / ".join(fmt(x, "%.1f") for x in sums)))
+            cts = uneq_cts(reps)
+            for ct in cts:
+                gaps = [longest_gap(c.get(ct)) for c in reps.values()]
+                gaps = [g for g in gaps if g is not None]
+                worst = max(gaps) if gaps else None
+                judged = ct != "mptcp"
+                cols = []
+                for k in (1, 2):
+                    v = med(ratios(reps, lambda c: after(c, ct, k) / new_sum(c, k)))
+                    cols += [fmt(med([after(c, ct, k) for c in reps.values()]), "%.1f"), fmt(v),
+                             ">= %.2f %s" % (UNEQ_C_SHARE, verdict(v, UNEQ_C_SHARE)) if judged else ""]
+                cpu, c_med, ncpu = uneq_cpu_text(reps, ct)
+                print("     %-40s %7s  %6s %6s %-10s  %6s %6s %-13s  %6s %6s %-13s  %s" % (
+                    label(ct)[:40], fmt(med([mbit(c.get(ct)) for c in reps.values()]), "%.1f"),
+                    fmt(med(gaps), "%.1f"), fmt(worst, "%.1f"),
+                    "<= %g %s" % (UNEQ_C_GAP, verdict(worst, UNEQ_C_GAP, ge=False)) if judged else "", *cols, cpu))
+            if "mptcp" not in cts:
+                print("     MPTCP: not run (%s); C has no goal against it" % why_mptcp)
+            lags = [float(r["lag"]) for x in reps.values() for r in x.values() if r.get("lag")]
+            timeouts = sum(1 for x in reps.values() for r in x.values() if r.get("sync") == "timeout")
+            print("     trace restarted %s..%s s after b had the data connection%s" % (
+                fmt(min(lags) if lags else None, "%.2f"), fmt(max(lags) if lags else None, "%.2f"),
+                "; %d run(s) never showed it within 3 s: restarted at a guess" % timeouts if timeouts else ""))
+            for f in fails(reps):
+                print("     FAILED: %s" % f)
+            for x in reps.values():
+                for ct, r in x.items():
+                    if r.get("iv_fail"):
+                        print("     FAILED: rep %s %s: %s" % (r["rep"], ct, r["iv_fail"]))
+            uneq_plot.append(("C", [("sum", med([(lambda xs: None if None in xs else sum(xs))(
+                [mbit(c.get("raw@%d" % i)) for i in range(n)]) for c in reps.values()]))] +
+                [(ct, med([mbit(c.get(ct)) for c in reps.values()])) for ct in cts], []))
+
+            # goodput over the trace: the repetition with the default contender's longest gap
+            worst_rep = max(reps, key=lambda rep: longest_gap(reps[rep].get("mpt")) or 0)
+            lines = []
+            fs = os.path.join(TMP, "trace-sum.dat")
+            with open(fs, "w") as f:
+                for k in range(3):
+                    s_k = new_sum(reps[worst_rep], k)
+                    if s_k is not None:
+                        f.write("%g %.3f %.3f\n%g %.3f %.3f\n\n" % (k * P, s_k, UNEQ_C_SHARE * s_k,
+                                                                 (k + 1) * P, s_k, UNEQ_C_SHARE * s_k))
+            lines.append('"%s" using 1:2 with lines lw 2 lc rgb "#808080" title "sum of the paths alone (steady)"' % fs)
+            lines.append('"%s" using 1:3 with lines lw 1 dt 2 lc rgb "#444444" title "%.2f x sum"' % (fs, UNEQ_C_SHARE))
+            for ct in cts:
+                series = trace_series(reps[worst_rep].get(ct))
+                if not series:
+                    continue
+                fn = os.path.join(TMP, "trace-%s.dat" % ct)
+                with open(fn, "w") as f:
+                    # means over 0.5 s (5 intervals), centred: the reader takes what arrived in bursts
+                    for j in range(2, len(series) - 2):
+                        part = series[j - 2:j + 3]
+                        f.write("%.3f %.3f\n" % ((series[j][0] + series[j][1]) / 2,
+                                                 sum(b for _, _, b in part) * 8 / (part[-1][1] - part[0][0]) / 1e6))
+                lines.append('"%s" using 1:2 with lines lw 1.5 lc rgb "%s" title "%s"' % (fn, uneq_color(ct), label(ct)))
+            png = os.path.join(out_dir, "compare-unequal-trace.png")
+            gnuplot(STYLE.replace("1100,680", "1400,680") + 'set output "%s"\n' % png +
+                    'set title "Unequal C: path 0 drops from 50 to 5 Mbit/s at %g s and returns at %g s; goodput at the '
+                    'receiver (means over 0.5 s),\\nrepetition %d (the default contender\'s longest gap)   %s"\n'
+                    % (P, 2 * P, worst_rep, run_info) +
+                    'set xlabel "s of the trace"\nset ylabel "Mbit/s"\nset yrange [0:*]\nset xrange [0:%g]\n' % secs +
+                    'set key outside right top vertical font ",10"\n'
+                    'set arrow from %g, graph 0 to %g, graph 1 nohead dt 3 lc rgb "#888888"\n' % (P, P) +
+                    'set arrow from %g, graph 0 to %g, graph 1 nohead dt 3 lc rgb "#888888"\n' % (2 * P, 2 * P) +
+                    "plot " + ", ".join(lines) + "\n")
+            plots.append(png)
+            continue
+
+        reps = uneq_reps(scen, "tput")
+        n = max(int(r["n"]) for x in reps.values() for r in x.values())
+        g_sum, g_vs = UNEQ_GOALS.get(scen, (None, None))
+        goals = []
+        if scen == "D":
+            goals.append(">= %.2f x sum (secure mode), >= %.2f (compat mode)" % (UNEQ_D_SECURE, UNEQ_D_COMPAT))
+        elif g_sum:
+            goals.append(">= %.2f x sum" % g_sum)
+        if g_vs:
+            goals.append(">= %.2f x MPTCP" % g_vs)
+        print("   %s. %s; goals of mpt: %s" % (scen, UNEQ_TITLE[scen], "; ".join(goals)))
+        for t in uneq_paths_text(scen):
+            print("      %s" % t)
+        uneq_mpt_text(scen)
+        print()
+        print("     %-40s %9s %7s  %-12s %8s  %-12s %8s  %s" % ("contender", "Mbit/s", "/ sum", "goal", "/ MPTCP",
+                                                              "goal", "host CPU", "split %"))
+
+        def total(c):
+            xs = [mbit(c.get("raw@%d" % i)) for i in range(n)]
+            return None if None in xs else sum(xs)
+
+        for i in range(n):
+            ct = "raw@%d" % i
+            cpu, c_med, ncpu = uneq_cpu_text(reps, ct)
+            if c_med is not None and ncpu and c_med >= UNEQ_CPU_BOUND * ncpu:
+                cpu_bound.append((scen, ct, c_med, ncpu))
+            print("     %-40s %9s %7s  %-12s %8s  %-12s %8s" % (
+                "path %d alone, no tunnel" % i, fmt(med([mbit(c.get(ct)) for c in reps.values()]), "%.1f"),
+                "", "", "", "", cpu))
+        s_med = med([total(c) for c in reps.values()])
+        print("     %-40s %9s" % ("sum of the paths alone", fmt(s_med, "%.1f")))
+        cts = uneq_cts(reps)
+        bars = [("sum", s_med)]
+        for ct in cts:
+            v = med(ratios(reps, lambda c: mbit(c[ct]) / total(c)))
+            g1 = g2 = vs = ""
+            if ct != "mptcp":
+                goal = None
+                if scen == "D":
+                    goal = UNEQ_D_COMPAT if ct == "mptc" or "Mode=compat" in label(ct) else UNEQ_D_SECURE
+                elif ct in MPT_IDS:
+                    goal = g_sum
+                if goal is not None:
+                    g1 = ">= %.2f %s" % (goal, verdict(v, goal))
+                w = med(ratios(reps, lambda c: mbit(c[ct]) / mbit(c["mptcp"]))) if "mptcp" in cts else None
+                vs = fmt(w) if "mptcp" in cts else "-"
+                if g_vs and ct in MPT_IDS:
+                    g2 = (">= %.2f %s" % (g_vs, verdict(w, g_vs)) if "mptcp" in cts else
+                          ">= %.2f %s" % (g_vs, not_comparable("MPTCP did not run: %s" % why_mptcp)))
+            cpu, c_med, ncpu = uneq_cpu_text(reps, ct)
+            if c_med is not None and ncpu and c_med >= UNEQ_CPU_BOUND * ncpu:
+                cpu_bound.append((scen, ct, c_med, ncpu))
+            m = med([mbit(c.get(ct)) for c in reps.values()])
+            bars.append((ct, m))
+            print("     %-40s %9s %7s  %-12s %8s  %-12s %8s  %s" % (
+                label(ct)[:40], fmt(m, "%.1f"), fmt(v), g1, vs, g2, cpu, uneq_split_text(reps, ct, n)))
+        if "mptcp" not in cts:
+            print("     MPTCP: not run (%s)" % why_mptcp)
+        for f in fails(reps):
+            print("     FAILED: %s" % f)
+        marks = []
+        if s_med is not None:
+            if scen == "D":
+                marks = [(UNEQ_D_SECURE * s_med, "%.2f x sum" % UNEQ_D_SECURE),
+                         (UNEQ_D_COMPAT * s_med, "%.2f x sum" % UNEQ_D_COMPAT)]
+            elif g_sum:
+                marks = [(g_sum * s_med, "%.2f x sum" % g_sum)]
+        m_mptcp = dict(bars).get("mptcp")
+        if g_vs and m_mptcp:
+            marks.append((g_vs * m_mptcp, "%.2f x MPTCP" % g_vs))
+        uneq_plot.append((scen, bars, marks))
+        if scen == "F":
+            print("     CPU: both ends, iperf3 and the 8 emulators share this machine's %s CPUs. \"sum\" adds up runs"
+                  % (uneq_cpu_text(reps, "mpt")[2] or "?"))
+            print("     over one path at a time; a contender moves all of it at once, through all 8 emulators, with")
+            print("     the CPU the \"host CPU\" column shows.")
+
+    if "E" in asked.split():
+        print()
+        print("   E. The default (learned) against weights set by hand to the paths' rates (Scheduler=weighted,")
+        print("      Weight= = rate in Mbit/s at both ends): the runs of A and B; goal default >= %.2f x hand-tuned"
+              % UNEQ_E_GOAL)
+        print()
+        print("     %-4s %-40s %9s %-40s %9s %7s  %s" % ("", "default", "Mbit/s", "hand-tuned", "Mbit/s", "ratio", "goal"))
+        for scen in "AB":
+            reps = uneq_reps(scen, "tput")
+            if not reps:
+                print("     %-4s %s" % (scen, not_comparable("scenario %s did not run" % scen)))
+                continue
+            cts = uneq_cts(reps)
+            if "mpt" not in cts or "mptw" not in cts:
+                print("     %-4s %s" % (scen, not_comparable("scenario %s: the default or the hand-weighted contender "
+                                                            "did not run" % scen)))
+                continue
+            v = med(ratios(reps, lambda c: mbit(c["mpt"]) / mbit(c["mptw"])))
+            print("     %-4s %-40s %9s %-40s %9s %7s  >= %.2f %s" % (
+                scen, label("mpt")[:40], fmt(med([mbit(c.get("mpt")) for c in reps.values()]), "%.1f"),
+                label("mptw")[:40], fmt(med([mbit(c.get("mptw")) for c in reps.values()]), "%.1f"), fmt(v),
+                UNEQ_E_GOAL, verdict(v, UNEQ_E_GOAL)))
+
+    if cpu_bound:
+        print()
+        print("   CPU-bound runs: the whole machine was >= %d %% busy (median; other work on it counts too), so" %
+              (UNEQ_CPU_BOUND * 100))
+        print("   their figures are what its CPUs allowed, not what the paths or the scheduler can do:")
+        for s, ct, c, k in cpu_bound:
+            name = "path %s alone, no tunnel" % ct[4:] if ct.startswith("raw@") else label(ct)
+            print("     %s  %-40s %.2f of %d CPUs busy" % (s, name[:40], c, k))
+
+    if uneq_plot:
+        png = os.path.join(out_dir, "compare-unequal.png")
+        script = (STYLE.replace("1100,680", "%d,720" % max(800, 120 + 380 * len(uneq_plot))) +
+                  'set output "%s"\n' % png +
+                  'set multiplot layout 1,%d title "Unequal paths (emulated): TCP goodput, medians; dashed: goals of mpt\\n%s"\n'
+                  % (len(uneq_plot), run_info) +
+                  'set style fill solid 0.7\nset boxwidth 0.7\nset bmargin 5\nset key top right box opaque font ",8"\nset ylabel "Mbit/s"\n')
+        for scen, bars, marks in uneq_plot:
+            fn = os.path.join(TMP, "uneq-%s.dat" % scen)
+            with open(fn, "w") as f:
+                for i, (ct, m) in enumerate(bars):
+                    f.write("%d %s %d\n" % (i, fmt(m, "%.3f", "NaN"), int(uneq_color(ct)[1:], 16)))
+            top = max([m for _, m in bars if m is not None] + [y for y, _ in marks] + [1])
+            script += ('set title "%s. %s" font ",10"\nset xrange [-0.6:%g]\nset yrange [0:%g]\n'
+                       % (scen, UNEQ_TITLE[scen].replace("; path 0", ";\\npath 0"), len(bars) - 0.4, top * 1.3))
+            script += "set key\n" if marks else "unset key\n"
+            script += 'set xtics (%s) font ",9"\n' % ", ".join(
+                '"%s" %d' % (uneq_name(ct).replace('"', "'").replace("|", "\\n"), i) for i, (ct, _) in enumerate(bars))
+            goal_lines = "".join(', %g with lines dt %d lw 2 lc rgb "#222222" title "goal: %s"' % (y, 2 + j, t)
+                                 for j, (y, t) in enumerate(marks))
+            script += ('plot "%s" using 1:2:3 with boxes lc rgb variable notitle, "" using 1:2:(sprintf("%%.0f", $2)) '
+                       'with labels offset 0,0.8 font ",9" notitle%s\n' % (fn, goal_lines))
+        script += "unset multiplot\n"
+        gnuplot(script)
+        plots.append(png)
+
 print()
+counts = [(v, VERDICTS.count(v)) for v in ("PASS", "MISS", "not comparable", "n/a") if v in VERDICTS]
+print("Goals: %s" % (", ".join("%d %s" % (n, v) for v, n in counts) or "none judged"))
+for why in NOT_COMPARABLE:
+    print("  not comparable: %s" % why)
+if offload_ct and ("single" in selected or "cost" in selected):
+    print("  the goals against wireguard-go were judged against its offload build, %s" % label(offload_ct))
 for p in plots:
     if os.path.exists(p):
         print("Plot: %s" % p)

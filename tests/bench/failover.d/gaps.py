@@ -1,28 +1,77 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Largest gap between consecutive delivered TCP data packets in a time window.
+"""Largest stall of a TCP stream's in-order delivery in a time window.
 
 Usage: gaps.py CAPTURE.pcap FROM TO [FROM TO ...]
 
-CAPTURE.pcap is a classic pcap file (dumpcap -P) of the TUN device (raw IP, LINKTYPE_RAW 101;
-LINKTYPE_IPV4 228 and IPv6 229 are accepted too) or of an Ethernet device (1). A data packet is
-a TCP segment with payload (IPv4 or IPv6). FROM and TO are wall-clock times in microseconds.
-For each window it prints one line:
+CAPTURE.pcap is a classic pcap file (dumpcap -P) of the TUN device at the receiver (raw IP,
+LINKTYPE_RAW 101; LINKTYPE_IPV4 228 and IPv6 229 are accepted too) or of an Ethernet device (1),
+holding one direction of the traffic. The stream is the TCP connection (IPv4 or IPv6) that
+delivered the most bytes; others (iperf3's control connection) are left out.
 
-  GAP_US START_US PACKETS_IN_WINDOW
+Delivery is in-order progress: the highest sequence number up to which the receiver has every
+byte. A segment delivers when it extends that contiguous range; a retransmission of bytes already
+delivered, or a segment beyond a hole, delivers nothing, and the segment that fills a hole
+delivers everything held behind it. The range starts after the SYN (or, without one in the
+capture, at the stream's first segment). FROM and TO are wall-clock times in microseconds. For
+each window it prints one line:
 
-GAP_US is the longest time between two consecutive data packets where the gap overlaps the
-window (a gap that reaches beyond the window counts in full: it is the outage that matters);
-START_US is when that gap began; PACKETS_IN_WINDOW counts data packets inside [FROM, TO]. When
-the window has no data packet at all, the gap is that between the last packet before it and the
-first after it (or to the end of the capture).
+  GAP_US START_US DELIVERIES_IN_WINDOW
+
+GAP_US is the longest time between two consecutive deliveries where the gap overlaps the window
+(a gap that reaches beyond the window counts in full: it is the outage that matters); START_US is
+when that gap began; DELIVERIES_IN_WINDOW counts deliveries inside [FROM, TO]. When the window
+has no delivery at all, the gap is that between the last delivery before it and the first after
+it (or to the end of the capture).
 """
 
 import bisect
 import struct
 import sys
 
+SEQ_MOD = 1 << 32
 
-def data_times(path):
+
+class Stream:
+    """In-order progress of one direction of a TCP connection, in unwrapped sequence numbers."""
+
+    def __init__(self):
+        self.nxt = None  # first byte not yet delivered in order
+        self.held = {}  # out-of-order data beyond a hole: start -> end
+        self.bytes = 0
+        self.times = []  # when a segment extended the in-order range
+
+    def unwrap(self, seq):
+        """seq (32 bits) as the unwrapped number nearest to nxt."""
+        d = (seq - self.nxt) % SEQ_MOD
+        if d >= SEQ_MOD // 2:
+            d -= SEQ_MOD
+        return self.nxt + d
+
+    def syn(self, seq):
+        self.nxt, self.held, self.bytes, self.times = seq + 1, {}, 0, []
+
+    def segment(self, t, seq, length):
+        if self.nxt is None:
+            self.nxt = seq
+        start = self.unwrap(seq)
+        end = start + length
+        if end <= self.nxt:
+            return  # bytes already delivered: a retransmission
+        if start > self.nxt:
+            self.held[start] = max(end, self.held.get(start, end))
+            return  # beyond a hole: delivers nothing until the hole is filled
+        while True:
+            ready = [s for s in self.held if s <= end]
+            if not ready:
+                break
+            for s in ready:
+                end = max(end, self.held.pop(s))
+        self.bytes += end - self.nxt
+        self.nxt = end
+        self.times.append(t)
+
+
+def delivery_times(path):
     with open(path, "rb") as f:
         hdr = f.read(24)
         if len(hdr) < 24:
@@ -42,7 +91,7 @@ def data_times(path):
             l2 = 0
         else:
             sys.exit("gaps.py: %s: unsupported link type %d" % (path, linktype))
-        times = []
+        streams = {}
         rec = struct.Struct(end + "IIII")
         while True:
             rh = f.read(16)
@@ -59,28 +108,36 @@ def data_times(path):
             if ver == 4 and len(p) >= 20:
                 ihl = (p[0] & 15) * 4
                 total = struct.unpack("!H", p[2:4])[0]
-                if p[9] != 6 or len(p) < ihl + 13:
+                if p[9] != 6 or len(p) < ihl + 14:
                     continue
+                addrs = p[12:20]
                 tcp = p[ihl:]
                 payload = total - ihl - (tcp[12] >> 4) * 4
             elif ver == 6 and len(p) >= 40:
-                if p[6] != 6 or len(p) < 40 + 13:
+                if p[6] != 6 or len(p) < 40 + 14:
                     continue
                 plen = struct.unpack("!H", p[4:6])[0]
+                addrs = p[8:40]
                 tcp = p[40:]
                 payload = plen - (tcp[12] >> 4) * 4
             else:
                 continue
-            if payload > 0:
-                times.append(sec * 1000000 + (frac // 1000 if nano else frac))
-    times.sort()
-    return times
+            t = sec * 1000000 + (frac // 1000 if nano else frac)
+            s = streams.setdefault((addrs, tcp[0:4]), Stream())
+            seq = struct.unpack("!I", tcp[4:8])[0]
+            if tcp[13] & 0x02:  # SYN
+                s.syn(seq)
+            elif payload > 0:
+                s.segment(t, seq, payload)
+    if not streams:
+        return []
+    return sorted(max(streams.values(), key=lambda s: s.bytes).times)
 
 
 def main():
     if len(sys.argv) < 4 or (len(sys.argv) - 2) % 2:
         sys.exit(__doc__)
-    times = data_times(sys.argv[1])
+    times = delivery_times(sys.argv[1])
     args = [int(x) for x in sys.argv[2:]]
     for w0, w1 in zip(args[0::2], args[1::2]):
         lo = bisect.bisect_left(times, w0)

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "learn.h"
+#include <assert.h>
+
+#include "macro.h"
+#include "profile.h"
+
+void learn_path_reset(LearnPath *p) {
+        *p = (LearnPath) {
+                .owd_min = { INT64_MAX, INT64_MAX },
+        };
+}
+
+void learn_path_restart(LearnPath *p) {
+        uint64_t rate = MAX(p->rate, p->rate_before_silence);
+
+        learn_path_reset(p);
+        p->rate = rate;
+}
+
+static int64_t owd_min(const LearnPath *p) {
+        return MIN(p->owd_min[0], p->owd_min[1]);
+}
+
+/* The one-way delay of the sample (offset included), its rolling minimum and its jitter. */
+static void update_owd(LearnPath *p, const LearnSample *s, usec_t now) {
+        int64_t owd = (int64_t) s->arrival - (int64_t) s->sent;
+
+        if (p->have_owd) {
+                uint64_t d = (uint64_t) (owd > p->owd ? owd - p->owd : p->owd - owd);
+                p->owd_jitter = p->owd_jitter + d / 16 - p->owd_jitter / 16;
+        }
+        p->owd = owd;
+        p->have_owd = true;
+        if (p->owd_min_since == 0 || now >= p->owd_min_since + LEARN_OWD_WINDOW_USEC / 2) {
+                /* A new half-window: the minimum forgets what is older than a whole window. */
+                p->owd_min[1] = p->owd_min[0];
+                p->owd_min[0] = owd;
+                p->owd_min_since = now;
+        } else
+                p->owd_min[0] = MIN(p->owd_min[0], owd);
+}
+
+uint64_t learn_queue_delay(const LearnPath *p) {
+        int64_t m = owd_min(p);
+
+        if (!p->have_owd || m == INT64_MAX || p->owd <= m)
+                return 0;
+        return (uint64_t) (p->owd - m);
+}
+
+uint64_t learn_rate(const LearnPath *p) {
+        return p->rate > 0 ? p->rate : LEARN_RATE_INITIAL;
+}
+
+bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_saturated, uint64_t tunnel_rate) {
+        uint64_t dt_tx, dt_rx, dbytes, dpk_tx, dpk_rx, delivered, old = p->rate, q;
+        bool changed_by_peak = false;
+        bool newer = !p->have_prev || (s->marker > p->prev.marker && s->arrival > p->prev.arrival &&
+                                       s->sent > p->prev.sent && s->bytes >= p->prev.bytes);
+
+        if (!newer)
+                return false;
+        update_owd(p, s, now);
+        p->span_queue_max = MAX(p->span_queue_max, learn_queue_delay(p));
+        p->peak = s->peak;
+        /* A peak rate credits the path at once (no span needed), unless a saturated span was
+         * more recent than it can be. */
+        if (s->peak > 0 && now >= p->peak_ignore_until && s->peak / 8 * 7 > p->rate) {
+                p->rate = MAX(s->peak / 8 * 7, LEARN_RATE_MIN);
+                changed_by_peak = true;
+        }
+        if (!p->have_prev) {
+                p->prev = *s;
+                p->prev_owd = p->owd;
+                p->have_prev = true;
+                return changed_by_peak;
+        }
+        dt_tx = s->sent - p->prev.sent;
+        if (dt_tx < LEARN_SPAN_MIN_USEC)
+                return changed_by_peak; /* the span goes on */
+        dt_rx = s->arrival - p->prev.arrival;
+        dbytes = s->bytes - p->prev.bytes;
+        dpk_tx = s->marker - p->prev.marker;
+        dpk_rx = (uint32_t) (s->packets - p->prev.packets);
+        /* bytes < 2^64 / 10^6 over any span a feedback frame can describe (18 TB). */
+        delivered = dbytes > UINT64_MAX / USEC_PER_SEC ? UINT64_MAX / dt_rx : dbytes * USEC_PER_SEC / dt_rx;
+        p->loss_ppm = dpk_tx > dpk_rx && dpk_tx < UINT64_MAX / 1000000
+                              ? (uint32_t) ((dpk_tx - dpk_rx) * 1000000 / dpk_tx)
+                              : 0;
+        q = learn_queue_delay(p);
+        /* The receiver took longer than we did for the same datagrams: they queued. */
+        p->saturated = dt_rx * LEARN_STRETCH_DIV > dt_tx * (LEARN_STRETCH_DIV + 1) ||
+                       (q > LEARN_QUEUE_SAT_USEC && q > 4 * p->owd_jitter) ||
+                       (p->loss_ppm >= LEARN_LOSS_SAT_PPM && p->span_queue_max > LEARN_QUEUE_SAT_USEC &&
+                        p->span_queue_max > 2 * p->owd_jitter);
+        if (p->saturated) {
+                int64_t m = owd_min(p);
+                bool busy = m != INT64_MAX && p->prev_owd > m && (uint64_t) (p->prev_owd - m) >= LEARN_BUSY_QUEUE_USEC;
+                uint64_t cur = learn_rate(p);
+
+                if (busy) {
+                        /* Busy throughout: it delivered what it can carry. */
+                        p->rate = MAX(delivered / 8 * 7, LEARN_RATE_MIN);
+                        p->peak_ignore_until = now + LEARN_PEAK_IGNORE_USEC;
+                }
+                else
+                        /* The queue built up within the span: it can carry at least what it
+                         * delivered, and less than it was given. */
+                        p->rate = MAX(MIN(cur, MAX(delivered, cur / 8 * 7)), LEARN_RATE_MIN);
+        } else {
+                /* What it carried is what it can carry at least (and before any span, it keeps
+                 * the initial credit: a trickle at the start says nothing). */
+                uint64_t cur = MAX(learn_rate(p), MAX(delivered, LEARN_RATE_MIN));
+
+                if (cur >= UINT64_MAX / 4 || delivered < cur / 2)
+                        ; /* it did not even use what it is credited with */
+                else if (others_saturated)
+                        /* It kept up where another did not: it is owed more of the traffic. */
+                        cur += cur / 4 + MIN(tunnel_rate, UINT64_MAX / 4) / 32;
+                else if (delivered >= cur / 8 * 5)
+                        /* It carried most of what it is credited with and kept up: ready for more. */
+                        cur = cur / 8 * 9;
+                p->rate = cur;
+        }
+        p->delivered = delivered;
+        p->span_queue_max = q;
+        p->prev = *s;
+        p->prev_owd = p->owd;
+        p->updated = now;
+        p->spans++;
+        return p->rate != old;
+}
+
+bool learn_silent(LearnPath *p, usec_t now) {
+        uint64_t old = p->rate;
+
+        if (p->rate > LEARN_RATE_MIN)
+                p->rate_before_silence = p->rate;
+        p->rate = LEARN_RATE_MIN;
+        p->delivered = 0;
+        p->saturated = true;
+        p->updated = now;
+        /* What follows the silence starts a span of its own. */
+        p->have_prev = false;
+        return p->rate != old;
+}
+
+static uint32_t to_weight(unsigned __int128 bytes_per_sec) {
+        unsigned __int128 w = bytes_per_sec / LEARN_WEIGHT_UNIT;
+
+        return (uint32_t) MAX(MIN(w, (unsigned __int128) UINT32_MAX), (unsigned __int128) 1);
+}
+
+/* What water-filling gives a path at most: 7/8 of its credit, which runs ahead of what it
+ * carries when nothing saturated it. */
+static uint64_t cap(const LearnPath *p) {
+        return learn_rate(p) / 8 * 7;
+}
+
+bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, bool light, uint64_t load,
+                   uint32_t *ret) {
+        unsigned __int128 left, total = 0, rates = 0, alloc[MPT_PATHS_MAX];
+        bool capped[MPT_PATHS_MAX], differ = false;
+        size_t open = n;
+
+        assert(n <= MPT_PATHS_MAX);
+        for (size_t i = 1; i < n && !differ; i++)
+                differ = MAX(pref[i], 1u) != MAX(pref[0], 1u);
+        /* Water-filling: what is left goes to the paths not capped yet, by preference; a path
+         * whose part exceeds its rate is capped there, and the others share the rest again. */
+        left = MAX((unsigned __int128) load + load / LEARN_HEADROOM_DIV, (unsigned __int128) n * LEARN_RATE_MIN);
+        for (size_t i = 0; i < n; i++)
+                capped[i] = false;
+        for (bool again = differ || light; again && open > 0;) {
+                uint64_t sum = 0;
+
+                again = false;
+                for (size_t i = 0; i < n; i++)
+                        if (!capped[i])
+                                sum += MAX(pref[i], 1u);
+                for (size_t i = 0; i < n; i++) {
+                        if (capped[i])
+                                continue;
+                        alloc[i] = left * MAX(pref[i], 1u) / sum;
+                        if (alloc[i] > cap(paths[i])) {
+                                alloc[i] = cap(paths[i]);
+                                capped[i] = true;
+                                left -= alloc[i];
+                                open--;
+                                again = true;
+                                break; /* the others' parts grow: start over */
+                        }
+                }
+        }
+        if ((!differ && !light) || open == 0) {
+                /* Equal preferences under a load that saturates paths, or even the credits do not
+                 * carry the load: the rates. */
+                for (size_t i = 0; i < n; i++)
+                        ret[i] = to_weight(learn_rate(paths[i]));
+                return true;
+        }
+        /* Weights are relative, but on the scale of the rates: the parts, scaled to add up to the
+         * credited rates' sum. */
+        for (size_t i = 0; i < n; i++) {
+                total += alloc[i];
+                rates += learn_rate(paths[i]);
+        }
+        for (size_t i = 0; i < n; i++)
+                ret[i] = to_weight(alloc[i] * rates / total);
+        return false;
+}

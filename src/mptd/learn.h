@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What each path delivers, learned from the other end's feedback (Scheduler=learned, the default
+ * in secure mode; mptd(8), SCHEDULING). Pure: no clock, no locking, no system calls; the main
+ * thread feeds it and reads it.
+ *
+ * The receiver reports, per path of ours, the highest counter it received, when (its clock), and
+ * how many bytes and datagrams had arrived by then (wire.h, MptFeedback). We know when we sent
+ * that counter (our clock). Two such samples of a path, at least LEARN_SPAN_MIN_USEC apart on our
+ * clock, tell:
+ *   - what the path delivered over the span: bytes / receiver time;
+ *   - whether it kept up: the receiver's span is longer than ours (the datagrams came out of the
+ *     path more slowly than they went in) only when they queued somewhere on the way, i.e. we
+ *     sent faster than the path carries; the two clocks' offset cancels out of the difference;
+ *   - the one-way delay up to a constant offset (arrival - sending), whose minimum over a window
+ *     is the path's delay without a queue, so that the rest is its queueing delay.
+ * Before any queue builds up, the receiver's peak rate (how fast the path's datagrams arrived
+ * back to back in a burst: at the path's bottleneck rate) credits a path with 7/8 of it at least,
+ * so that the split is about right within a round trip of the first bursts (TCP's slow start
+ * ends when the slowest path of a wrong split fills, and grows slowly after); a saturation
+ * reading overrides it for LEARN_PEAK_IGNORE_USEC.
+ * A path that did not keep up ("saturated") is set to 7/8 of what it delivered, which drains the
+ * queue it built, when a queue stood already at the span's start (the path was busy throughout, so
+ * what it delivered is what it can carry); when the queue only built up during the span (a burst,
+ * TCP's slow start) what it delivered says less, and the credit shrinks by at most 1/8. One that
+ * kept up while another path did not is credited with too little
+ * against that one: its rate grows by a quarter per span and by 1/32 of the whole tunnel's, so a
+ * path that was starved (or just came up) finds its capacity within a second. One that kept up
+ * while none is saturated grows by 1/8 when it carried most of what it was credited with, ready
+ * for more load.
+ * The idea (delivery spread against sending spread, a 7/8 drain and a growing probe) is the one of
+ * glorytun's mud (mud_update_rl()); the window, the queueing criterion, the silence rule and the
+ * allocation below are ours.
+ *
+ * The tunnel then sends each path a share of its traffic in proportion to its learned rate: all
+ * paths then saturate together under a load that needs them all, as MPTCP's schedulers try to
+ * achieve per subflow, and none holds the others back. Weight= is a preference that counts while
+ * the load leaves a choice (learn_weights()). */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "parse-util.h"
+
+/* A rate sample spans at least this much of our sending time: long enough that a few ms of jitter
+ * do not read as a queue. */
+#define LEARN_SPAN_MIN_USEC (100 * USEC_PER_MSEC)
+/* A queue of at least this at a span's start: the path was busy for the whole span. */
+#define LEARN_BUSY_QUEUE_USEC (2 * USEC_PER_MSEC)
+/* Saturated when the receiver's span exceeds ours by more than 1/LEARN_STRETCH_DIV of it. */
+#define LEARN_STRETCH_DIV 8u
+/* ... or when the queueing delay stands above this (and above 4 times the delay's jitter). */
+#define LEARN_QUEUE_SAT_USEC (8 * USEC_PER_MSEC)
+/* ... or when the span lost at least this (parts per million) while a queue of more than
+ * LEARN_QUEUE_SAT_USEC (and twice the jitter) stood at some sample in it: a queue that is full
+ * and drops at its tail no longer grows, and its delay swings as TCP backs off and comes again,
+ * so that neither of the first two may see it; random loss comes without a queue. */
+#define LEARN_LOSS_SAT_PPM 5000u
+/* After a span that was saturated throughout, peak rates are not trusted for this long: what
+ * the path delivered while busy is a better measure than a burst's rate, which the receiving
+ * thread's scheduling can inflate (a batch read late looks like a fast burst); a path whose
+ * capacity grew is found by the growth rules meanwhile. */
+#define LEARN_PEAK_IGNORE_USEC (10 * USEC_PER_SEC)
+/* The one-way delay's minimum is taken over this window (two halves, as a rolling minimum). */
+#define LEARN_OWD_WINDOW_USEC (10 * USEC_PER_SEC)
+/* Rates are bytes per second; a path is never credited with less than this. */
+#define LEARN_RATE_MIN UINT64_C(12500) /* 100 kbit/s */
+/* Before the first sample: what a path is credited with (times its Weight= share). */
+#define LEARN_RATE_INITIAL UINT64_C(1250000) /* 10 Mbit/s */
+/* No news of a path we kept sending on for this long (counted from when it began to carry data,
+ * and longer than 4 round trips), while feedback of others arrives: it delivers nothing now. */
+#define LEARN_SILENCE_USEC (300 * USEC_PER_MSEC)
+
+typedef struct LearnSample {
+        uint64_t marker;  /* the counter the receiver reported */
+        usec_t sent;      /* when we sent it (our clock) */
+        uint64_t arrival; /* when it arrived (the receiver's clock, microseconds) */
+        uint64_t bytes;   /* bytes received of the path by then (cumulative) */
+        uint32_t packets; /* datagrams received by then (cumulative, mod 2^32) */
+        uint64_t peak;    /* the receiver's peak rate of the path lately (bytes/s; 0: unknown) */
+} LearnSample;
+
+typedef struct LearnPath {
+        bool have_prev;
+        LearnSample prev;      /* the start of the next span */
+        bool have_owd;
+        int64_t owd;           /* the latest one-way delay, offset included */
+        int64_t prev_owd;      /* that of the span's start */
+        int64_t owd_min[2];    /* rolling minimum: this half-window and the last */
+        usec_t owd_min_since;  /* when this half-window began */
+        uint64_t owd_jitter;   /* mean deviation of consecutive delays (RFC 3550 style) */
+        uint64_t rate;         /* learned: bytes per second the path can take; 0 before any sample */
+        uint64_t delivered;    /* measured over the last span, bytes per second */
+        uint32_t loss_ppm;     /* datagrams lost over the last span, parts per million */
+        bool saturated;        /* over the last span */
+        usec_t updated;        /* our clock at the last span's end; 0: never */
+        uint64_t peak;         /* the receiver's latest peak rate */
+        usec_t peak_ignore_until;
+        uint64_t spans;        /* spans taken into account */
+        uint64_t rate_before_silence; /* what it was credited with before it fell silent */
+        uint64_t span_queue_max; /* the largest queueing delay sampled within the current span */
+} LearnPath;
+
+void learn_path_reset(LearnPath *p);
+
+/* The path is usable again after it was not (dead, peer-down, a new address): what was measured
+ * is history, but it is credited with what it carried before (or before it fell silent), so that
+ * a path back from a short outage takes its share at once; a path that came back slower is cut
+ * within a span, as any saturated one. */
+void learn_path_restart(LearnPath *p);
+
+/* Takes a sample of the path (now: our clock). others_saturated: another path of the tunnel is
+ * saturated now; tunnel_rate: what all paths together are credited with. Returns true when the
+ * learned rate changed. Samples that are not newer than the last (a reordered or repeated
+ * feedback frame) change nothing. */
+bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_saturated, uint64_t tunnel_rate);
+
+/* The path got nothing through for a while although we sent on it (see LEARN_SILENCE_USEC): it
+ * is credited with the minimum. Returns true when that changed the rate. */
+bool learn_silent(LearnPath *p, usec_t now);
+
+/* The queueing delay now: the latest one-way delay above its minimum (0 when unknown). */
+uint64_t learn_queue_delay(const LearnPath *p);
+
+/* What the path is credited with: the learned rate, or LEARN_RATE_INITIAL before any sample. */
+uint64_t learn_rate(const LearnPath *p);
+
+/* A tunnel none of whose paths was saturated for this long is lightly loaded. */
+#define LEARN_LIGHT_AFTER_USEC (2 * USEC_PER_SEC)
+
+/* The sending vector's weights for n paths (at least 1 each, in units of LEARN_WEIGHT_UNIT bytes
+ * per second) from their credited rates, the paths' preferences (Weight=; pref[i] >= 1, relative
+ * to the others), whether the tunnel is lightly loaded and what it sends now (load, bytes per
+ * second).
+ * Under a load that saturates paths, with equal preferences (the default), each path's weight is
+ * its credited rate: all paths then fill up together, none is the first to overflow and make TCP
+ * back off while the others have room (as MPTCP's coupled schedulers try to achieve).
+ * Otherwise, the load with 1/LEARN_HEADROOM_DIV to spare is split in proportion to the
+ * preferences, and a path whose part would exceed 7/8 of its credit gets that, the others sharing
+ * the rest in proportion to theirs (water-filling): light traffic stays on the preferred paths (a
+ * fixed line before a metered LTE link) and spills to the others as the load grows; equal
+ * preferences split light traffic equally (the credits of paths that nothing saturated are only
+ * lower bounds, and their ratio says little); a load that needs every path's credit is split by
+ * the rates again.
+ * Returns true when the split is by the rates, false when water-filling made it. */
+#define LEARN_WEIGHT_UNIT UINT64_C(1000)
+#define LEARN_HEADROOM_DIV 4u /* plus a quarter */
+bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, bool light, uint64_t load,
+                   uint32_t *ret);

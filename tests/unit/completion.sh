@@ -1,0 +1,121 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The bash completion of mptctl (data/bash-completion/mptctl.in, as built), sourced into this
+# shell and called as bash calls it, against a runtime directory of this test: tunnel "lab" answers
+# on a fake control socket (tests/lib/fake-mptd.py, paths p0, p1 and fast), "other.sock" is a
+# socket that nobody serves, notes.txt is no socket. The built mptctl is first in $PATH as
+# "mptctl". No root.
+#
+# Asserts (COMPREPLY, sorted, for the words before the cursor):
+#   - commands, and mptctl's options (after "-");
+#   - tunnel names from the runtime directory ($MPT_RUNTIME_DIR) for show, monitor and path,
+#     also after options and option values (--interval 1, --interval=1), not after the tunnel;
+#     "dump" for show;
+#   - the paths of a running tunnel for "path TUNNEL", from `mptctl show TUNNEL dump`; nothing for
+#     a tunnel that does not answer; then set/up/down and weight;
+#   - nothing for an option's value (--interval, --count, "--interval=");
+#   - the options of monitor and check after "-";
+#   - for check: *.conf and *.netdev files and directories, nothing else; after "--" a name that
+#     starts with "-" is a file too.
+#
+# BASH_COMPLETION= names the built completion file, MPTCTL= the mptctl binary.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${BASH_COMPLETION:?BASH_COMPLETION= must name the built completion file}"
+: "${MPTCTL:?MPTCTL= must name the mptctl binary}"
+command -v python3 > /dev/null || { echo "SKIP: python3 is needed for the fake control socket"; exit 77; }
+
+dir=$(mktemp -d)
+fake=
+cleanup() {
+        local rc=$?
+        if [ -n "$fake" ]; then
+                kill "$fake" 2> /dev/null || true
+                wait "$fake" 2> /dev/null || true
+        fi
+        rm -rf "$dir"
+        exit "$rc"
+}
+trap cleanup EXIT
+fail() {
+        echo "FAIL: $*" >&2
+        exit 1
+}
+
+mkdir "$dir/run" "$dir/bin" "$dir/files" "$dir/files/sub.d"
+ln -s "$(cd "$(dirname "$MPTCTL")" && pwd)/$(basename "$MPTCTL")" "$dir/bin/mptctl"
+export PATH="$dir/bin:$PATH" MPT_RUNTIME_DIR="$dir/run"
+python3 "$here/../lib/fake-mptd.py" "$dir/run" lab p0 p1 fast &
+fake=$!
+python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1])' \
+        "$dir/run/other.sock"
+touch "$dir/run/notes.txt"
+touch "$dir/files/a.conf" "$dir/files/b.netdev" "$dir/files/c.txt" "$dir/files/-x.conf" "$dir/files/a.conf.bak"
+for _ in $(seq 50); do
+        [ -e "$dir/run/lab.ready" ] && break
+        sleep 0.1
+done
+[ -e "$dir/run/lab.ready" ] || fail "the fake control socket did not come up"
+rm "$dir/run/lab.ready"
+
+# shellcheck source=/dev/null
+. "$BASH_COMPLETION"
+[ "$(complete -p mptctl)" = "complete -F _mptctl mptctl" ] || fail "no completion registered for mptctl"
+
+# expect "EXPECTED WORDS" WORD...: completes the last WORD (the one under the cursor) of the line
+# "mptctl WORD...", as bash splits it ("=" is a word of its own), and compares the sorted replies.
+expect() {
+        local want=$1 got
+        shift
+        COMP_WORDS=(mptctl "$@")
+        COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+        COMP_LINE="${COMP_WORDS[*]}"
+        COMP_POINT=${#COMP_LINE}
+        COMPREPLY=(stale)
+        _mptctl mptctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+        got=$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ')
+        got=${got% }
+        [ "$got" = "$want" ] || fail "mptctl $*<TAB>: expected '$want', got '$got'"
+        echo "ok: mptctl $*<TAB>: $got"
+}
+
+expect "check genkey keys monitor path show" ""
+expect "show" sh
+expect "--help --json --version -h -j" -
+expect "--json" --j
+expect "check genkey keys monitor path show" --json ""
+
+expect "dump lab other" show ""
+expect "lab" --json show l
+expect "dump" show lab ""
+expect "" show lab dump ""
+
+expect "lab other" monitor ""
+expect "--count --interval" monitor lab --
+expect "" monitor --interval ""
+expect "" monitor --interval = ""
+expect "" monitor --count = 1
+expect "lab" monitor --interval 1 l
+expect "lab" monitor --interval = 1 l
+expect "lab other" monitor --count 2 --interval = 0.5 ""
+expect "" monitor lab ""
+
+expect "lab other" path ""
+expect "fast p0 p1" path lab ""
+expect "p0 p1" path lab p
+expect "" path other ""
+expect "" path nosuch ""
+expect "down set up" path lab p0 ""
+expect "weight" path lab p0 set ""
+expect "" path lab p0 set weight ""
+
+cd "$dir/files"
+expect "-x.conf a.conf b.netdev sub.d" check ""
+expect "a.conf" check a
+expect "--strict" check --s
+expect "-x.conf" check -- -
+expect "-x.conf a.conf b.netdev sub.d" check --strict a.conf ""
+expect "" keys ""
+expect "" genkey ""
