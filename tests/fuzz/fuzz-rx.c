@@ -9,9 +9,10 @@
  * see meson.build) and checked as they happen.
  *
  * The input is a configuration and a sequence of operations (see "The input" below) that make
- * datagrams: data packets and control frames, in secure mode sealed with the tunnel's key (so
- * that they get past authentication) under the epochs, sender paths and counters the input
- * picks, or with another key; arbitrary bytes; replays of earlier datagrams, intact or damaged.
+ * datagrams: data packets and control frames (keepalives, path status, feedback, well-formed or
+ * not), in secure mode sealed with the tunnel's key (so that they get past authentication) under
+ * the epochs, sender paths and counters the input picks, or with another key, or with a header
+ * that must be refused; arbitrary bytes; replays of earlier datagrams, intact or damaged.
  * They are grouped into UDP GRO messages and batches of messages, from sources the input picks,
  * with arrival times, expiry, and what the main thread does to the reorder buffer.
  *
@@ -24,8 +25,13 @@
  * - Secure mode: no datagram (epoch, sender path, counter) is delivered twice; none of an epoch
  *   older than the newest one authenticated before it arrived; none that must be refused (our
  *   own epoch, a bad header, a cipher this end cannot open). Control events (keepalives, path
- *   status, new endpoints) come only from authenticated datagrams whose epoch and counter were
- *   not seen before (so a replay cannot move an endpoint), no more than there were.
+ *   status, feedback, new endpoints) come only from authenticated datagrams whose epoch and
+ *   counter were not seen before (so a replay cannot move an endpoint), no more than there were;
+ *   a feedback event only from a well-formed feedback frame, with its values; a control frame's
+ *   event with the time its message arrived. In compat mode no feedback reaches the main thread.
+ * - Secure mode: the receive tracks of the other end's paths (rx_track(), what the feedback we
+ *   send is made of) count every datagram that authenticated, and no other, under its sender
+ *   path, with the highest counter and its arrival time; in compat mode they stay empty.
  * - With the reorder buffer, no sequence number is delivered twice, and none below one
  *   delivered before it unless the buffer counts it as late, between two of its
  *   resynchronisations.
@@ -183,6 +189,7 @@ typedef enum RecKind {
         REC_DATA,
         REC_KEEPALIVE,
         REC_PATH_STATUS,
+        REC_FEEDBACK,
 } RecKind;
 
 /* A datagram made here (its tag, in the payload of a data packet, is its index). */
@@ -202,6 +209,7 @@ typedef struct Rec {
         uint64_t epoch_floor; /* the peer epoch when it was first handed to the worker */
         uint8_t *wire; /* the datagram */
         size_t wire_len;
+        MptFeedback *fb; /* REC_FEEDBACK, secure mode: what it says when it is well-formed; else NULL */
 } Rec;
 
 /* A packet that may come out of the TUN device: in secure mode the inner packet of a record (which
@@ -291,7 +299,17 @@ typedef struct Fuzz {
         size_t n_call_seqs, call_seqs_capacity;
         uint64_t main_delivered; /* delivered by the main thread's reorder reset */
         uint64_t resets;
-        uint64_t gso_writes, events; /* for summary() */
+        uint64_t gso_writes, events, feedback_events; /* for summary() */
+
+        /* Secure mode, during flush_batch(): the datagrams that may authenticate (intact copies
+         * of acceptable records whose epoch, sender path and counter the worker had not seen),
+         * and the message each is in; used: a feedback event matched it. */
+        struct {
+                int rec;
+                unsigned msg;
+                bool used;
+        } fresh[WORKER_RX_MMSG * MSG_DATAGRAMS_MAX];
+        unsigned n_fresh;
 } Fuzz;
 
 static int sink_fd = -EBADF;
@@ -523,8 +541,10 @@ static void fuzz_free(Fuzz *fz) {
                 free(t);
         }
         free(fz->s);
-        for (size_t i = 0; i < fz->n_recs; i++)
+        for (size_t i = 0; i < fz->n_recs; i++) {
                 free(fz->recs[i].wire);
+                free(fz->recs[i].fb);
+        }
         free(fz->recs);
         for (size_t i = 0; i < fz->n_cands; i++)
                 free(fz->cands[i].bytes);
@@ -619,6 +639,10 @@ static int add_rec(Fuzz *fz, const Rec *r, const uint8_t *wire, size_t len) {
         *new = *r;
         new->wire = memdup(wire, len);
         check(new->wire, "out of memory");
+        if (r->fb) {
+                new->fb = memdup(r->fb, sizeof(MptFeedback));
+                check(new->fb, "out of memory");
+        }
         new->wire_len = len;
         return (int) fz->n_recs++;
 }
@@ -757,7 +781,11 @@ static void feed(Fuzz *fz, const uint8_t *d, size_t len, int origin) {
         p->origin = origin;
 }
 
-/* Secure mode: seals plaintext buf + MPT_SECURE_HEADER_SIZE (len bytes) in place. */
+/* Secure mode: seals plaintext buf + MPT_SECURE_HEADER_SIZE (len bytes) in place. e: bits 0-2
+ * the epoch (epochs[]), 3-5 the sender path id, 6-7 both 3: a path id out of range. how: bit 0
+ * AES-256-GCM (where the CPU has it), 1 flag A (where the tunnel has AES), 2 a reserved flag,
+ * 3-4 the counter (below), 5-6 another header: lane 1, version 1's type byte, a handshake
+ * message's type byte; 7 flag G flipped (the other cipher claimed). */
 static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         uint8_t e = in8(in), how = in8(in);
         unsigned ei = (e & 7) % EPOCHS;
@@ -792,7 +820,7 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         r->epoch = epochs[ei];
         r->authentic = ei != EPOCH_FORGED;
         r->acceptable = r->authentic && r->epoch != OWN_EPOCH && r->path_id < MPT_PATHS_MAX && !(flags & 0x80) &&
-                        (cipher != MPT_CIPHER_AES256_GCM || fz->aes);
+                        (cipher != MPT_CIPHER_AES256_GCM || fz->aes) && !(how & 0xe0);
         /* (the header is sealed well-formed, then spoiled: mpt_secure_seal() writes only valid ones) */
         n = mpt_secure_seal(buf, len, &epoch_keys[ei], cipher, flags & MPT_SECURE_FLAG_AES,
                             (MptSecureSender) {
@@ -802,6 +830,22 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         check(n == len + MPT_SECURE_OVERHEAD, "seal");
         buf[1] |= flags & ~MPT_SECURE_FLAG_AES;
         buf[2] = (uint8_t) r->path_id;
+        switch (how >> 5 & 3) {
+        case 1:
+                buf[3] = 1; /* lane 1, which version 2 does not have: bad-header */
+                break;
+        case 2:
+                /* version 1 (bad-version) */
+                buf[0] = cipher == MPT_CIPHER_AES256_GCM ? MPT_SECURE_V1_AESGCM : MPT_SECURE_V1_CHACHA;
+                break;
+        case 3:
+                buf[0] = (uint8_t) (MPT_SECURE_V2_TRANSPORT + 1 + (e & 3)); /* a handshake message: bad-version */
+                break;
+        default:
+                break;
+        }
+        if (how & 0x80)
+                buf[1] ^= MPT_SECURE_FLAG_AESGCM; /* auth-failed, or bad-version without AES */
         return n;
 }
 
@@ -903,6 +947,76 @@ static void op_control(Fuzz *fz, Input *in) {
                 wr32(g + 4, fz->gre_seq);
                 len += 4;
         }
+        if (fz->secure) {
+                len = seal(fz, in, buf, len, &r);
+                feed(fz, buf, len, add_rec(fz, &r, buf, len));
+        } else
+                feed(fz, g, len, add_rec(fz, &r, g, len));
+}
+
+/* A feedback frame (what arrived of our paths at the other end, for the learned scheduler), with
+ * values from the input; well-formed or not as mpt_feedback_decode() must tell. how: bits 0-3
+ * entries - 1; 4-6 what is wrong with it: 0 nothing, 1 another version, 2 no entry, 3 more
+ * entries than there may be, 4 entries shorter than version 1's, 5 a byte more or less than
+ * its entries, 6 a path id out of range, 7 nothing (entries longer than version 1's, as a later
+ * version may send them); 7 a GRE sequence number (which a control frame never has). v: bit 7
+ * IPv6 as the GRE protocol, the rest the values. Compat mode: dropped however it is. */
+static void op_feedback(Fuzz *fz, Input *in) {
+        uint8_t how = in8(in), v = in8(in);
+        uint16_t x = in16(in);
+        uint8_t buf[MPT_SECURE_HEADER_SIZE + 8 + MPT_FEEDBACK_HEADER_SIZE + (MPT_FEEDBACK_ENTRIES_MAX + 1) * 48 + 1 +
+                    MPT_SECURE_TAG_SIZE];
+        uint8_t *g = buf + MPT_SECURE_HEADER_SIZE, *p;
+        unsigned n = 1 + (how & 15), wrong = how >> 4 & 7, count;
+        size_t gl = how & 0x80 ? 8 : 4, esize, len;
+        MptFeedback fb = { .now = fz->clock + v, .n = n };
+        Rec r = { .kind = REC_FEEDBACK, .authentic = true };
+
+        count = wrong == 2 ? 0 : wrong == 3 ? MPT_FEEDBACK_ENTRIES_MAX + 1 : n;
+        esize = wrong == 4 ? MPT_FEEDBACK_ENTRY_SIZE - 8 : wrong == 7 ? MPT_FEEDBACK_ENTRY_SIZE + 8 : MPT_FEEDBACK_ENTRY_SIZE;
+        for (unsigned i = 0; i < n; i++)
+                fb.entries[i] = (MptFeedbackEntry) {
+                        .path_id = (uint8_t) ((v + i) & 7),
+                        .packets = (uint32_t) x * (i + 1),
+                        .bytes = (uint64_t) x * (i + 1) * 1400,
+                        .marker = (uint64_t) x + i,
+                        .arrival = fz->clock - (usec_t) i * x,
+                        .peak_rate = (uint64_t) x << (v & 31),
+                };
+        if (wrong == 6)
+                fb.entries[n - 1].path_id = (uint8_t) (MPT_WIRE_PATHS_MAX + (v & 63));
+
+        memset(g, 0, gl);
+        wr16(g, how & 0x80 ? MPT_GRE_S : 0);
+        wr16(g + 2, v & 0x80 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
+        if (how & 0x80)
+                wr32(g + 4, fz->gre_seq);
+        p = g + gl;
+        len = MPT_FEEDBACK_HEADER_SIZE - 4 + count * esize;
+        memset(p, 0xee, len + 1);
+        p[0] = MPT_CONTROL_FEEDBACK;
+        p[1] = wrong == 1 ? MPT_FEEDBACK_VERSION + 1 : MPT_FEEDBACK_VERSION;
+        p[2] = (uint8_t) count;
+        p[3] = (uint8_t) esize;
+        for (unsigned b = 0; b < 8; b++)
+                p[4 + b] = (uint8_t) (fb.now >> (56 - 8 * b));
+        for (unsigned i = 0; i < count; i++) {
+                const MptFeedbackEntry *e = &fb.entries[i % n];
+                uint8_t *q = p + MPT_FEEDBACK_HEADER_SIZE - 4 + (size_t) i * esize;
+                const uint64_t fields[] = { e->bytes, e->marker, e->arrival, e->peak_rate };
+
+                q[0] = e->path_id;
+                q[1] = q[2] = q[3] = 0;
+                wr32(q + 4, e->packets);
+                for (unsigned f = 0; f < ELEMENTSOF(fields) && 8 + 8 * f < esize; f++)
+                        for (unsigned b = 0; b < 8 && 8 + 8 * f + b < esize; b++)
+                                q[8 + 8 * f + b] = (uint8_t) (fields[f] >> (56 - 8 * b));
+        }
+        if (wrong == 5)
+                len = v & 1 ? len + 1 : len - 1;
+        len += gl;
+        if (fz->secure && (wrong == 0 || wrong == 7) && !(how & 0x80))
+                r.fb = &fb;
         if (fz->secure) {
                 len = seal(fz, in, buf, len, &r);
                 feed(fz, buf, len, add_rec(fz, &r, buf, len));
@@ -1114,10 +1228,32 @@ ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
 
 typedef struct Sums {
         uint64_t units; /* per datagram (or dropped message): one of these */
+        /* of them, what the worker counts of a datagram after it authenticated (secure mode), but
+         * the drops of messages from an unknown source */
+        uint64_t authenticated;
         uint64_t rx_packets;
         uint64_t after_rx; /* of the received: dropped by the reorder buffer */
         uint64_t no_memory, tun_write;
 } Sums;
+
+/* Whether the worker counts a drop for this reason before a datagram authenticates (or instead). */
+static bool before_auth(unsigned reason) {
+        switch (reason) {
+        case MPT_DROP_TRUNCATED:
+        case MPT_DROP_TOO_SHORT:
+        case MPT_DROP_BAD_VERSION:
+        case MPT_DROP_BAD_HEADER:
+        case MPT_DROP_COMPAT_PACKET:
+        case MPT_DROP_AUTH_FAILED:
+        case MPT_DROP_REPLAYED:
+        case MPT_DROP_STALE_EPOCH:
+        case MPT_DROP_OWN_EPOCH:
+        case MPT_DROP_CIPHER_ERROR:
+                return true;
+        default:
+                return false;
+        }
+}
 
 /* Over the tunnel's paths: a datagram counted for any other would not add up. */
 static Sums sums(const Fuzz *fz) {
@@ -1129,12 +1265,16 @@ static Sums sums(const Fuzz *fz) {
 
                 s.rx_packets += c->rx_packets;
                 s.units += c->rx_packets + c->keepalives_rx;
+                s.authenticated += c->rx_packets + c->keepalives_rx;
                 check(c->tx_packets == 0 && c->keepalives_tx == 0, "sent something");
                 for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
                         if (r == MPT_DROP_DUPLICATE || r == MPT_DROP_STALE)
                                 s.after_rx += c->drops[r];
-                        else
+                        else {
                                 s.units += c->drops[r];
+                                if (!before_auth(r))
+                                        s.authenticated += c->drops[r];
+                        }
         }
         s.no_memory = w->tunnel_counters.drops[MPT_DROP_NO_MEMORY];
         s.tun_write = w->tunnel_counters.drops[MPT_DROP_TUN_WRITE];
@@ -1212,17 +1352,94 @@ static void check_seqs(Fuzz *fz, Mark before) {
 
 /* ---- operations ---- */
 
+static bool feedback_equal(const MptFeedback *a, const MptFeedback *b) {
+        if (a->now != b->now || a->n != b->n)
+                return false;
+        for (unsigned i = 0; i < a->n; i++)
+                if (a->entries[i].path_id != b->entries[i].path_id || a->entries[i].packets != b->entries[i].packets ||
+                    a->entries[i].bytes != b->entries[i].bytes || a->entries[i].marker != b->entries[i].marker ||
+                    a->entries[i].arrival != b->entries[i].arrival ||
+                    a->entries[i].peak_rate != b->entries[i].peak_rate)
+                        return false;
+        return true;
+}
+
+/* A feedback event must come from a fresh, well-formed feedback frame of this batch (one event
+ * each), with its values, its source and arrival time, for the path it arrived for. */
+static void check_feedback_event(Fuzz *fz, const ControlEvent *ev, const WorkerRxMessage *msgs) {
+        for (unsigned i = 0; i < fz->n_fresh; i++) {
+                const Rec *r = &fz->recs[fz->fresh[i].rec];
+                unsigned m = fz->fresh[i].msg;
+
+                if (fz->fresh[i].used || r->kind != REC_FEEDBACK || !r->fb || !feedback_equal(r->fb, &ev->fb) ||
+                    memcmp(&ev->source, &msgs[m].source, sizeof ev->source) != 0 || ev->when != msgs[m].arrival ||
+                    (int) ev->path != expected_path(fz, fz->socket_path, fz->msgs[m].source))
+                        continue;
+                fz->fresh[i].used = true;
+                return;
+        }
+        fail("a feedback event (path %u, %u entries) that no fresh well-formed feedback frame of the batch sent",
+             ev->path, ev->fb.n);
+}
+
+/* Secure mode: the worker tracks what arrived of each of the other end's paths (rx_track(), for
+ * the feedback it sends) with every datagram that authenticated and no other: as many as it
+ * counted after authentication, on the sender paths of fresh datagrams, with the highest counter
+ * and when it arrived. */
+static void check_rx_tracks(Fuzz *fz, const RxTrack before[static MPT_PATHS_MAX], const WorkerRxMessage *msgs,
+                            uint64_t authenticated, uint64_t overflow) {
+        uint64_t packets = 0;
+
+        for (unsigned id = 0; id < MPT_PATHS_MAX; id++) {
+                RxTrack now;
+                uint64_t n, bytes, fresh = 0, fresh_bytes = 0;
+                bool marker_known = false;
+
+                worker_rx_track_read(fz->w, id, &now);
+                n = now.packets - before[id].packets;
+                bytes = now.bytes - before[id].bytes;
+                packets += n;
+                if (!fz->secure) {
+                        check(n == 0 && bytes == 0 && now.marker == before[id].marker,
+                              "compat mode: sender path %u tracked", id);
+                        continue;
+                }
+                for (unsigned i = 0; i < fz->n_fresh; i++) {
+                        const Rec *r = &fz->recs[fz->fresh[i].rec];
+
+                        if (r->path_id != id)
+                                continue;
+                        fresh++;
+                        fresh_bytes += r->wire_len;
+                        marker_known = marker_known || (r->counter == now.marker &&
+                                                        msgs[fz->fresh[i].msg].arrival == now.arrival);
+                }
+                check(n <= fresh && bytes <= fresh_bytes && bytes >= n * (MPT_SECURE_OVERHEAD + 1),
+                      "sender path %u: %" PRIu64 " datagrams (%" PRIu64 " bytes) tracked, %" PRIu64
+                      " (%" PRIu64 " bytes) could authenticate",
+                      id, n, bytes, fresh, fresh_bytes);
+                check(now.marker >= before[id].marker, "sender path %u: the tracked counter went back", id);
+                check(now.marker == before[id].marker || marker_known,
+                      "sender path %u: counter %" PRIu64 " at %" PRIu64 " tracked, which no fresh datagram had", id,
+                      now.marker, now.arrival);
+        }
+        check(!fz->secure || (authenticated <= packets && packets <= authenticated + overflow),
+              "%" PRIu64 " datagrams tracked, %" PRIu64 " counted after they authenticated", packets, authenticated);
+}
+
 static void flush_batch(Fuzz *fz) {
         WorkerRxMessage msgs[WORKER_RX_MMSG];
+        RxTrack tracks[MPT_PATHS_MAX];
         Tunnel *t = fz->t;
         Worker *w = fz->w;
-        uint64_t units = 0, epoch_before = t->secure_rx.peer_epoch, overflow;
+        uint64_t units = 0, epoch_before = t->secure_rx.peer_epoch, overflow, unknown_msgs = 0;
         Mark mark_before = mark(fz);
-        unsigned fresh_sources = 0, fresh_ka = 0, fresh_ps = 0, n_ka = 0, n_ps = 0;
+        unsigned fresh_sources = 0, fresh_ka = 0, fresh_ps = 0, n_ka = 0, n_ps = 0, n_fb = 0;
         Sums before = sums(fz), after;
 
         if (fz->n_msgs == 0)
                 return;
+        fz->n_fresh = 0;
         for (unsigned m = 0; m < fz->n_msgs; m++) {
                 Msg *g = &fz->msgs[m];
                 int p = expected_path(fz, fz->socket_path, g->source);
@@ -1239,6 +1456,7 @@ static void flush_batch(Fuzz *fz) {
 
                 if (g->truncated || p == -1) {
                         units++;
+                        unknown_msgs += !g->truncated;
                         continue;
                 }
                 /* What the worker will see as datagrams: of the message's segment size, or as
@@ -1268,6 +1486,8 @@ static void flush_batch(Fuzz *fz) {
                                 fresh_sources |= 1u << g->source;
                                 fresh_ka += r->kind == REC_KEEPALIVE;
                                 fresh_ps += r->kind == REC_PATH_STATUS;
+                                check(fz->n_fresh < ELEMENTSOF(fz->fresh), "fresh datagrams");
+                                fz->fresh[fz->n_fresh++] = (typeof(fz->fresh[0])) { .rec = g->recs[i], .msg = m };
                         }
                         /* Compat mode: the inner packets of all of them. */
                         if (!fz->secure) {
@@ -1278,9 +1498,10 @@ static void flush_batch(Fuzz *fz) {
                 }
         }
         overflow = t->ka_overflow;
+        for (unsigned id = 0; id < MPT_PATHS_MAX; id++)
+                worker_rx_track_read(w, id, &tracks[id]);
 
         worker_rx_process(w, fz->s, fz->socket_path, msgs, fz->n_msgs);
-        fz->n_msgs = 0;
 
         /* The control events, as the main thread would take them. */
         fz->events += t->ka_n;
@@ -1290,15 +1511,33 @@ static void flush_batch(Fuzz *fz) {
 
                 n_ka += ev->kind == CONTROL_EVENT_KEEPALIVE;
                 n_ps += ev->kind == CONTROL_EVENT_PATH_STATUS;
-                if (!fz->secure)
+                n_fb += ev->kind == CONTROL_EVENT_FEEDBACK;
+                /* A control frame's event has the time its message arrived (the kernel's). */
+                if (ev->kind != CONTROL_EVENT_ENDPOINT) {
+                        unsigned m;
+
+                        for (m = 0; m < fz->n_msgs; m++)
+                                if (ev->when == msgs[m].arrival &&
+                                    memcmp(&ev->source, &msgs[m].source, sizeof ev->source) == 0)
+                                        break;
+                        check(m < fz->n_msgs, "a control event (%u) with a time no message from its source arrived at",
+                              ev->kind);
+                }
+                if (!fz->secure) {
+                        check(ev->kind != CONTROL_EVENT_FEEDBACK, "compat mode: a feedback event");
                         continue;
+                }
                 for (c = 0; c < SOURCES; c++)
                         if ((fresh_sources & 1u << c) &&
                             memcmp(&ev->source, &fz->sources[c], sizeof ev->source) == 0)
                                 break;
                 check(c < SOURCES, "a control event (%u) from a source that sent nothing authentic and new",
                       ev->kind);
+                if (ev->kind == CONTROL_EVENT_FEEDBACK)
+                        check_feedback_event(fz, ev, msgs);
         }
+        fz->n_msgs = 0;
+        fz->feedback_events += n_fb;
         if (fz->secure)
                 check(n_ka <= fresh_ka && n_ps <= fresh_ps,
                       "more control events than authentic new control frames");
@@ -1306,9 +1545,12 @@ static void flush_batch(Fuzz *fz) {
         overflow = t->ka_overflow - overflow;
 
         after = sums(fz);
-        check(after.units - before.units + n_ps <= units && units <= after.units - before.units + n_ps + overflow,
-              "%" PRIu64 " datagrams were counted as %" PRIu64 " (and %u path-status events)", units,
-              after.units - before.units, n_ps);
+        check(after.units - before.units + n_ps + n_fb <= units &&
+                      units <= after.units - before.units + n_ps + n_fb + overflow,
+              "%" PRIu64 " datagrams were counted as %" PRIu64 " (and %u path-status and %u feedback events)", units,
+              after.units - before.units, n_ps, n_fb);
+        check_rx_tracks(fz, tracks, msgs, after.authenticated - before.authenticated - unknown_msgs + n_ps + n_fb,
+                        overflow);
         check(t->secure_rx.peer_epoch >= epoch_before, "the peer epoch went back");
         check_seqs(fz, mark_before);
         check_accounts(fz);
@@ -1364,9 +1606,10 @@ static void summary(const Fuzz *fz) {
         const Worker *w = fz->w;
 
         fprintf(stderr, "%s%s%s%s, %u paths: %zu records, %" PRIu64 " packets to the TUN device (%" PRIu64
-                " GRO writes), %" PRIu64 " events\n",
+                " GRO writes), %" PRIu64 " events (%" PRIu64 " feedback)\n",
                 fz->secure ? "secure" : "compat", fz->reorder ? " reorder" : "", fz->vnet_hdr ? " vnet" : "",
-                fz->gro ? " gro" : "", fz->n_paths, fz->n_recs, fz->sink_packets, fz->gso_writes, fz->events);
+                fz->gro ? " gro" : "", fz->n_paths, fz->n_recs, fz->sink_packets, fz->gso_writes, fz->events,
+                fz->feedback_events);
         for (unsigned p = 0; p < fz->n_paths; p++) {
                 const PathCounters *c = &w->path_counters[p];
 
@@ -1413,7 +1656,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         while (in.n > 0 && fz->fed_bytes < FED_BYTES_MAX) {
                 uint8_t op = in8(&in);
 
-                switch (op % 10) {
+                switch (op % 11) {
                 case 0:
                 case 1:
                 case 2:
@@ -1440,8 +1683,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 case 8:
                         op_expire(fz, (usec_t) in16(&in) * 16);
                         break;
-                default:
+                case 9:
                         op_main(fz, &in);
+                        break;
+                default:
+                        op_feedback(fz, &in);
                         break;
                 }
         }

@@ -25,11 +25,15 @@ class Seed:
         self.b = bytearray(cfg)
         self.secure = secure
 
-    def seal(self, epoch=0, path=0, aes=False, counter=None):
+    def seal(self, epoch=0, path=0, aes=False, counter=None, reserved=False, bad_path=False, header=0,
+             flip_g=False):
         # epoch: index into epochs[] (3: our own, 4: another key); counter None: the next one,
-        # else a step back (negative) or ahead (-128..127).
-        e = epoch | path << 3
-        how = (1 if aes else 0) | (2 if aes else 0)
+        # else a step back (negative) or ahead (-128..127). What makes the header bad: a reserved
+        # flag, a path id out of range, header 1 lane 1, 2 version 1's type byte, 3 a handshake
+        # message's; flag G flipped.
+        e = epoch | path << 3 | (0xc0 if bad_path else 0)
+        how = (1 if aes else 0) | (2 if aes else 0) | (4 if reserved else 0) | header << 5 | \
+            (0x80 if flip_g else 0)
         if counter is None:
             self.b += bytes([e, how])
         else:
@@ -58,6 +62,13 @@ class Seed:
 
     def path_status(self, token=1, **seal):
         self.b += bytes([3, 1, token << 1])
+        if self.secure:
+            self.seal(**seal)
+
+    def feedback(self, entries=2, wrong=0, seq=False, v=0, x=1000, **seal):
+        # wrong: 0 well-formed, 1 another version, 2 no entry, 3 too many, 4 short entries, 5 a
+        # byte more (v odd) or less, 6 a path id out of range, 7 longer entries (well-formed)
+        self.b += bytes([10, (entries - 1) | wrong << 4 | (0x80 if seq else 0), v]) + struct.pack(">H", x)
         if self.secure:
             self.seal(**seal)
 
@@ -199,6 +210,51 @@ def seeds():
     s.data(seq=0)
     s.expire(20000)
     yield 'compat-resync', s
+
+    # Feedback frames (secure mode): well-formed ones from both sender paths, one with entries
+    # longer than version 1's; malformed ones (another version, too many entries, a byte too
+    # many, a path id out of range, a GRE sequence number); a replay; one from a new source
+    # (a new endpoint too), and the largest.
+    s = Seed(config(SECURE | REORDER, paths=2), True)
+    s.data(seq=0)
+    s.feedback(entries=2)
+    s.feedback(entries=1, v=1, path=1)
+    s.feedback(entries=3, wrong=7)
+    s.feedback(wrong=1)
+    s.feedback(wrong=3)
+    s.feedback(wrong=5, v=1)
+    s.feedback(wrong=6, v=5)
+    s.feedback(seq=True)
+    s.replay(back=8)
+    s.flush()
+    s.message(source=5)
+    s.feedback(entries=1, x=7)
+    s.flush(path=1)
+    s.feedback(entries=16, x=65535, path=1)
+    s.flush(path=1)
+    yield 'secure-feedback', s
+
+    # Compat mode: a feedback frame, well-formed or not, is dropped (bad-feedback).
+    s = Seed(config(REORDER, paths=1), False)
+    s.data(seq=0)
+    s.feedback()
+    s.feedback(wrong=1)
+    s.flush()
+    yield 'compat-feedback', s
+
+    # Secure headers of version 2 that are refused: lane 1, version 1, a handshake message, flag
+    # G flipped, a reserved flag, a path id out of range; then one that is not.
+    s = Seed(config(SECURE | REORDER, paths=2), True)
+    s.data(seq=0)
+    s.data(seq=0, header=1)
+    s.data(seq=0, header=2)
+    s.data(seq=0, header=3)
+    s.data(seq=0, flip_g=True)
+    s.data(seq=0, reserved=True)
+    s.data(seq=0, bad_path=True)
+    s.data(seq=0, path=1)
+    s.flush()
+    yield 'secure-headers', s
 
 
 def regressions():
