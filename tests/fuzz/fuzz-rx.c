@@ -14,7 +14,8 @@
  * the epochs, sender paths and counters the input picks, or with another key, or with a header
  * that must be refused; arbitrary bytes; replays of earlier datagrams, intact or damaged.
  * They are grouped into UDP GRO messages and batches of messages, from sources the input picks,
- * with arrival times, expiry, and what the main thread does to the reorder buffer.
+ * with arrival times, expiry, and what the main thread does to the reorder buffer (a path down
+ * or up, a reset; the learned scheduler's maximum delay, minimum hold and extra delays).
  *
  * What must hold (fail() says which did not):
  * - Every packet written to the TUN device is a well-formed IP packet that was sent: in secure
@@ -433,12 +434,20 @@ static int expected_path(const Fuzz *fz, unsigned path, unsigned c) {
 
 /* ---- the tunnel ---- */
 
+/* The reorder buffer's maximum delays, and the minimum hold of gaps as a part of one: none, a
+ * quarter, a half, all of it (what tunnel_new() starts with, before the learned scheduler has
+ * measured the paths' delay spread). */
+static const usec_t delays[4] = {
+        2 * USEC_PER_MSEC, 10 * USEC_PER_MSEC, 50 * USEC_PER_MSEC, USEC_PER_SEC,
+};
+
+static usec_t min_hold_of(unsigned choice, usec_t max_delay) {
+        return choice >= 3 ? max_delay : choice * max_delay / 4;
+}
+
 static int fuzz_new(Input *in, Fuzz **ret) {
         uint8_t c0 = in8(in), c1 = in8(in), c2 = in8(in), c3 = in8(in);
         static const uint32_t windows[8] = { 1, 2, 4, 16, 64, 256, 1024, 4096 };
-        static const usec_t delays[4] = {
-                2 * USEC_PER_MSEC, 10 * USEC_PER_MSEC, 50 * USEC_PER_MSEC, USEC_PER_SEC,
-        };
         Fuzz *fz;
         Tunnel *t;
         int r;
@@ -490,6 +499,7 @@ static int fuzz_new(Input *in, Fuzz **ret) {
                 t->reorder = reorder_new(windows[c2 & 7], fz->max_delay);
                 if (!t->reorder)
                         return -ENOMEM;
+                reorder_set_min_hold(t->reorder, min_hold_of(c2 >> 5 & 3, fz->max_delay));
                 t->reorder_enabled = true;
                 r = worker_pool_setup(t);
                 if (r < 0)
@@ -1568,9 +1578,13 @@ static void op_expire(Fuzz *fz, usec_t by) {
 }
 
 /* What the main thread does to the reorder buffer: a path goes down or up, the other end
- * restarted. */
+ * restarted; the learned scheduler's settings (tunnel_set_reorder_extra(),
+ * tunnel_set_reorder_hold()): a path's extra delay (v / 128 of the maximum delay, which caps
+ * it), or the maximum delay (delays[v & 3]) and the minimum hold (min_hold_of(v >> 2 & 3)). how:
+ * bits 0-1 which (3: a setting, with v), 2-3 the path, 4 (a setting) the hold, else an extra
+ * delay. */
 static void op_main(Fuzz *fz, Input *in) {
-        uint8_t how = in8(in);
+        uint8_t how = in8(in), v = (how & 3) == 3 ? in8(in) : 0;
         Tunnel *t = fz->t;
         uint64_t before;
         Mark m;
@@ -1589,6 +1603,17 @@ static void op_main(Fuzz *fz, Input *in) {
         case 1:
                 pthread_mutex_lock(&t->reorder_lock);
                 reorder_path_up(t->reorder, how >> 2 & 3);
+                pthread_mutex_unlock(&t->reorder_lock);
+                break;
+        case 3:
+                pthread_mutex_lock(&t->reorder_lock);
+                if (how & 0x10) {
+                        fz->max_delay = delays[v & 3];
+                        reorder_set_max_delay(t->reorder, fz->max_delay);
+                        reorder_set_min_hold(t->reorder, min_hold_of(v >> 2 & 3, fz->max_delay));
+                        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
+                } else
+                        reorder_set_path_extra(t->reorder, how >> 2 & 3, (usec_t) v * fz->max_delay / 128);
                 pthread_mutex_unlock(&t->reorder_lock);
                 break;
         default:
@@ -1623,6 +1648,11 @@ static void summary(const Fuzz *fz) {
         if (fz->reorder) {
                 const ReorderStats *st = reorder_stats(fz->t->reorder);
 
+                fprintf(stderr, "  reorder settings: max delay %" PRIu64 " us, min hold %" PRIu64 " us, extra delay",
+                        fz->max_delay, reorder_min_hold(fz->t->reorder));
+                for (unsigned p = 0; p < fz->n_paths; p++)
+                        fprintf(stderr, " %" PRIu64, reorder_path_extra(fz->t->reorder, p));
+                fprintf(stderr, " us\n");
                 fprintf(stderr,
                         "  reorder: delivered %" PRIu64 ", held %" PRIu64 ", late %" PRIu64 ", lost %" PRIu64
                         ", timeouts %" PRIu64 ", duplicates %" PRIu64 ", stale %" PRIu64 ", resyncs %" PRIu64
@@ -1640,7 +1670,7 @@ static void summary(const Fuzz *fz) {
  *   0: bit 0 secure mode, 1 reorder buffer, 2 virtio-net header, 3 batches (GRO), 4 AES-256-GCM
  *      (where the CPU has it), 5-6 paths - 1, 7 odd paths IPv6
  *   1: bits 0-1 which paths share a socket (topologies), 2-5 PinRemote= per path
- *   2: bits 0-2 reorder window, 3-4 maximum delay
+ *   2: bits 0-2 reorder window, 3-4 maximum delay, 5-6 minimum hold (min_hold_of())
  *   3: the first sequence number's top byte
  * then operations, each a byte (the operation, below) and its arguments, to the end. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -15,9 +15,10 @@ import sys
 SECURE, REORDER, VNET, GRO, AES = 1, 2, 4, 8, 16
 
 
-def config(flags, paths=2, v6=False, topology=0, pin=0, window=3, delay=1, seq_top=0):
+def config(flags, paths=2, v6=False, topology=0, pin=0, window=3, delay=1, seq_top=0, min_hold=0):
+    # delay: 2, 10, 50 ms, 1 s; min_hold: none, a quarter, a half, all of the delay
     c0 = flags | (paths - 1) << 5 | (0x80 if v6 else 0)
-    return bytes([c0, topology | pin << 2, window | delay << 3, seq_top])
+    return bytes([c0, topology | pin << 2, window | delay << 3 | min_hold << 5, seq_top])
 
 
 class Seed:
@@ -93,6 +94,14 @@ class Seed:
     def main(self, what, path=0):
         # what: 0 path down, 1 path up, 2 the other end restarted (reorder reset)
         self.b += bytes([9, what | path << 2])
+
+    def extra(self, path, v):
+        # the path's packets wait at least v / 128 of the maximum delay (which caps it)
+        self.b += bytes([9, 3 | path << 2, v])
+
+    def hold(self, delay, min_hold):
+        # the maximum delay and minimum hold as config() takes them
+        self.b += bytes([9, 3 | 0x10, delay | min_hold << 2])
 
 
 def checksum(b):
@@ -255,6 +264,44 @@ def seeds():
     s.data(seq=0, path=1)
     s.flush()
     yield 'secure-headers', s
+
+    # The learned scheduler's delay equalisation: path 0 (the faster) gets an extra delay of half
+    # the maximum (25 of 50 ms). Its packets wait that long even in order, and path 1's behind
+    # them wait for them; expiry before it has passed releases nothing, after it everything. Then,
+    # without it, a shorter maximum delay (10 ms) with a minimum hold of half of it: a gap that
+    # both paths have passed is skipped only once it has waited that long. Last, a path that is
+    # down ignores its extra delay, and one that is up again waits it (capped at 10 ms).
+    s = Seed(config(SECURE | REORDER | VNET | GRO, delay=2, min_hold=1), True)
+    s.data(seq=0)
+    s.flush()
+    s.extra(0, 64)
+    s.data(seq=0, size=200)
+    s.data(seq=0, size=200)
+    s.flush(path=1)
+    s.message(source=1)
+    s.data(seq=0, size=200, path=1)
+    s.flush()
+    s.expire(1000)
+    s.expire(700)
+    s.extra(0, 0)
+    s.hold(1, 2)
+    s.message(source=0)
+    s.data(seq=1)
+    s.flush(path=1)
+    s.message(source=1)
+    s.data(seq=0, path=1)
+    s.flush()
+    s.expire(200)
+    s.expire(200)
+    s.main(0, path=0)
+    s.extra(0, 255)
+    s.message(source=0)
+    s.data(seq=0)
+    s.flush()
+    s.main(1, path=0)
+    s.data(seq=0)
+    s.flush()
+    yield 'reorder-extra-delay', s
 
 
 def regressions():
