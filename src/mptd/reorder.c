@@ -378,8 +378,9 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
         }
 
         {
+                /* (at expected too: a packet that waits for its path's extra delay) */
                 Slot *s = slot_of(r, seq);
-                if (d > 0 && s->buffered && s->seq == seq) {
+                if (d >= 0 && s->buffered && s->seq == seq) {
                         r->stats.duplicates++;
                         return MPT_DROP_DUPLICATE;
                 }

@@ -325,6 +325,22 @@ def regressions():
     s.flush()
     yield 'gro-ip-reserved-bit', s
 
+    # A copy of a packet that waited at the head of the reorder buffer for its path's extra delay
+    # (a duplicate from the network, in compat mode) was delivered at once, ahead of the original,
+    # and the buffer went on counting the original where it no longer looked for it: the reset
+    # after it looped over the whole sequence space.
+    s = Seed(config(REORDER, paths=2, delay=2), False)
+    s.data(seq=0)
+    s.flush()
+    s.extra(0, 64)
+    s.data(seq=0)
+    s.flush(path=1)
+    s.message(source=1)
+    s.replay()
+    s.flush()
+    s.main(2)
+    yield 'reorder-extra-duplicate', s
+
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), 'rx')

@@ -1025,6 +1025,37 @@ static void test_path_extra(void) {
         ASSERT_DELIVERED(s, 0, 1, 2, 3, 4, 5, 6, 100);
 }
 
+/* A copy of a packet that waits at the head of the buffer for its path's extra delay is a
+ * duplicate, whichever path it comes by: it is neither delivered at once (before the original,
+ * which would then be delivered too) nor held in the same slot again. Either left the buffer
+ * counting a packet it no longer had, and the next reset or resynchronisation looped over the
+ * whole sequence space looking for it (found by fuzz-rx). */
+static void test_path_extra_duplicate(void) {
+        g_autoptr(Reorder) r = reorder_new(64, 100 * MS);
+        g_autoptr(Sink) s = sink_new(20);
+
+        reorder_set_path_extra(r, 0, 30 * MS);
+        ACCEPT(r, s, 0, 0, 1000);
+        g_assert_cmpuint(reorder_buffered(r), ==, 1);
+        g_assert_cmpint(insert(r, s, 0, 1, 1001), ==, MPT_DROP_DUPLICATE);
+        g_assert_cmpint(insert(r, s, 0, 0, 1002), ==, MPT_DROP_DUPLICATE);
+        g_assert_cmpuint(s->seqs->len, ==, 0);
+        g_assert_cmpuint(reorder_buffered(r), ==, 1);
+        reorder_expire(r, 1000 + 30 * MS, on_deliver, s);
+        ASSERT_DELIVERED(s, 0);
+        g_assert_cmpuint(reorder_buffered(r), ==, 0);
+        g_assert_cmpint(insert(r, s, 0, 1, 1000 + 31 * MS), ==, MPT_DROP_DUPLICATE);
+
+        /* The same before a reset, which delivers the original once. */
+        ACCEPT(r, s, 1, 0, 40 * MS);
+        g_assert_cmpint(insert(r, s, 1, 1, 41 * MS), ==, MPT_DROP_DUPLICATE);
+        g_assert_cmpint(insert(r, s, 1, 0, 42 * MS), ==, MPT_DROP_DUPLICATE);
+        reorder_reset(r, on_deliver, s);
+        ASSERT_DELIVERED(s, 0, 1);
+        g_assert_cmpuint(reorder_buffered(r), ==, 0);
+        assert_stats(r, (Counts) { .delivered = 2, .held = 2, .duplicates = 5 });
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
@@ -1057,6 +1088,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/reorder/simulation-wrap", test_simulation_wrap);
         g_test_add_func("/mpt/reorder/lender", test_lender);
         g_test_add_func("/mpt/reorder/path-extra", test_path_extra);
+        g_test_add_func("/mpt/reorder/path-extra-duplicate", test_path_extra_duplicate);
         g_test_add_func("/mpt/reorder/lender-free", test_lender_free);
 
         return g_test_run();
