@@ -93,7 +93,11 @@ void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret) {
                 pref[i] = MAX(path_effective_weight(t->paths[ids[i]]), 1u);
         }
         t->learn_light = light_now(t, now_usec());
-        t->learn_by_rates = learn_weights(lp, pref, n, t->learn_light, t->learn_load, ret);
+        bool capped[MPT_PATHS_MAX] = {};
+
+        t->learn_by_rates = learn_weights(lp, pref, n, t->learn_load, ret, capped);
+        for (size_t i = 0; i < n; i++)
+                t->paths[ids[i]]->learn.capped = capped[i];
         memset(t->learn_published, 0, sizeof t->learn_published);
         for (size_t i = 0; i < n; i++)
                 t->learn_published[ids[i]] = ret[i];
@@ -114,7 +118,7 @@ static void republish(Tunnel *t) {
                 lp[i] = &t->paths[ids[i]]->learn;
                 pref[i] = MAX(path_effective_weight(t->paths[ids[i]]), 1u);
         }
-        bool by_rates = learn_weights(lp, pref, n, light_now(t, now_usec()), t->learn_load, w);
+        bool by_rates = learn_weights(lp, pref, n, t->learn_load, w, NULL);
         for (size_t i = 0; i < n; i++) {
                 sum_new += w[i];
                 sum_old += t->learn_published[ids[i]];
@@ -171,8 +175,9 @@ void feedback_handle(Tunnel *t, const ControlEvent *ev) {
                 if (p->learn.saturated && p->learn.updated == now)
                         t->learn_saturated_at = now;
         }
-        if (changed)
-                republish(t);
+        /* The queues moved too (learn_weights()): republish() checks whether a share did. */
+        (void) changed;
+        republish(t);
 }
 
 void feedback_path_up(Path *p) {

@@ -91,10 +91,17 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                               : 0;
         q = learn_queue_delay(p);
         /* The receiver took longer than we did for the same datagrams: they queued. */
-        p->saturated = dt_rx * LEARN_STRETCH_DIV > dt_tx * (LEARN_STRETCH_DIV + 1) ||
-                       (q > LEARN_QUEUE_SAT_USEC && q > 4 * p->owd_jitter) ||
-                       (p->loss_ppm >= LEARN_LOSS_SAT_PPM && p->span_queue_max > LEARN_QUEUE_SAT_USEC &&
-                        p->span_queue_max > 2 * p->owd_jitter);
+        if (dt_rx * LEARN_STRETCH_DIV > dt_tx * (LEARN_STRETCH_DIV + 1) ||
+            (q > LEARN_QUEUE_SAT_USEC && q > 4 * p->owd_jitter) ||
+            (p->loss_ppm >= LEARN_LOSS_SAT_PPM && p->span_queue_max > LEARN_QUEUE_SAT_USEC &&
+             p->span_queue_max > 2 * p->owd_jitter))
+                p->sat_run++;
+        else
+                p->sat_run = 0;
+        /* One span that looks saturated may be a moment of the hosts' scheduling (a sending
+         * thread held up between its send marks and the send): only a second one in a row says
+         * that the path no longer keeps up. */
+        p->saturated = p->sat_run >= LEARN_SAT_SPANS;
         if (p->saturated) {
                 int64_t m = owd_min(p);
                 bool busy = m != INT64_MAX && p->prev_owd > m && (uint64_t) (p->prev_owd - m) >= LEARN_BUSY_QUEUE_USEC;
@@ -109,6 +116,11 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                         /* The queue built up within the span: it can carry at least what it
                          * delivered, and less than it was given. */
                         p->rate = MAX(MIN(cur, MAX(delivered, cur / 8 * 7)), LEARN_RATE_MIN);
+                /* Never below half its burst rate now: when the paths share one bottleneck (the
+                 * hosts' CPUs, one uplink behind them), each delivers in proportion to what it is
+                 * sent, and cuts by what they delivered would let the split drift anywhere; the
+                 * burst rate is what the path itself carries. */
+                p->rate = MAX(p->rate, MIN(s->peak / LEARN_PEAK_FLOOR_DIV, cur));
         } else {
                 /* What it carried is what it can carry at least (and before any span, it keeps
                  * the initial credit: a trickle at the start says nothing). */
@@ -119,9 +131,15 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                 else if (others_saturated)
                         /* It kept up where another did not: it is owed more of the traffic. */
                         cur += cur / 4 + MIN(tunnel_rate, UINT64_MAX / 4) / 32;
-                else if (delivered >= cur / 8 * 5)
-                        /* It carried most of what it is credited with and kept up: ready for more. */
+                else if (p->capped && delivered >= cur / 8 * 5 && q < LEARN_BUSY_QUEUE_USEC)
+                        /* Water-filling wants to give it more than its credit (it is preferred),
+                         * and it carried most of what it got without a queue: try more. */
                         cur = cur / 8 * 9;
+                /* Otherwise the credit does not grow by itself: splitting by the rates needs
+                 * only how they compare, which saturations (and burst rates) tell; credits that
+                 * grew with what each path happened to be given would drift apart when the
+                 * paths share a bottleneck (the hosts' CPUs), where each delivers what it is
+                 * sent. */
                 p->rate = cur;
         }
         p->delivered = delivered;
@@ -153,14 +171,13 @@ static uint32_t to_weight(unsigned __int128 bytes_per_sec) {
         return (uint32_t) MAX(MIN(w, (unsigned __int128) UINT32_MAX), (unsigned __int128) 1);
 }
 
-/* What water-filling gives a path at most: 7/8 of its credit, which runs ahead of what it
- * carries when nothing saturated it. */
+/* What water-filling gives a path at most: 7/8 of its credit. */
 static uint64_t cap(const LearnPath *p) {
         return learn_rate(p) / 8 * 7;
 }
 
-bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, bool light, uint64_t load,
-                   uint32_t *ret) {
+bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,
+                   bool *ret_capped) {
         unsigned __int128 left, total = 0, rates = 0, alloc[MPT_PATHS_MAX];
         bool capped[MPT_PATHS_MAX], differ = false;
         size_t open = n;
@@ -173,7 +190,7 @@ bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n
         left = MAX((unsigned __int128) load + load / LEARN_HEADROOM_DIV, (unsigned __int128) n * LEARN_RATE_MIN);
         for (size_t i = 0; i < n; i++)
                 capped[i] = false;
-        for (bool again = differ || light; again && open > 0;) {
+        for (bool again = differ; again && open > 0;) {
                 uint64_t sum = 0;
 
                 again = false;
@@ -194,11 +211,22 @@ bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n
                         }
                 }
         }
-        if ((!differ && !light) || open == 0) {
-                /* Equal preferences under a load that saturates paths, or even the credits do not
-                 * carry the load: the rates. */
+        for (size_t i = 0; ret_capped && i < n; i++)
+                ret_capped[i] = differ && capped[i];
+        if (!differ || open == 0) {
+                /* Equal preferences, or even the credits do not carry the load: the rates, each
+                 * less the longer its queue stands above the shortest one (queue balance). */
+                uint64_t qmin = UINT64_MAX;
+
                 for (size_t i = 0; i < n; i++)
-                        ret[i] = to_weight(learn_rate(paths[i]));
+                        qmin = MIN(qmin, learn_queue_delay(paths[i]));
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t q = learn_queue_delay(paths[i]);
+                        unsigned __int128 r = learn_rate(paths[i]);
+                        unsigned __int128 w = r * (LEARN_QUEUE_BALANCE_USEC + qmin) / (LEARN_QUEUE_BALANCE_USEC + q);
+
+                        ret[i] = to_weight(MAX(w, r / 2));
+                }
                 return true;
         }
         /* Weights are relative, but on the scale of the rates: the parts, scaled to add up to the

@@ -48,7 +48,9 @@
 #define LEARN_SPAN_MIN_USEC (100 * USEC_PER_MSEC)
 /* A queue of at least this at a span's start: the path was busy for the whole span. */
 #define LEARN_BUSY_QUEUE_USEC (2 * USEC_PER_MSEC)
-/* Saturated when the receiver's span exceeds ours by more than 1/LEARN_STRETCH_DIV of it. */
+/* Saturated when this many spans in a row look so: */
+#define LEARN_SAT_SPANS 2u
+/* ... the receiver's span exceeds ours by more than 1/LEARN_STRETCH_DIV of it, */
 #define LEARN_STRETCH_DIV 8u
 /* ... or when the queueing delay stands above this (and above 4 times the delay's jitter). */
 #define LEARN_QUEUE_SAT_USEC (8 * USEC_PER_MSEC)
@@ -62,6 +64,8 @@
  * thread's scheduling can inflate (a batch read late looks like a fast burst); a path whose
  * capacity grew is found by the growth rules meanwhile. */
 #define LEARN_PEAK_IGNORE_USEC (10 * USEC_PER_SEC)
+/* A saturated path is credited with at least 1/LEARN_PEAK_FLOOR_DIV of its current burst rate. */
+#define LEARN_PEAK_FLOOR_DIV 2u
 /* The one-way delay's minimum is taken over this window (two halves, as a rolling minimum). */
 #define LEARN_OWD_WINDOW_USEC (10 * USEC_PER_SEC)
 /* Rates are bytes per second; a path is never credited with less than this. */
@@ -93,7 +97,9 @@ typedef struct LearnPath {
         uint64_t rate;         /* learned: bytes per second the path can take; 0 before any sample */
         uint64_t delivered;    /* measured over the last span, bytes per second */
         uint32_t loss_ppm;     /* datagrams lost over the last span, parts per million */
-        bool saturated;        /* over the last span */
+        bool saturated;        /* over the last LEARN_SAT_SPANS spans */
+        unsigned sat_run;      /* spans in a row that looked saturated */
+        bool capped;           /* the last split wanted to give it more than its credit */
         usec_t updated;        /* our clock at the last span's end; 0: never */
         uint64_t peak;         /* the receiver's latest peak rate */
         usec_t peak_ignore_until;
@@ -131,20 +137,25 @@ uint64_t learn_rate(const LearnPath *p);
 
 /* The sending vector's weights for n paths (at least 1 each, in units of LEARN_WEIGHT_UNIT bytes
  * per second) from their credited rates, the paths' preferences (Weight=; pref[i] >= 1, relative
- * to the others), whether the tunnel is lightly loaded and what it sends now (load, bytes per
- * second).
- * Under a load that saturates paths, with equal preferences (the default), each path's weight is
- * its credited rate: all paths then fill up together, none is the first to overflow and make TCP
- * back off while the others have room (as MPTCP's coupled schedulers try to achieve).
- * Otherwise, the load with 1/LEARN_HEADROOM_DIV to spare is split in proportion to the
- * preferences, and a path whose part would exceed 7/8 of its credit gets that, the others sharing
- * the rest in proportion to theirs (water-filling): light traffic stays on the preferred paths (a
- * fixed line before a metered LTE link) and spills to the others as the load grows; equal
- * preferences split light traffic equally (the credits of paths that nothing saturated are only
- * lower bounds, and their ratio says little); a load that needs every path's credit is split by
- * the rates again.
- * Returns true when the split is by the rates, false when water-filling made it. */
+ * to the others) and what the tunnel sends now (load, bytes per second).
+ * With equal preferences (the default), each path's weight is its credited rate, at any load: all
+ * paths then fill up together, none is the first to overflow and make TCP back off while the
+ * others have room (as MPTCP's coupled schedulers try to achieve); a split that followed the load
+ * would give a slow path too much of a TCP slow start's burst, since the load is measured after
+ * the fact. Queue balance corrects the rates (LEARN_QUEUE_BALANCE_USEC).
+ * With unequal preferences, the load with 1/LEARN_HEADROOM_DIV to spare is split in proportion
+ * to them, and a path whose part would exceed 7/8 of its credit gets that, the others sharing the
+ * rest in proportion to theirs (water-filling): light traffic stays on the preferred paths (a
+ * fixed line before a metered LTE link) and spills to the others as the load grows; a load that
+ * needs every path's credit is split by the rates again.
+ * Returns true when the split is by the rates, false when water-filling made it; ret_capped
+ * (unless NULL) says which paths water-filling capped at their credit (they would get more). */
 #define LEARN_WEIGHT_UNIT UINT64_C(1000)
+/* Queue balance: split by the rates, a path's weight is scaled by (Q + the shortest queueing
+ * delay of the paths) / (Q + its own), at least 1/2: a path whose queue stands longer than the
+ * others' (its credit ran ahead of it, or the load grew past it first) gets less until the queues
+ * stand alike, so that they fill, and overflow, together. */
+#define LEARN_QUEUE_BALANCE_USEC (10 * USEC_PER_MSEC)
 #define LEARN_HEADROOM_DIV 4u /* plus a quarter */
-bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, bool light, uint64_t load,
-                   uint32_t *ret);
+bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,
+                   bool *ret_capped);
