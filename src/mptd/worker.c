@@ -463,18 +463,32 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
 
 /* Secure mode: authenticates and decrypts the datagrams of one receive buffer in place (seg
  * bytes each, the last one maybe shorter), a few dozen at a time. Headers are checked first
- * (cheap drops: malformed, reflected, old epoch, replayed), then the tags; only then are the
- * counters recorded, so that forged datagrams cannot move the anti-replay window. The shared
- * receive state is locked twice per run of datagrams, not per datagram. A datagram that fails
- * is counted and gets its first byte zeroed, which no secure datagram has; one that passes keeps
- * its header, and its plaintext is at MPT_SECURE_HEADER_SIZE, MPT_SECURE_OVERHEAD bytes shorter. */
+ * (cheap drops: malformed, reflected, old epoch, moved from another path, replayed), then the
+ * tags; only then are the counters recorded and sender path ids bound to paths, so that forged
+ * datagrams cannot move the anti-replay window or bind a path id. The shared receive state is
+ * locked twice per run of datagrams, not per datagram. A datagram that fails is counted and gets
+ * its first byte zeroed, which no secure datagram has; one that passes keeps its header, and its
+ * plaintext is at MPT_SECURE_HEADER_SIZE, MPT_SECURE_OVERHEAD bytes shorter.
+ *
+ * The buffer arrived on the socket of path `path` and belongs to path p (demux()), or, with p
+ * RX_BY_TOKEN, to one of the paths that share the socket: its sender path id must be bound to
+ * that path, or to one of those, or not yet to any (mptd(8), SECURE WIRE FORMAT). */
 #define SECURE_RUN 64u
 
-static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t len, size_t seg) {
+static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, uint8_t *buf, size_t len,
+                               size_t seg) {
         Tunnel *t = w->tunnel;
+        unsigned counted = p >= 0 ? (unsigned) p : path;
         MptSecureHeader h[SECURE_RUN];
         int reason[SECURE_RUN];
-        uint64_t new_epochs = 0;
+        uint64_t new_epochs = 0, paths = 0;
+
+        if (p >= 0)
+                paths = MPT_SECURE_PATH_BIT(p);
+        else
+                for (unsigned i = 0; i < s->n_paths; i++)
+                        if (s->paths[i].endpoint == s->paths[path].endpoint)
+                                paths |= MPT_SECURE_PATH_BIT(i);
 
         for (size_t base = 0; base < len; base += seg * SECURE_RUN) {
                 size_t n = MIN((size_t) SECURE_RUN, DIV_ROUND_UP(len - base, seg));
@@ -486,7 +500,7 @@ static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t
                 pthread_mutex_lock(&t->secure_lock);
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] < 0)
-                                reason[i] = mpt_secure_rx_check(&t->secure_rx, &h[i]);
+                                reason[i] = mpt_secure_rx_check(&t->secure_rx, &h[i], paths);
                 pthread_mutex_unlock(&t->secure_lock);
 
                 for (size_t i = 0; i < n; i++) {
@@ -518,7 +532,7 @@ static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t
                         bool new_epoch;
                         if (reason[i] >= 0)
                                 continue;
-                        reason[i] = mpt_secure_rx_accept(&t->secure_rx, &h[i], &new_epoch);
+                        reason[i] = mpt_secure_rx_accept(&t->secure_rx, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
                 }
                 pthread_mutex_unlock(&t->secure_lock);
@@ -620,7 +634,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 if (seg[m] == 0 || seg[m] > k)
                         seg[m] = k;
                 if (t->secure)
-                        secure_open_buffer(w, p[m] >= 0 ? (unsigned) p[m] : path, w->rx_cur[m], k, seg[m]);
+                        secure_open_buffer(w, s, path, p[m], w->rx_cur[m], k, seg[m]);
         }
 
         /* Then all messages under one hold of the reorder lock, in arrival order; what they

@@ -146,6 +146,7 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
         [MPT_DROP_CIPHER_ERROR] = "cipher-error",
         [MPT_DROP_BAD_FEEDBACK] = "bad-feedback",
+        [MPT_DROP_PATH_MISMATCH] = "path-mismatch",
 };
 
 static void test_drop_reason_enum(void) {
