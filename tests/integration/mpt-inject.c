@@ -3,7 +3,7 @@
 /* mpt-inject: sends bad datagrams at a running mptd's data port, for secure-inject.sh.
  *
  *   mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX]
- *              [--own-epoch HEX] [--count N] [--counter N] CASE
+ *              [--own-epoch HEX] [--count N] [--counter N] [--path-id N] CASE
  * (--key and --epoch are needed by every case but garbage, compat and feedback.)
  *
  * CASE (and the drop reason mptd must count for it in secure mode):
@@ -23,6 +23,9 @@
  *                frame of an unknown protocol type: sent --count times, the first copy counts as
  *                gre-protocol (authentic, but nothing for the TUN device), every further copy as
  *                replayed
+ *   moved        sealed with --key under --epoch as the real sender would seal its path --path-id
+ *                (default 1; counters from --counter on), carrying the frame of replay: when it
+ *                arrives at another path than the one that id is bound to   path-mismatch
  * Every case but replay is sent --count times (default 1), each a fresh datagram.
  *
  * --spoof sends through a raw IPv4 socket with the given source address and port (the real
@@ -150,7 +153,8 @@ int main(int argc, char *argv[]) {
                 { "to", required_argument, NULL, 't' },         { "spoof", required_argument, NULL, 's' },
                 { "key", required_argument, NULL, 'k' },        { "epoch", required_argument, NULL, 'e' },
                 { "own-epoch", required_argument, NULL, 'o' },  { "count", required_argument, NULL, 'n' },
-                { "counter", required_argument, NULL, 'c' },    {}
+                { "counter", required_argument, NULL, 'c' },    { "path-id", required_argument, NULL, 'p' },
+                {}
         };
         static uint8_t buf[BUF_MAX];
         struct sockaddr_in to = {}, from = {};
@@ -158,7 +162,7 @@ int main(int argc, char *argv[]) {
         uint64_t epoch = 0, own_epoch = 0, counter = 1;
         MptSecureKeys keys = {};
         MptKey psk = {};
-        unsigned count = 1;
+        unsigned count = 1, path_id = 1;
         const char *what;
         int c, fd;
 
@@ -192,6 +196,13 @@ int main(int argc, char *argv[]) {
                 case 'c':
                         counter = strtoull(optarg, NULL, 10);
                         break;
+                case 'p':
+                        path_id = (unsigned) atoi(optarg);
+                        if (path_id >= MPT_PATHS_MAX) {
+                                fprintf(stderr, "mpt-inject: bad --path-id '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
                 default:
                         return 2;
                 }
@@ -199,7 +210,7 @@ int main(int argc, char *argv[]) {
             ((!psk.set || epoch == 0) && !(optind < argc && (streq(argv[optind], "compat") || streq(argv[optind], "feedback") ||
                                                               streq(argv[optind], "garbage"))))) {
                 fprintf(stderr, "usage: mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX] "
-                                "[--own-epoch HEX] [--count N] [--counter N] CASE\n");
+                                "[--own-epoch HEX] [--count N] [--counter N] [--path-id N] CASE\n");
                 return 2;
         }
         what = argv[optind];
@@ -231,7 +242,8 @@ int main(int argc, char *argv[]) {
                         mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
                                         (MptSecureSender) { .path_id = 62, .counter = counter + i });
                 } else if (streq(what, "bad-version") || streq(what, "bad-header") || streq(what, "wrong-key") ||
-                           streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay")) {
+                           streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay") ||
+                           streq(what, "moved")) {
                         uint64_t e = epoch;
                         uint16_t path = 61;
                         if (streq(what, "wrong-key"))
@@ -247,6 +259,8 @@ int main(int argc, char *argv[]) {
                         }
                         if (streq(what, "replay"))
                                 path = 63;
+                        if (streq(what, "moved"))
+                                path = (uint16_t) path_id;
                         /* GRE of an experimental protocol type (88B5): even when authentic,
                          * nothing for the TUN device. */
                         plain = compat_frame(buf + MPT_SECURE_HEADER_SIZE, 0x88b5);
