@@ -311,6 +311,7 @@ void tunnel_reset_reorder(Tunnel *t) {
                 return;
         pthread_mutex_lock(&t->reorder_lock);
         reorder_reset(t->reorder, deliver_from_main, t);
+        reorder_trim(t->reorder);
         __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
         pthread_mutex_unlock(&t->reorder_lock);
 }

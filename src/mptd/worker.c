@@ -664,6 +664,8 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
         }
         gro_flush(w);
         if (t->reorder_enabled) {
+                /* Written: the memory of what the reorder buffer delivered may be reused now. */
+                reorder_trim(t->reorder);
                 for (int m = 0; m < n; m++)
                         pool_next_buffer(w, (unsigned) m);
                 reorder_publish_deadline(t);
@@ -1092,6 +1094,7 @@ static void expire_reorder(Worker *w) {
         pthread_mutex_lock(&t->reorder_lock);
         reorder_expire(t->reorder, now, tun_deliver, w);
         gro_flush(w);
+        reorder_trim(t->reorder);
         reorder_publish_deadline(t);
         pthread_mutex_unlock(&t->reorder_lock);
 }
