@@ -476,7 +476,7 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
 #define SECURE_RUN 64u
 
 static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, uint8_t *buf, size_t len,
-                               size_t seg) {
+                               size_t seg, usec_t now) {
         Tunnel *t = w->tunnel;
         unsigned counted = p >= 0 ? (unsigned) p : path;
         MptSecureHeader h[SECURE_RUN];
@@ -513,12 +513,18 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                                 keys = &w->rx_keys;
                         else {
                                 /* A newer epoch (the other end restarted): its keys, kept aside
-                                 * until a datagram under it authenticates. */
-                                if (h[i].epoch != w->rx_try_keys.epoch &&
-                                    mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
-                                                      &w->rx_try_keys) < 0) {
-                                        reason[i] = MPT_DROP_CIPHER_ERROR;
-                                        continue;
+                                 * until a datagram under it authenticates. Anyone can claim a
+                                 * new epoch: derivations are rate-limited. */
+                                if (h[i].epoch != w->rx_try_keys.epoch) {
+                                        if (!mpt_secure_limit_take(&w->rx_derive_limit, now)) {
+                                                reason[i] = MPT_DROP_EPOCH_LIMITED;
+                                                continue;
+                                        }
+                                        if (mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
+                                                              &w->rx_try_keys) < 0) {
+                                                reason[i] = MPT_DROP_CIPHER_ERROR;
+                                                continue;
+                                        }
                                 }
                                 keys = &w->rx_try_keys;
                         }
@@ -634,7 +640,7 @@ static unsigned worker_rx(Worker *w, const Snapshot *s, unsigned path, unsigned 
                 if (seg[m] == 0 || seg[m] > k)
                         seg[m] = k;
                 if (t->secure)
-                        secure_open_buffer(w, s, path, p[m], w->rx_cur[m], k, seg[m]);
+                        secure_open_buffer(w, s, path, p[m], w->rx_cur[m], k, seg[m], now[m]);
         }
 
         /* Then all messages under one hold of the reorder lock, in arrival order; what they

@@ -406,6 +406,29 @@ int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t pat
         return -1;
 }
 
+bool mpt_secure_limit_take(MptSecureLimit *l, usec_t now) {
+        if (!l->started) {
+                *l = (MptSecureLimit) { .started = true, .tokens = MPT_SECURE_DERIVE_BURST, .since = now };
+        } else if (now >= l->since + MPT_SECURE_DERIVE_INTERVAL_USEC) {
+                uint64_t n = (now - l->since) / MPT_SECURE_DERIVE_INTERVAL_USEC;
+
+                if (n >= MPT_SECURE_DERIVE_BURST - l->tokens) {
+                        l->tokens = MPT_SECURE_DERIVE_BURST;
+                        l->since = now;
+                } else {
+                        l->tokens += (unsigned) n;
+                        l->since += n * MPT_SECURE_DERIVE_INTERVAL_USEC;
+                }
+        }
+        if (l->tokens == 0)
+                return false;
+        /* A full bucket starts its refill from the first token taken. */
+        if (l->tokens == MPT_SECURE_DERIVE_BURST)
+                l->since = now;
+        l->tokens--;
+        return true;
+}
+
 int mpt_secure_reserve(uint64_t *next, uint64_t n, uint64_t *ret_first) {
         uint64_t cur = __atomic_load_n(next, __ATOMIC_RELAXED);
 

@@ -179,6 +179,25 @@ int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t pat
 /* The receiver's path (index) the sender path id of h is bound to in the current epoch, or -1. */
 int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h);
 
+/* Work that a datagram can cause before it authenticated is a header check and one tag check,
+ * except for a datagram of an epoch newer than the other end's current one: its keys must be
+ * derived first (and the thread's cipher context re-keyed). Forged datagrams with ever newer
+ * epochs would cost that every time, so such derivations are rate-limited: a token bucket of
+ * MPT_SECURE_DERIVE_BURST, one token back every MPT_SECURE_DERIVE_INTERVAL_USEC. A datagram
+ * that finds it empty is dropped (epoch-limited) without a derivation. A restarted other end
+ * needs one derivation per receiving thread. */
+#define MPT_SECURE_DERIVE_BURST 8u
+#define MPT_SECURE_DERIVE_INTERVAL_USEC (100 * USEC_PER_MSEC)
+
+typedef struct MptSecureLimit {
+        bool started;
+        unsigned tokens;
+        usec_t since; /* when the last token came back (or the bucket was last full) */
+} MptSecureLimit;
+
+/* Whether one more derivation may be done at now (monotonic); takes a token if so. */
+bool mpt_secure_limit_take(MptSecureLimit *l, usec_t now);
+
 /* Sliding window: whether counter is new and within the window, and recording it. */
 bool mpt_replay_check(const MptReplay *r, uint64_t counter);
 bool mpt_replay_update(MptReplay *r, uint64_t counter);

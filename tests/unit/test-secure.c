@@ -669,6 +669,41 @@ static void test_path_binding(void) {
         g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 63);
 }
 
+/* Key derivations for new epochs: a burst, then one per interval, never more than a burst saved. */
+static void test_derive_limit(void) {
+        const usec_t iv = MPT_SECURE_DERIVE_INTERVAL_USEC, t0 = 5 * USEC_PER_SEC;
+        MptSecureLimit l = {};
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < 100; i++)
+                n += mpt_secure_limit_take(&l, t0);
+        g_assert_cmpuint(n, ==, MPT_SECURE_DERIVE_BURST);
+        g_assert_false(mpt_secure_limit_take(&l, t0 + iv - 1));
+        /* One back per interval since the first was taken. */
+        g_assert_true(mpt_secure_limit_take(&l, t0 + iv));
+        g_assert_false(mpt_secure_limit_take(&l, t0 + iv));
+        g_assert_true(mpt_secure_limit_take(&l, t0 + 2 * iv + iv / 2));
+        g_assert_false(mpt_secure_limit_take(&l, t0 + 2 * iv + iv / 2));
+        /* Three intervals later: three. */
+        n = 0;
+        for (unsigned i = 0; i < 100; i++)
+                n += mpt_secure_limit_take(&l, t0 + 5 * iv);
+        g_assert_cmpuint(n, ==, 3);
+        /* A flood over ten seconds gets the burst and one per interval, no more. */
+        n = 0;
+        for (usec_t t = t0 + 6 * iv; t < t0 + 6 * iv + 10 * USEC_PER_SEC; t += 1000)
+                n += mpt_secure_limit_take(&l, t);
+        g_assert_cmpuint(n, <=, MPT_SECURE_DERIVE_BURST + 10 * USEC_PER_SEC / iv);
+        g_assert_cmpuint(n, >=, 10 * USEC_PER_SEC / iv);
+        /* After a long quiet time, a full burst again, not more. */
+        n = 0;
+        for (unsigned i = 0; i < 100; i++)
+                n += mpt_secure_limit_take(&l, t0 + 3600 * USEC_PER_SEC);
+        g_assert_cmpuint(n, ==, MPT_SECURE_DERIVE_BURST);
+        /* An arrival stamped a little earlier than the last one changes nothing. */
+        g_assert_false(mpt_secure_limit_take(&l, t0 + 3600 * USEC_PER_SEC - 10));
+}
+
 /* ---- counters ---- */
 
 static void test_counter_reserve(void) {
@@ -848,6 +883,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/secure/replay/model", test_replay_model);
         g_test_add_func("/mpt/secure/epochs", test_epochs);
         g_test_add_func("/mpt/secure/path-binding", test_path_binding);
+        g_test_add_func("/mpt/secure/derive-limit", test_derive_limit);
         g_test_add_func("/mpt/secure/counter/reserve", test_counter_reserve);
         g_test_add_func("/mpt/secure/counter/threads", test_counter_threads);
         ADD_EACH("/mpt/secure/exchange", test_exchange_replay_and_restart);
