@@ -551,8 +551,8 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
         log_tunnel_debug(t, "nftables table 'inet mpt-%s' written: %zu remote address%s, MTU %u.", t->name, u,
                          u == 1 ? "" : "es", t->mtu);
         if (startup && !nft_owned(t->nft))
-                log_tunnel_info(t, "The kernel cannot tie the nftables table to this process (flag owner, Linux "
-                                "5.12); if mptd is killed, the table stays until it starts again.");
+                log_tunnel_info(t, "The kernel cannot tie the nftables table to this process (flag owner, "
+                                "Linux 5.12); if mptd is killed, the table stays until it starts again.");
         free(t->fw_remotes);
         t->fw_remotes = TAKE_PTR(remotes);
         t->fw_n_remotes = u;

@@ -520,8 +520,8 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                                                 reason[i] = MPT_DROP_EPOCH_LIMITED;
                                                 continue;
                                         }
-                                        if (mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
-                                                              &w->rx_try_keys) < 0) {
+                                        if (mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch,
+                                                              t->aes, &w->rx_try_keys) < 0) {
                                                 reason[i] = MPT_DROP_CIPHER_ERROR;
                                                 continue;
                                         }

@@ -218,7 +218,8 @@ int main(int argc, char *argv[]) {
             ((!psk.set || epoch == 0) && !(optind < argc && (streq(argv[optind], "compat") || streq(argv[optind], "feedback") ||
                                                               streq(argv[optind], "garbage"))))) {
                 fprintf(stderr, "usage: mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX] "
-                                "[--own-epoch HEX] [--count N] [--counter N] [--path-id N] [--interval-us N] CASE\n");
+                                "[--own-epoch HEX] [--count N] [--counter N] [--path-id N] "
+                                "[--interval-us N] CASE\n");
                 return 2;
         }
         what = argv[optind];

@@ -16,12 +16,15 @@ int mpt_notify_socket_open(char *ret_name, size_t size) {
         static unsigned counter;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         unsigned rnd = 0;
+        socklen_t sa_len;
         int fd, one = 1, n;
 
         (void) !getrandom(&rnd, sizeof rnd, GRND_NONBLOCK);
         n = snprintf(ret_name, size, "@mpt-nm-%d-%u-%u", (int) getpid(), rnd, counter++);
         if (n < 0 || (size_t) n >= size || (size_t) n > sizeof sa.sun_path)
                 return -ENAMETOOLONG;
+        memcpy(sa.sun_path + 1, ret_name + 1, (size_t) n - 1);
+        sa_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + (size_t) n);
         fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
@@ -31,8 +34,7 @@ int mpt_notify_socket_open(char *ret_name, size_t size) {
                 close(fd);
                 return r;
         }
-        memcpy(sa.sun_path + 1, ret_name + 1, (size_t) n - 1);
-        if (bind(fd, (struct sockaddr *) &sa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + (size_t) n)) < 0) {
+        if (bind(fd, (struct sockaddr *) &sa, sa_len) < 0) {
                 int r = -errno;
                 close(fd);
                 return r;

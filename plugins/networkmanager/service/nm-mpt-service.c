@@ -6,8 +6,9 @@
  * profile from vpn.data/vpn.secrets (plugins/networkmanager/shared), writes it to a private file
  * (0600) in the runtime directory, and runs mptd on it as a supervised child. mptd tells us that
  * the tunnel is up the way it tells systemd: READY=1 on $NOTIFY_SOCKET, here an abstract socket
- * of ours that takes messages from that mptd only (nm-mpt-notify.h). Then we report Config (tundev, MTU, gateway = the first path's Remote=) and the
- * Ip4Config/Ip6Config of the tunnel addresses and routes. mptd's death at any time is a failure
+ * of ours that takes messages from that mptd only (nm-mpt-notify.h). Then we report Config
+ * (tundev, MTU, gateway = the first path's Remote=) and the Ip4Config/Ip6Config of the tunnel
+ * addresses and routes. mptd's death at any time is a failure
  * that NetworkManager sees; Disconnect, NetworkManager's exit (watch-peer) and SIGTERM stop mptd,
  * which removes the device it created, and the profile file. */
 
@@ -300,7 +301,8 @@ static gboolean on_notify(int fd, GIOCondition cond, gpointer data) {
         if (n == -EPERM) {
                 /* Not from our mptd: anyone on the machine can send to the socket. Said once. */
                 if (self->notify_foreign++ == 0)
-                        g_warning("ignoring notifications that do not come from mptd (pid %d)", (int) self->pid);
+                        g_warning("ignoring notifications that do not come from mptd (pid %d)",
+                                  (int) self->pid);
                 return G_SOURCE_CONTINUE;
         }
         if (n < 0)
