@@ -22,6 +22,10 @@
 #define NFT_TYPE_IPADDR 7
 #define NFT_TYPE_IP6ADDR 8
 
+#ifndef NFT_TABLE_F_OWNER
+#define NFT_TABLE_F_OWNER 0x2 /* Linux 5.12 */
+#endif
+
 #define NFT_BATCH_SIZE (256u * 1024u)
 #define NFT_TCPOPT_MAXSEG 2
 
@@ -29,6 +33,7 @@ struct Nft {
         struct mnl_socket *nl;
         uint32_t portid;
         uint32_t seq;
+        bool no_owner; /* the kernel refused NFT_TABLE_F_OWNER: tables are written without it */
 };
 
 int nft_open(Nft **ret) {
@@ -154,7 +159,9 @@ static int batch_send(Nft *n, Batch *b, const char **ret_what) {
         return error;
 }
 
-static void table_msg(Batch *b, uint16_t type, const char *table, uint16_t flags, const char *what) {
+/* table_flags: NFT_TABLE_F_*; 0 sends no flags (which leaves an existing table's as they are). */
+static void table_msg(Batch *b, uint16_t type, const char *table, uint16_t flags, uint32_t table_flags,
+                      const char *what) {
         struct nftnl_table *t = nftnl_table_alloc();
         struct nlmsghdr *nlh;
 
@@ -163,6 +170,8 @@ static void table_msg(Batch *b, uint16_t type, const char *table, uint16_t flags
                 return;
         }
         nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
+        if (table_flags != 0)
+                nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, table_flags);
         nlh = batch_msg(b, type, NFPROTO_INET, flags, what);
         if (nlh)
                 nftnl_table_nlmsg_build_payload(nlh, t);
@@ -426,7 +435,9 @@ static int table_name(const char *tunnel, char buf[static 32]) {
         return n > 0 && n < 32 ? 0 : -ENAMETOOLONG;
 }
 
-int nft_apply(Nft *n, const NftRuleset *rs, const char **ret_what) {
+static const char owned_table[] = "table (owned by this process)";
+
+static int apply(Nft *n, const NftRuleset *rs, const char **ret_what) {
         char table[32];
         Batch b;
         int r;
@@ -438,10 +449,18 @@ int nft_apply(Nft *n, const NftRuleset *rs, const char **ret_what) {
         if (r < 0)
                 return r;
 
-        /* Add (so that the delete cannot fail), delete, and write the whole table again. */
-        table_msg(&b, NFT_MSG_NEWTABLE, table, NLM_F_CREATE, "table");
-        table_msg(&b, NFT_MSG_DELTABLE, table, 0, "table (replacing it)");
-        table_msg(&b, NFT_MSG_NEWTABLE, table, NLM_F_CREATE, "table");
+        /* Add (so that the delete cannot fail), delete, and write the whole table again. The first
+         * add sends no flags: it must not try to change those of a table that exists (the kernel
+         * refuses to add or take away the owner flag of one). The new table belongs to this
+         * netlink socket (NFT_TABLE_F_OWNER): only it may change the table, and the kernel deletes
+         * the table when the socket closes, also when mptd is killed. A table that another process
+         * owns cannot be looked up by us (EPERM): another mptd runs this tunnel. */
+        table_msg(&b, NFT_MSG_NEWTABLE, table, NLM_F_CREATE, 0, "table");
+        table_msg(&b, NFT_MSG_DELTABLE, table, 0, 0, "table (replacing it)");
+        if (n->no_owner)
+                table_msg(&b, NFT_MSG_NEWTABLE, table, NLM_F_CREATE, 0, "table");
+        else
+                table_msg(&b, NFT_MSG_NEWTABLE, table, NLM_F_CREATE, NFT_TABLE_F_OWNER, owned_table);
         set_msgs(&b, table, "remote4", 1, AF_INET, rs->remotes, rs->n_remotes);
         set_msgs(&b, table, "remote6", 2, AF_INET6, rs->remotes, rs->n_remotes);
         chain_msg(&b, table, "input", NF_INET_LOCAL_IN, -10);
@@ -464,6 +483,26 @@ int nft_apply(Nft *n, const NftRuleset *rs, const char **ret_what) {
         return r;
 }
 
+int nft_apply(Nft *n, const NftRuleset *rs, const char **ret_what) {
+        const char *what = NULL;
+        int r;
+
+        r = apply(n, rs, &what);
+        if (r == -EOPNOTSUPP && what == owned_table) {
+                /* Before Linux 5.12 the flag is unknown: a table without it, which a killed mptd
+                 * leaves behind until the next start replaces it. */
+                n->no_owner = true;
+                r = apply(n, rs, &what);
+        }
+        if (r < 0 && ret_what)
+                *ret_what = what;
+        return r;
+}
+
+bool nft_owned(const Nft *n) {
+        return !n->no_owner;
+}
+
 int nft_remove(Nft *n, const char *tunnel) {
         const char *what = NULL;
         char table[32];
@@ -476,7 +515,7 @@ int nft_remove(Nft *n, const char *tunnel) {
         r = batch_start(n, &b);
         if (r < 0)
                 return r;
-        table_msg(&b, NFT_MSG_DELTABLE, table, 0, "table");
+        table_msg(&b, NFT_MSG_DELTABLE, table, 0, 0, "table");
         r = batch_send(n, &b, &what);
         batch_done(&b);
         return r == -ENOENT ? 0 : r;

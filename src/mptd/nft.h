@@ -3,8 +3,11 @@
 
 /* The tunnel's nftables table, through libnftnl (no shelling out to nft). One table per tunnel,
  * "inet mpt-NAME", always written as a whole in one atomic batch (add, delete, add again and fill),
- * so that a table left behind by a killed mptd is replaced and no half-written state is ever
- * visible:
+ * so that no half-written state is ever visible. The table belongs to the process (flag owner,
+ * NFT_TABLE_F_OWNER, Linux 5.12): only its netlink socket may change it, and the kernel deletes it
+ * when that socket closes, so a killed mptd leaves nothing behind. Where the kernel does not know
+ * the flag, the table is written without it, and one left behind by a killed mptd is replaced by
+ * the next start:
  *
  *   table inet mpt-NAME {
  *       set remote4 { type ipv4_addr; elements = { ... } }   configured and learned remotes
@@ -43,8 +46,12 @@ int nft_open(Nft **ret);
 Nft *nft_close(Nft *n);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Nft *, nft_close);
 
-/* Creates or atomically replaces the tunnel's table. On failure nothing changed; *ret_what
- * (static) names the object the kernel refused. */
+/* Creates or atomically replaces the tunnel's table, owned by n's socket where the kernel can.
+ * On failure nothing changed; *ret_what (static) names the object the kernel refused (-EPERM for
+ * the table: another process owns it). */
 int nft_apply(Nft *n, const NftRuleset *rs, const char **ret_what);
+/* Whether the tables n writes belong to it (the kernel took NFT_TABLE_F_OWNER; true until a
+ * write found otherwise). */
+bool nft_owned(const Nft *n);
 /* Deletes the tunnel's table; 0 also when there was none. */
 int nft_remove(Nft *n, const char *tunnel);

@@ -3,6 +3,14 @@
 #include "reorder.h"
 #include "wire.h"
 
+/* A held packet that no copy buffer takes (larger than one, or none free): allocated for it, and
+ * freed once it was delivered and the caller trimmed (reorder_trim()). */
+typedef struct Spill {
+        struct Spill *next; /* on the list of delivered ones */
+        size_t len;
+        uint8_t data[];
+} Spill;
+
 typedef struct Slot {
         uint32_t seq;
         bool buffered;  /* holds a packet with this seq, waiting */
@@ -12,10 +20,9 @@ typedef struct Slot {
         usec_t arrival;
         usec_t release; /* not delivered before (its path's extra delay), even in order */
         size_t len;
-        const uint8_t *pkt; /* the held packet: lent memory, a copy buffer, or data */
+        const uint8_t *pkt; /* the held packet: lent memory, a copy buffer, or spill's */
         int32_t copy;       /* the copy buffer pkt is in, -1: none */
-        size_t capacity;
-        uint8_t *data;      /* for copies larger than a copy buffer, or when none is free */
+        Spill *spill;       /* the allocation pkt is in, NULL: none */
 } Slot;
 
 typedef struct PathFrontier {
@@ -42,6 +49,12 @@ struct Reorder {
         uint8_t *copies;
         uint32_t *copies_free;
         uint32_t n_copies_free;
+        /* What was delivered since the last reorder_trim(): the caller may still use it, so
+         * copy buffers go back to the free ones and spills are freed only then. */
+        uint32_t *copies_delivered;
+        uint32_t n_copies_delivered;
+        Spill *spills_delivered;
+        size_t spill_bytes; /* of all spills, held and delivered */
 
         bool synced;
         uint32_t expected; /* next sequence number to deliver */
@@ -70,10 +83,12 @@ Reorder *reorder_new(uint32_t window, usec_t max_delay) {
         r->slots = calloc(n, sizeof(Slot));
         r->copies = malloc((size_t) window * REORDER_COPY_BYTES);
         r->copies_free = malloc((size_t) window * sizeof(uint32_t));
-        if (!r->slots || !r->copies || !r->copies_free) {
+        r->copies_delivered = malloc((size_t) window * sizeof(uint32_t));
+        if (!r->slots || !r->copies || !r->copies_free || !r->copies_delivered) {
                 free(r->slots);
                 free(r->copies);
                 free(r->copies_free);
+                free(r->copies_delivered);
                 return mfree(r);
         }
         for (uint32_t i = 0; i < n; i++)
@@ -98,11 +113,13 @@ Reorder *reorder_free(Reorder *r) {
         for (uint32_t i = 0; i <= r->mask; i++) {
                 if (r->slots[i].buffered && r->slots[i].lent)
                         r->lender.release(r->lender.userdata, r->slots[i].pkt);
-                free(r->slots[i].data);
+                free(r->slots[i].spill);
         }
+        reorder_trim(r);
         free(r->slots);
         free(r->copies);
         free(r->copies_free);
+        free(r->copies_delivered);
         return mfree(r);
 }
 
@@ -125,10 +142,31 @@ static void deliver_slot(Reorder *r, Slot *s, ReorderDeliver deliver, void *user
                 r->lender.release(r->lender.userdata, s->pkt);
         }
         if (s->copy >= 0) {
-                assert(r->n_copies_free < r->window);
-                r->copies_free[r->n_copies_free++] = (uint32_t) s->copy;
+                assert(r->n_copies_free + r->n_copies_delivered < r->window);
+                r->copies_delivered[r->n_copies_delivered++] = (uint32_t) s->copy;
                 s->copy = -1;
         }
+        if (s->spill) {
+                s->spill->next = r->spills_delivered;
+                r->spills_delivered = TAKE_PTR(s->spill);
+        }
+}
+
+void reorder_trim(Reorder *r) {
+        /* In the order they were delivered: the last one is used first (see copies). */
+        for (uint32_t i = 0; i < r->n_copies_delivered; i++)
+                r->copies_free[r->n_copies_free++] = r->copies_delivered[i];
+        r->n_copies_delivered = 0;
+        while (r->spills_delivered) {
+                Spill *sp = r->spills_delivered;
+                r->spills_delivered = sp->next;
+                r->spill_bytes -= sp->len;
+                free(sp);
+        }
+}
+
+size_t reorder_spill_bytes(const Reorder *r) {
+        return r->spill_bytes;
 }
 
 /* Moves `expected` one step: delivers the held packet at expected, or skips its gap. */
@@ -276,7 +314,7 @@ static void resync(Reorder *r, uint32_t seq, ReorderDeliver deliver, void *userd
 static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t now, usec_t extra) {
         Slot *s = slot_of(r, seq);
 
-        assert(s->copy < 0);
+        assert(s->copy < 0 && !s->spill);
         if (r->lender.retain && r->lender.retain(r->lender.userdata, pkt, len)) {
                 s->lent = true;
                 s->pkt = pkt;
@@ -288,17 +326,18 @@ static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t
                 s->lent = false;
                 s->pkt = d;
         } else {
-                if (s->capacity < len) {
-                        size_t cap = MAX(len, (size_t) 2048);
-                        uint8_t *d = realloc(s->data, cap);
-                        if (!d)
-                                return -ENOMEM;
-                        s->data = d;
-                        s->capacity = cap;
-                }
-                memcpy(s->data, pkt, len);
+                /* Just its size, and freed after delivery: what a peer can make us allocate is
+                 * bounded by what may be held (REORDER_BYTES_MAX), not by the slots that ever
+                 * held a large packet. */
+                Spill *sp = malloc(sizeof(Spill) + len);
+                if (!sp)
+                        return -ENOMEM;
+                sp->len = len;
+                memcpy(sp->data, pkt, len);
+                r->spill_bytes += len;
+                s->spill = sp;
                 s->lent = false;
-                s->pkt = s->data;
+                s->pkt = sp->data;
         }
         s->seq = seq;
         s->len = len;

@@ -53,9 +53,9 @@ typedef struct ReorderStats {
         uint64_t overflows;   /* forced deliveries because the byte bound was hit */
 } ReorderStats;
 
-/* Called for every packet leaving the buffer, in order. pkt is valid during the call only: a copy
- * the buffer held it in is reused for the next packet it holds (which may be within the same
- * reorder_insert()), and lent memory is released right after the call. */
+/* Called for every packet leaving the buffer, in order. A packet that was held stays where it is
+ * until reorder_trim() (or, when lent, until the lender reuses it after release()), so the
+ * callback may keep a pointer to it until then. */
 typedef void (*ReorderDeliver)(void *userdata, const uint8_t *pkt, size_t len);
 
 /* Where held packets live. By default the buffer copies a packet it holds. A lender lets it keep
@@ -113,5 +113,13 @@ void reorder_path_up(Reorder *r, unsigned path);
 /* Delivers everything held in order and forgets the sequence space (peer restarted). */
 void reorder_reset(Reorder *r, ReorderDeliver deliver, void *userdata);
 
+/* Takes back the memory of the packets delivered since the last call (copy buffers, and the
+ * allocations of packets larger than a copy buffer): call it once the caller no longer uses
+ * them, e.g. at the end of each receive batch. Until then they are not reused. */
+void reorder_trim(Reorder *r);
+
 const ReorderStats *reorder_stats(const Reorder *r);
 size_t reorder_buffered(const Reorder *r);
+/* Bytes allocated for held packets that no copy buffer takes (held, or delivered and not trimmed
+ * yet): at most REORDER_BYTES_MAX plus what was delivered since the last reorder_trim(). */
+size_t reorder_spill_bytes(const Reorder *r);

@@ -349,6 +349,7 @@ void tunnel_reset_reorder(Tunnel *t) {
                 return;
         pthread_mutex_lock(&t->reorder_lock);
         reorder_reset(t->reorder, deliver_from_main, t);
+        reorder_trim(t->reorder);
         __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
         pthread_mutex_unlock(&t->reorder_lock);
 }
@@ -591,6 +592,9 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
         }
         log_tunnel_debug(t, "nftables table 'inet mpt-%s' written: %zu remote address%s, MTU %u.", t->name, u,
                          u == 1 ? "" : "es", t->mtu);
+        if (startup && !nft_owned(t->nft))
+                log_tunnel_info(t, "The kernel cannot tie the nftables table to this process (flag owner, "
+                                "Linux 5.12); if mptd is killed, the table stays until it starts again.");
         free(t->fw_remotes);
         t->fw_remotes = TAKE_PTR(remotes);
         t->fw_n_remotes = u;

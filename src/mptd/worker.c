@@ -647,18 +647,32 @@ bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_
 
 /* Secure mode: authenticates and decrypts the datagrams of one receive buffer in place (seg
  * bytes each, the last one maybe shorter), a few dozen at a time. Headers are checked first
- * (cheap drops: malformed, reflected, old epoch, replayed), then the tags; only then are the
- * counters recorded, so that forged datagrams cannot move the anti-replay window. The shared
- * receive state is locked twice per run of datagrams, not per datagram. A datagram that fails
- * is counted and gets its first byte zeroed, which no secure datagram has; one that passes keeps
- * its header, and its plaintext is at MPT_SECURE_HEADER_SIZE, MPT_SECURE_OVERHEAD bytes shorter. */
+ * (cheap drops: malformed, reflected, old epoch, moved from another path, replayed), then the
+ * tags; only then are the counters recorded and sender path ids bound to paths, so that forged
+ * datagrams cannot move the anti-replay window or bind a path id. The shared receive state is
+ * locked twice per run of datagrams, not per datagram. A datagram that fails is counted and gets
+ * its first byte zeroed, which no secure datagram has; one that passes keeps its header, and its
+ * plaintext is at MPT_SECURE_HEADER_SIZE, MPT_SECURE_OVERHEAD bytes shorter.
+ *
+ * The buffer arrived on the socket of path `path` and belongs to path p (demux()), or, with p
+ * RX_BY_TOKEN, to one of the paths that share the socket: its sender path id must be bound to
+ * that path, or to one of those, or not yet to any (mptd(8), SECURE WIRE FORMAT). */
 #define SECURE_RUN 64u
 
-static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t len, size_t seg) {
+static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, uint8_t *buf, size_t len,
+                               size_t seg, usec_t now) {
         Tunnel *t = w->tunnel;
+        unsigned counted = p >= 0 ? (unsigned) p : path;
         MptSecureHeader h[SECURE_RUN];
         int reason[SECURE_RUN];
-        uint64_t new_epochs = 0;
+        uint64_t new_epochs = 0, paths = 0;
+
+        if (p >= 0)
+                paths = MPT_SECURE_PATH_BIT(p);
+        else
+                for (unsigned i = 0; i < s->n_paths; i++)
+                        if (s->paths[i].endpoint == s->paths[path].endpoint)
+                                paths |= MPT_SECURE_PATH_BIT(i);
 
         for (size_t base = 0; base < len; base += seg * SECURE_RUN) {
                 size_t n = MIN((size_t) SECURE_RUN, DIV_ROUND_UP(len - base, seg));
@@ -670,7 +684,7 @@ static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t
                 pthread_mutex_lock(&t->secure_lock);
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] < 0)
-                                reason[i] = mpt_secure_rx_check(&t->secure_rx, &h[i]);
+                                reason[i] = mpt_secure_rx_check(&t->secure_rx, &h[i], paths);
                 pthread_mutex_unlock(&t->secure_lock);
 
                 for (size_t i = 0; i < n; i++) {
@@ -683,12 +697,18 @@ static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t
                                 keys = &w->rx_keys;
                         else {
                                 /* A newer epoch (the other end restarted): its keys, kept aside
-                                 * until a datagram under it authenticates. */
-                                if (h[i].epoch != w->rx_try_keys.epoch &&
-                                    mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch, t->aes,
-                                                      &w->rx_try_keys) < 0) {
-                                        reason[i] = MPT_DROP_CIPHER_ERROR;
-                                        continue;
+                                 * until a datagram under it authenticates. Anyone can claim a
+                                 * new epoch: derivations are rate-limited. */
+                                if (h[i].epoch != w->rx_try_keys.epoch) {
+                                        if (!mpt_secure_limit_take(&w->rx_derive_limit, now)) {
+                                                reason[i] = MPT_DROP_EPOCH_LIMITED;
+                                                continue;
+                                        }
+                                        if (mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch,
+                                                              t->aes, &w->rx_try_keys) < 0) {
+                                                reason[i] = MPT_DROP_CIPHER_ERROR;
+                                                continue;
+                                        }
                                 }
                                 keys = &w->rx_try_keys;
                         }
@@ -702,7 +722,7 @@ static void secure_open_buffer(Worker *w, unsigned counted, uint8_t *buf, size_t
                         bool new_epoch;
                         if (reason[i] >= 0)
                                 continue;
-                        reason[i] = mpt_secure_rx_accept(&t->secure_rx, &h[i], &new_epoch);
+                        reason[i] = mpt_secure_rx_accept(&t->secure_rx, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
                 }
                 pthread_mutex_unlock(&t->secure_lock);
@@ -762,7 +782,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                 if (seg[m] == 0 || seg[m] > k)
                         seg[m] = k;
                 if (t->secure)
-                        secure_open_buffer(w, p[m] >= 0 ? (unsigned) p[m] : path, w->rx_cur[m], k, seg[m]);
+                        secure_open_buffer(w, s, path, p[m], w->rx_cur[m], k, seg[m], msgs[m].arrival);
         }
 
         /* Then all messages under one hold of the reorder lock, in arrival order; what they
@@ -793,6 +813,8 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
         }
         gro_flush(w);
         if (t->reorder_enabled) {
+                /* Written: the memory of what the reorder buffer delivered may be reused now. */
+                reorder_trim(t->reorder);
                 for (unsigned m = 0; m < n; m++)
                         pool_next_buffer(w, m);
                 reorder_publish_deadline(t);
@@ -1278,6 +1300,7 @@ void worker_rx_expire(Worker *w, usec_t now) {
         pthread_mutex_lock(&t->reorder_lock);
         reorder_expire(t->reorder, now, tun_deliver, w);
         gro_flush(w);
+        reorder_trim(t->reorder);
         reorder_publish_deadline(t);
         pthread_mutex_unlock(&t->reorder_lock);
 }

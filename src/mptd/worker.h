@@ -123,10 +123,12 @@ struct Worker {
         unsigned tx_mark_next[MPT_PATHS_MAX];
 
         /* Secure mode: sealed datagrams of the TUN packet being sent; the receive key of the
-         * peer's current epoch, and one being tried for a newer epoch. */
+         * peer's current epoch, and one being tried for a newer epoch (derived at most as often
+         * as the limit allows). */
         uint8_t *tx_crypt;
         MptSecureKeys rx_keys;     /* epoch 0: none yet */
         MptSecureKeys rx_try_keys;
+        MptSecureLimit rx_derive_limit; /* derivations of rx_try_keys */
 
         PathCounters path_counters[MPT_PATHS_MAX];
         PathCounters tunnel_counters; /* drops not tied to a path */

@@ -153,8 +153,10 @@ const MptConfKey mpt_conf_keys[] = {
                 .name = "Firewall", .section = T(firewall), .type = MPT_CONF_BOOL,
                 .def = 1, .syntax = "BOOLEAN",
                 .doc = "Whether mptd keeps an nftables table \"inet mpt-NAME\" for the tunnel while it runs "
-                       "(written with libnftnl in one atomic batch, replaced when a killed mptd left one "
-                       "behind, deleted when mptd stops). Its input chain (priority filter - 10) accepts, "
+                       "(written with libnftnl in one atomic batch, deleted when mptd stops; it belongs to "
+                       "mptd (flags owner, Linux 5.12), so the kernel deletes it also when mptd is killed, "
+                       "and where it cannot, the next start replaces one left behind). Its input chain "
+                       "(priority filter - 10) accepts, "
                        "counts and optionally marks (FirewallMark=) UDP datagrams to LocalPort= from the "
                        "configured and learned remote addresses, kept in the sets remote4 and remote6; its "
                        "forward and output chains clamp the MSS of TCP SYNs through the tunnel device to "

@@ -356,33 +356,77 @@ bool mpt_replay_update(MptReplay *r, uint64_t counter) {
         return true;
 }
 
-int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h) {
+static_assert(MPT_PATHS_MAX <= 64, "a path is one bit of a uint64_t");
+
+int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h) {
+        if (h->epoch != rx->peer_epoch || rx->bound[h->path_id] == 0)
+                return -1;
+        return rx->bound[h->path_id] - 1;
+}
+
+int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths) {
+        int bound;
+
         if (h->epoch == rx->own_epoch)
                 return MPT_DROP_OWN_EPOCH;
         if (h->epoch < rx->peer_epoch)
                 return MPT_DROP_STALE_EPOCH;
+        /* Bindings are of the current epoch; a newer one starts without any. */
+        bound = mpt_secure_rx_bound(rx, h);
+        if (bound >= 0 && !(paths & MPT_SECURE_PATH_BIT(bound)))
+                return MPT_DROP_PATH_MISMATCH;
         if (h->epoch == rx->peer_epoch && !mpt_replay_check(&rx->replay[h->path_id], h->counter))
                 return MPT_DROP_REPLAYED;
         return -1;
 }
 
-int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, bool *ret_new_epoch) {
-        int reason = mpt_secure_rx_check(rx, h);
+int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths, bool *ret_new_epoch) {
+        int reason = mpt_secure_rx_check(rx, h, paths);
 
         *ret_new_epoch = false;
         if (reason >= 0)
                 return reason;
         if (h->epoch > rx->peer_epoch) {
-                /* The other end restarted (or this is its first datagram): a new key, new counters. */
+                /* The other end restarted (or this is its first datagram): a new key, new counters,
+                 * and its paths may be others (its profile may have changed). */
                 rx->peer_epoch = h->epoch;
-                for (size_t i = 0; i < MPT_PATHS_MAX; i++)
+                for (size_t i = 0; i < MPT_PATHS_MAX; i++) {
                         rx->replay[i].any = false;
+                        rx->bound[i] = 0;
+                }
                 *ret_new_epoch = true;
         }
         if (!mpt_replay_update(&rx->replay[h->path_id], h->counter))
                 return MPT_DROP_REPLAYED;
+        /* One path named: the datagram's path is known, and its sender path id belongs to it from
+         * now on. (paths & (paths - 1)) == 0: at most one bit set. */
+        if (rx->bound[h->path_id] == 0 && paths != 0 && (paths & (paths - 1)) == 0)
+                rx->bound[h->path_id] = (uint8_t) (__builtin_ctzll(paths) + 1);
         __atomic_store_n(&rx->peer_aes, !!(h->flags & MPT_SECURE_FLAG_AES), __ATOMIC_RELAXED);
         return -1;
+}
+
+bool mpt_secure_limit_take(MptSecureLimit *l, usec_t now) {
+        if (!l->started) {
+                *l = (MptSecureLimit) { .started = true, .tokens = MPT_SECURE_DERIVE_BURST, .since = now };
+        } else if (now >= l->since + MPT_SECURE_DERIVE_INTERVAL_USEC) {
+                uint64_t n = (now - l->since) / MPT_SECURE_DERIVE_INTERVAL_USEC;
+
+                if (n >= MPT_SECURE_DERIVE_BURST - l->tokens) {
+                        l->tokens = MPT_SECURE_DERIVE_BURST;
+                        l->since = now;
+                } else {
+                        l->tokens += (unsigned) n;
+                        l->since += n * MPT_SECURE_DERIVE_INTERVAL_USEC;
+                }
+        }
+        if (l->tokens == 0)
+                return false;
+        /* A full bucket starts its refill from the first token taken. */
+        if (l->tokens == MPT_SECURE_DERIVE_BURST)
+                l->since = now;
+        l->tokens--;
+        return true;
 }
 
 int mpt_secure_reserve(uint64_t *next, uint64_t n, uint64_t *ret_first) {

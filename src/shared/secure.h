@@ -30,7 +30,10 @@
  * with LABEL "mpt-v2 chacha20-poly1305" or "mpt-v2 aes-256-gcm".
  * A receiver derives the sender's keys from the epoch in the header; a newer epoch replaces the
  * old one as soon as one datagram under it authenticates, and an older epoch is never accepted
- * again. A per-path sliding window (RFC 6479) refuses replayed counters. A sender uses
+ * again. A per-path sliding window (RFC 6479) refuses replayed counters. Each sender path id is
+ * bound, for the epoch, to the receiver's path where its first datagram authenticated: the two
+ * profiles need not list their paths in the same order, and a datagram moved to another path is
+ * refused (path-mismatch). A sender uses
  * AES-256-GCM when its CPU has AES instructions and the other end's datagrams (of its current
  * epoch) say that it can receive it; otherwise ChaCha20-Poly1305, which every receiver takes.
  *
@@ -94,6 +97,9 @@ typedef struct MptSecureRx {
         uint64_t peer_epoch; /* the newest epoch that authenticated; 0: none yet */
         bool peer_aes;       /* atomic: the other end (in peer_epoch) can receive AES-256-GCM */
         MptReplay replay[MPT_PATHS_MAX]; /* per sender path id, for peer_epoch */
+        /* Per sender path id, for peer_epoch: the receiver's path (index) it is bound to, plus
+         * one; 0: not bound yet. */
+        uint8_t bound[MPT_PATHS_MAX];
 } MptSecureRx;
 
 /* The keys of one epoch: plain bytes, so they may be copied (a copy keeps the id, and with it
@@ -154,14 +160,43 @@ int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret);
  * AES instructions), or cipher-error (no cipher context: no memory). */
 int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k);
 
+/* The receiver's paths a datagram may belong to (a bit per path index): the one it arrived for,
+ * or, when only its content can tell (paths that share a socket, a new source), all of those
+ * that share the socket. */
+#define MPT_SECURE_PATH_BIT(i) (UINT64_C(1) << (i))
+
 /* Before decrypting (cheap, changes nothing): -1 when the datagram may be accepted, else
- * own-epoch, stale-epoch or replayed. */
-int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h);
-/* After the datagram authenticated: records it (and whether the other end takes AES-256-GCM).
- * Returns -1 (accepted; *ret_new_epoch tells whether this was the first datagram of a newer
- * epoch, which resets the windows) or a drop reason as mpt_secure_rx_check() (another thread
- * may have recorded the same counter since). */
-int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, bool *ret_new_epoch);
+ * own-epoch, stale-epoch, path-mismatch (its sender path id is bound to a path of ours that is
+ * not in paths) or replayed. */
+int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths);
+/* After the datagram authenticated: records it (and whether the other end takes AES-256-GCM),
+ * and binds its sender path id to the path in paths when that names exactly one and the id is
+ * not bound yet. Returns -1 (accepted; *ret_new_epoch tells whether this was the first datagram
+ * of a newer epoch, which resets the windows and the bindings) or a drop reason as
+ * mpt_secure_rx_check() (another thread may have recorded the same counter, or bound the id,
+ * since). */
+int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths, bool *ret_new_epoch);
+/* The receiver's path (index) the sender path id of h is bound to in the current epoch, or -1. */
+int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h);
+
+/* Work that a datagram can cause before it authenticated is a header check and one tag check,
+ * except for a datagram of an epoch newer than the other end's current one: its keys must be
+ * derived first (and the thread's cipher context re-keyed). Forged datagrams with ever newer
+ * epochs would cost that every time, so such derivations are rate-limited: a token bucket of
+ * MPT_SECURE_DERIVE_BURST, one token back every MPT_SECURE_DERIVE_INTERVAL_USEC. A datagram
+ * that finds it empty is dropped (epoch-limited) without a derivation. A restarted other end
+ * needs one derivation per receiving thread. */
+#define MPT_SECURE_DERIVE_BURST 8u
+#define MPT_SECURE_DERIVE_INTERVAL_USEC (100 * USEC_PER_MSEC)
+
+typedef struct MptSecureLimit {
+        bool started;
+        unsigned tokens;
+        usec_t since; /* when the last token came back (or the bucket was last full) */
+} MptSecureLimit;
+
+/* Whether one more derivation may be done at now (monotonic); takes a token if so. */
+bool mpt_secure_limit_take(MptSecureLimit *l, usec_t now);
 
 /* Sliding window: whether counter is new and within the window, and recording it. */
 bool mpt_replay_check(const MptReplay *r, uint64_t counter);

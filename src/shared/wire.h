@@ -71,6 +71,8 @@ typedef enum MptDropReason {
         MPT_DROP_COUNTER_EXHAUSTED, /* TX: the path's 64-bit counter would wrap */
         MPT_DROP_CIPHER_ERROR,    /* the crypto library failed (no memory for a cipher context) */
         MPT_DROP_BAD_FEEDBACK,    /* a path feedback frame that is malformed, of another version, or in compat mode */
+        MPT_DROP_PATH_MISMATCH,   /* its sender path id belongs to another path of ours (moved there) */
+        MPT_DROP_EPOCH_LIMITED,   /* of a new epoch, while key derivations for new epochs are rate-limited */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;

@@ -1259,6 +1259,8 @@ static bool before_auth(unsigned reason) {
         case MPT_DROP_STALE_EPOCH:
         case MPT_DROP_OWN_EPOCH:
         case MPT_DROP_CIPHER_ERROR:
+        case MPT_DROP_PATH_MISMATCH: /* refused before or after its tag, never accepted */
+        case MPT_DROP_EPOCH_LIMITED:
                 return true;
         default:
                 return false;

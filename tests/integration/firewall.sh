@@ -14,11 +14,16 @@
 #   - with path MTU discovery blackholed (c and s drop ICMP "fragmentation needed" / "packet too
 #     big"), a 20 MB TCP transfer c -> s through the tunnel completes and c's connection uses an
 #     MSS no larger than the tunnel MTU - 40; the clamp rule counted the SYNs. Without the tables
-#     (deleted by hand at both ends) the same transfer stalls, so the clamp is what makes it work;
+#     (both ends restarted with Firewall=no) the same transfer stalls, so the clamp is what makes
+#     it work;
 #   - a learned endpoint enters the set: when b's path p1 moves to a new address, a rewrites its
 #     table and remote6 follows;
-#   - a clean stop deletes the table; after kill -9 the stale table stays, and the next mptd
-#     replaces it (a marker chain added to the stale table is gone).
+#   - the table belongs to mptd (flags owner, Linux 5.12): nft lists it with "flags owner", and
+#     another process (nft) cannot change it;
+#   - a clean stop deletes the table; so does kill -9 (the kernel deletes an owned table with its
+#     process); a table of the same name that is not mptd's (one an older mptd, or one on a kernel
+#     without the owner flag, left behind) is replaced by the next mptd (a marker chain added to
+#     it is gone).
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,6 +54,12 @@ printf '%s\n' "$ruleset" | sed 's/^/    /' >&2
 check() { # description, extended regex that some line of the ruleset must match
         grep -Eq -- "$2" <<<"$ruleset" || it_soft_fail "ruleset: expected $1 (/$2/)"
 }
+check "the table owned by mptd" "^[[:space:]]*flags owner$"
+if out=$(lab_exec a nft add chain inet mpt-lab intruder 2>&1); then
+        it_soft_fail "another process could add a chain to mptd's table"
+else
+        it_note "nft add chain to mptd's table: $(head -n 1 <<<"$out")"
+fi
 check "remote4 with b's IPv4 path address" "elements = \{ $(lab_path_addr b 0 4) \}"
 check "remote6 with b's IPv6 path address" "elements = \{ $(lab_path_addr b 1 6) \}"
 check "an input chain before the filter priority" "type filter hook input priority filter - 10; policy accept;"
@@ -142,17 +153,29 @@ clamped=$(lab_exec a nft list chain inet mpt-lab forward | grep 'oifname "lab" m
 [ "${clamped:-0}" -ge 1 ] || it_soft_fail "the IPv4 clamp rule at a counted no SYN"
 
 # Control: without the tables (each end clamps both directions) the same transfer stalls in the
-# PMTU blackhole.
-lab_exec a nft delete table inet mpt-lab
-lab_exec b nft delete table inet mpt-lab
+# PMTU blackhole. The tables are mptd's own (nft cannot delete them): both ends run with
+# Firewall=no for it, and with their tables again afterwards.
+for side in a b; do
+        sed -e '/^FirewallMark=/d' -e '/^Name=lab$/a Firewall=no' "$LAB_DIR/$side.conf" > "$LAB_DIR/$side-nofw.conf"
+        lab_stop "$side"
+done
+it_start a "$LAB_DIR/a-nofw.conf"
+it_start b "$LAB_DIR/b-nofw.conf"
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "control: the tunnel without tables does not carry pings"
+lab_exec a nft list table inet mpt-lab >/dev/null 2>&1 && it_fail "control: a table inet mpt-lab at a with Firewall=no"
 if lab_exec c timeout 8 iperf3 -c 10.78.2.2 -p "$port" -n 5M >/dev/null 2>&1; then
         it_soft_fail "control: without the clamp, the transfer through the PMTU blackhole should stall, it completed"
 else
         it_note "control: without the table the transfer stalls, as expected"
 fi
+lab_stop a
+lab_stop b
+it_start a
+it_start b
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "the tunnel does not carry pings after the control"
 
-# A learned endpoint enters the set (a rewrites its table, which also brings back the one
-# deleted above): b's IPv6 path moves to a new address.
+# A learned endpoint enters the set (a rewrites its table): b's IPv6 path moves to a new
+# address.
 new6=fd77:1::22
 lab_exec b ip addr add "$new6/64" dev pb1 nodad
 lab_exec b ip addr del "$(lab_path_addr b 1 6)/64" dev pb1
@@ -173,14 +196,23 @@ if lab_exec a nft list table inet mpt-lab >/dev/null 2>&1; then
         it_soft_fail "the table inet mpt-lab is still there at a after a clean stop"
 fi
 
-# kill -9: the table stays (stale); the next mptd replaces it. (b's table went in the control
-# above: a restart writes it again.)
+# kill -9: the kernel deletes the table with its owner. (b's table went in the control above: a
+# restart writes it again.)
 lab_stop b
 it_start b
 lab_exec b nft list table inet mpt-lab >/dev/null 2>&1 || it_fail "no table at b before the kill"
 kill -KILL "$LAB_PID_b"
 { wait "$LAB_PID_b"; } 2>/dev/null || true
-lab_exec b nft list table inet mpt-lab >/dev/null 2>&1 || it_fail "expected the killed mptd's table to stay behind at b"
+for i in $(seq 20); do
+        lab_exec b nft list table inet mpt-lab >/dev/null 2>&1 || break
+        sleep 0.1
+done
+if lab_exec b nft list table inet mpt-lab >/dev/null 2>&1; then
+        it_soft_fail "the killed mptd's table stayed behind at b"
+fi
+# A table of that name that nobody owns (as one without the owner flag stays behind): the next
+# mptd replaces it.
+lab_exec b nft add table inet mpt-lab
 lab_exec b nft add chain inet mpt-lab stale-marker
 it_start b
 after=$(lab_exec b nft list table inet mpt-lab) || it_fail "no table at b after the restart"
@@ -188,6 +220,7 @@ if grep -q stale-marker <<<"$after"; then
         it_soft_fail "the restarted mptd kept the stale table (marker chain still there)"
 fi
 grep -q "maxseg size set $mss4" <<<"$after" || it_soft_fail "the restarted mptd's table has no clamp rule"
+grep -Eq "^[[:space:]]*flags owner$" <<<"$after" || it_soft_fail "the restarted mptd's table is not its own (no flags owner)"
 [ "$(lab_exec b nft list tables | grep -c 'inet mpt-lab')" = 1 ] || it_soft_fail "expected exactly one table mpt-lab at b"
 
 it_finish "firewall table and MSS clamp"

@@ -3,7 +3,7 @@
 /* mpt-inject: sends bad datagrams at a running mptd's data port, for secure-inject.sh.
  *
  *   mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX]
- *              [--own-epoch HEX] [--count N] [--counter N] CASE
+ *              [--own-epoch HEX] [--count N] [--counter N] [--path-id N] [--interval-us N] CASE
  * (--key and --epoch are needed by every case but garbage, compat and feedback.)
  *
  * CASE (and the drop reason mptd must count for it in secure mode):
@@ -23,7 +23,15 @@
  *                frame of an unknown protocol type: sent --count times, the first copy counts as
  *                gre-protocol (authentic, but nothing for the TUN device), every further copy as
  *                replayed
- * Every case but replay is sent --count times (default 1), each a fresh datagram.
+ *   moved        sealed with --key under --epoch as the real sender would seal its path --path-id
+ *                (default 1; counters from --counter on), carrying the frame of replay: when it
+ *                arrives at another path than the one that id is bound to   path-mismatch
+ *   new-epochs   sealed with a random key, each under a new epoch after --epoch (--epoch + 1,
+ *                + 2, ...): a flood that claims ever newer epochs of the sender. Each costs the
+ *                receiver a key derivation, as long as the rate limit allows   auth-failed, and
+ *                beyond that                                                  epoch-limited
+ * Every case but replay is sent --count times (default 1), each a fresh datagram, --interval-us
+ * apart (default 2000).
  *
  * --spoof sends through a raw IPv4 socket with the given source address and port (the real
  * other end's, so that the receiver takes the datagrams for its path's and not for a move);
@@ -150,7 +158,8 @@ int main(int argc, char *argv[]) {
                 { "to", required_argument, NULL, 't' },         { "spoof", required_argument, NULL, 's' },
                 { "key", required_argument, NULL, 'k' },        { "epoch", required_argument, NULL, 'e' },
                 { "own-epoch", required_argument, NULL, 'o' },  { "count", required_argument, NULL, 'n' },
-                { "counter", required_argument, NULL, 'c' },    {}
+                { "counter", required_argument, NULL, 'c' },    { "path-id", required_argument, NULL, 'p' },
+                { "interval-us", required_argument, NULL, 'i' }, {}
         };
         static uint8_t buf[BUF_MAX];
         struct sockaddr_in to = {}, from = {};
@@ -158,7 +167,7 @@ int main(int argc, char *argv[]) {
         uint64_t epoch = 0, own_epoch = 0, counter = 1;
         MptSecureKeys keys = {};
         MptKey psk = {};
-        unsigned count = 1;
+        unsigned count = 1, path_id = 1, interval_us = 2000;
         const char *what;
         int c, fd;
 
@@ -192,6 +201,16 @@ int main(int argc, char *argv[]) {
                 case 'c':
                         counter = strtoull(optarg, NULL, 10);
                         break;
+                case 'i':
+                        interval_us = (unsigned) atoi(optarg);
+                        break;
+                case 'p':
+                        path_id = (unsigned) atoi(optarg);
+                        if (path_id >= MPT_PATHS_MAX) {
+                                fprintf(stderr, "mpt-inject: bad --path-id '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
                 default:
                         return 2;
                 }
@@ -199,7 +218,8 @@ int main(int argc, char *argv[]) {
             ((!psk.set || epoch == 0) && !(optind < argc && (streq(argv[optind], "compat") || streq(argv[optind], "feedback") ||
                                                               streq(argv[optind], "garbage"))))) {
                 fprintf(stderr, "usage: mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX] "
-                                "[--own-epoch HEX] [--count N] [--counter N] CASE\n");
+                                "[--own-epoch HEX] [--count N] [--counter N] [--path-id N] "
+                                "[--interval-us N] CASE\n");
                 return 2;
         }
         what = argv[optind];
@@ -231,11 +251,14 @@ int main(int argc, char *argv[]) {
                         mpt_secure_seal(buf, 8, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
                                         (MptSecureSender) { .path_id = 62, .counter = counter + i });
                 } else if (streq(what, "bad-version") || streq(what, "bad-header") || streq(what, "wrong-key") ||
-                           streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay")) {
+                           streq(what, "stale") || streq(what, "own-epoch") || streq(what, "replay") ||
+                           streq(what, "moved") || streq(what, "new-epochs")) {
                         uint64_t e = epoch;
                         uint16_t path = 61;
-                        if (streq(what, "wrong-key"))
+                        if (streq(what, "wrong-key") || streq(what, "new-epochs"))
                                 random_fill(psk.bytes, sizeof psk.bytes);
+                        if (streq(what, "new-epochs"))
+                                e = epoch + 1 + i;
                         if (streq(what, "stale"))
                                 e = epoch - 1;
                         if (streq(what, "own-epoch")) {
@@ -247,6 +270,8 @@ int main(int argc, char *argv[]) {
                         }
                         if (streq(what, "replay"))
                                 path = 63;
+                        if (streq(what, "moved"))
+                                path = (uint16_t) path_id;
                         /* GRE of an experimental protocol type (88B5): even when authentic,
                          * nothing for the TUN device. */
                         plain = compat_frame(buf + MPT_SECURE_HEADER_SIZE, 0x88b5);
@@ -280,7 +305,8 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
                 /* No burst: the receiver's socket buffer must not be what drops them. */
-                usleep(2000);
+                if (interval_us > 0)
+                        usleep(interval_us);
         }
         mpt_secure_keys_wipe(&keys);
         explicit_bzero(&psk, sizeof psk);

@@ -41,6 +41,9 @@ static void on_deliver(void *userdata, const uint8_t *pkt, size_t len) {
         g_array_append_val(s->seqs, seq);
 }
 
+static void on_deliver_nothing(void *userdata, const uint8_t *pkt, size_t len) {
+}
+
 static Sink *sink_new(size_t len) {
         Sink *s = g_new0(Sink, 1);
 
@@ -56,12 +59,14 @@ static void sink_free(Sink *s) {
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sink, sink_free)
 
 static int insert(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now) {
-        /* A fresh heap buffer each time, freed right after: the buffer must copy what it holds. */
+        /* A fresh heap buffer each time, freed right after: the buffer must copy what it holds.
+         * The sink is done with what it got when the callback returns: a batch of one. */
         uint8_t *pkt = g_malloc(s->len);
         int ret;
 
         fill(pkt, s->len, seq);
         ret = reorder_insert(r, seq, path, pkt, s->len, now, on_deliver, s);
+        reorder_trim(r);
         memset(pkt, 0xdd, s->len);
         g_free(pkt);
         return ret;
@@ -694,9 +699,9 @@ typedef struct {
 } Event;
 
 /* Held packets are copied into the buffer's own copy buffers (allocated at the start, one per
- * window slot) and these go back to the free ones when delivered: round after round of a full
- * window held and released delivers every packet intact. Packets larger than a copy buffer take
- * a slot's own allocation instead. */
+ * window slot) and these go back to the free ones when delivered and trimmed: round after round
+ * of a full window held and released delivers every packet intact. Packets larger than a copy
+ * buffer take an allocation of their own instead, which is freed again. */
 static void copy_rounds(size_t len) {
         const uint32_t window = 16;
         g_autoptr(Reorder) r = reorder_new(window, 100 * MS);
@@ -721,6 +726,7 @@ static void copy_rounds(size_t len) {
         g_assert_cmpuint(s->seqs->len, ==, 2 + 50 * window);
         for (guint i = 0; i < s->seqs->len; i++)
                 g_assert_cmpuint(g_array_index(s->seqs, uint32_t, i), ==, 1000 + i);
+        g_assert_cmpuint(reorder_spill_bytes(r), ==, 0);
 }
 
 static void test_copy_buffers(void) {
@@ -728,6 +734,146 @@ static void test_copy_buffers(void) {
         copy_rounds(REORDER_COPY_BYTES);
         copy_rounds(REORDER_COPY_BYTES + 1);
         copy_rounds(9000);
+}
+
+/* What the data plane does with delivered packets: it gathers them (GRO) and writes them only
+ * once the whole receive batch is handled, so a delivered packet must stay intact until then,
+ * even when the same batch holds other packets. Here a batch is every insert between two calls
+ * of reorder_trim(); the callers' own buffers stay valid for the whole batch as well. */
+typedef struct Batch {
+        size_t len;
+        const uint8_t *pkts[64];
+        uint32_t seqs[64];
+        unsigned n;
+        uint8_t *owned[64]; /* the inserted packets' buffers */
+        unsigned n_owned;
+} Batch;
+
+static void on_deliver_batch(void *userdata, const uint8_t *pkt, size_t len) {
+        Batch *b = userdata;
+
+        g_assert_cmpuint(len, ==, b->len);
+        g_assert_cmpuint(b->n, <, G_N_ELEMENTS(b->pkts));
+        b->seqs[b->n] = rd32(pkt);
+        b->pkts[b->n++] = pkt;
+}
+
+static void batch_insert(Reorder *r, Batch *b, uint32_t seq, unsigned path) {
+        uint8_t *pkt = g_malloc(b->len);
+
+        fill(pkt, b->len, seq);
+        g_assert_cmpuint(b->n_owned, <, G_N_ELEMENTS(b->owned));
+        b->owned[b->n_owned++] = pkt;
+        g_assert_cmpint(reorder_insert(r, seq, path, pkt, b->len, 0, on_deliver_batch, b), ==, -1);
+}
+
+/* The end of a batch: every packet delivered in it is still what it was, then the buffer may
+ * reuse their memory. */
+static void batch_end(Reorder *r, Batch *b) {
+        for (unsigned i = 0; i < b->n; i++) {
+                g_assert_cmpuint(rd32(b->pkts[i]), ==, b->seqs[i]);
+                for (size_t k = 4; k < b->len; k++)
+                        g_assert_cmpuint(b->pkts[i][k], ==, (uint8_t) (b->seqs[i] * 31 + k));
+        }
+        b->n = 0;
+        reorder_trim(r);
+        for (unsigned i = 0; i < b->n_owned; i++)
+                g_free(b->owned[i]);
+        b->n_owned = 0;
+}
+
+static void batch_rounds(size_t len) {
+        g_autoptr(Reorder) r = reorder_new(16, 100 * MS);
+        Batch b = { .len = len };
+
+        for (uint32_t round = 0; round < 3; round++) {
+                uint32_t seq = 1000 + round * 100;
+
+                if (round > 0)
+                        reorder_reset(r, on_deliver_batch, &b);
+                batch_insert(r, &b, seq, 0);
+                batch_insert(r, &b, seq + 1, 1);
+                /* Held (path 1 may still bring seq + 2), delivered when it does, and in the same
+                 * batch two more are held: they must not land where the delivered one is. */
+                batch_insert(r, &b, seq + 3, 0);
+                batch_insert(r, &b, seq + 2, 1);
+                batch_insert(r, &b, seq + 5, 0);
+                batch_insert(r, &b, seq + 6, 0);
+                g_assert_cmpuint(reorder_buffered(r), ==, 2);
+                batch_end(r, &b);
+                batch_insert(r, &b, seq + 4, 1);
+                g_assert_cmpuint(reorder_buffered(r), ==, 0);
+                batch_end(r, &b);
+        }
+}
+
+static void test_batch_lifetime(void) {
+        batch_rounds(100);
+        batch_rounds(REORDER_COPY_BYTES + 1);
+        batch_rounds(60000);
+}
+
+/* Packets larger than a copy buffer (or held when no copy buffer is free) take an allocation of
+ * their size, which goes back when they were delivered and trimmed: the memory follows what is
+ * held, and never exceeds the byte bound, however many slots once held a large packet. */
+static void test_spill_memory(void) {
+        const uint32_t window = 4096;
+        g_autoptr(Reorder) r = reorder_new(window, 100 * MS);
+        g_autoptr(Sink) big = sink_new(60000);
+        g_autoptr(Sink) small = sink_new(100);
+        const uint32_t n_fit = REORDER_BYTES_MAX / 60000;
+        uint32_t seq = 0;
+
+        /* Path 1 lags behind, so path 0's packets are held. */
+        ACCEPT(r, big, seq, 0, 0);
+        ACCEPT(r, big, seq + 1, 1, 0);
+        seq += 2;
+        for (unsigned round = 0; round < 4; round++) {
+                for (uint32_t i = 1; i <= 200; i++)
+                        ACCEPT(r, big, seq + i, 0, 1000);
+                g_assert_cmpuint(reorder_spill_bytes(r), ==, 200 * 60000);
+                /* The gap filled: all of it delivered, and trimmed (insert() does). */
+                ACCEPT(r, big, seq, 1, 1000);
+                g_assert_cmpuint(reorder_buffered(r), ==, 0);
+                g_assert_cmpuint(reorder_spill_bytes(r), ==, 0);
+                seq += 201;
+        }
+        /* Delivered but not trimmed yet: still there, until the caller says so. */
+        for (uint32_t i = 1; i <= 2; i++) {
+                static const uint8_t zeros[60000];
+                int k = reorder_insert(r, seq + i, 0, zeros, sizeof zeros, 1000, on_deliver_nothing, NULL);
+                g_assert_cmpint(k, ==, -1);
+        }
+        reorder_reset(r, on_deliver_nothing, NULL);
+        g_assert_cmpuint(reorder_spill_bytes(r), ==, 2 * 60000);
+        reorder_trim(r);
+        g_assert_cmpuint(reorder_spill_bytes(r), ==, 0);
+
+        /* The byte bound holds for allocations too: a flood of large packets that are all held
+         * forces the oldest out before more is allocated. */
+        ACCEPT(r, big, seq, 0, 2000);
+        ACCEPT(r, big, seq + 1, 1, 2000);
+        seq += 2;
+        for (uint32_t i = 1; i <= n_fit + 50; i++) {
+                ACCEPT(r, big, seq + i, 0, 2000);
+                g_assert_cmpuint(reorder_spill_bytes(r), <=, REORDER_BYTES_MAX);
+        }
+        g_assert_cmpuint(reorder_stats(r)->overflows, >, 0);
+        reorder_reset(r, on_deliver, big);
+        reorder_trim(r);
+        g_assert_cmpuint(reorder_spill_bytes(r), ==, 0);
+        seq += n_fit + 51;
+
+        /* Small packets take the copy buffers, allocated at the start: nothing more. */
+        ACCEPT(r, small, seq, 0, 3000);
+        ACCEPT(r, small, seq + 1, 1, 3000);
+        seq += 2;
+        for (uint32_t i = 1; i < window; i++)
+                ACCEPT(r, small, seq + i, 0, 3000);
+        g_assert_cmpuint(reorder_spill_bytes(r), ==, 0);
+        reorder_reset(r, on_deliver, small);
+        reorder_trim(r);
+        g_assert_cmpuint(reorder_spill_bytes(r), ==, 0);
 }
 
 static int event_cmp(const void *a, const void *b) {
@@ -1061,6 +1207,8 @@ int main(int argc, char *argv[]) {
 
         g_test_add_func("/mpt/reorder/new", test_new);
         g_test_add_func("/mpt/reorder/copy-buffers", test_copy_buffers);
+        g_test_add_func("/mpt/reorder/batch-lifetime", test_batch_lifetime);
+        g_test_add_func("/mpt/reorder/spill-memory", test_spill_memory);
         g_test_add_func("/mpt/reorder/in-order", test_in_order);
         g_test_add_func("/mpt/reorder/reordered", test_reordered);
         g_test_add_func("/mpt/reorder/loss-inferred", test_loss_inferred);

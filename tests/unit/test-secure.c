@@ -529,6 +529,10 @@ static void test_replay_model(void) {
 
 /* ---- epochs ---- */
 
+/* Received at the path of this end whose index is the sender's path id (profiles in the same
+ * order). */
+#define AT_OWN(h) MPT_SECURE_PATH_BIT((h).path_id)
+
 static MptSecureHeader hdr(uint8_t path, uint64_t epoch, uint64_t counter) {
         return (MptSecureHeader) { .type = MPT_SECURE_V2_TRANSPORT, .path_id = path, .epoch = epoch, .counter = counter };
 }
@@ -540,45 +544,164 @@ static void test_epochs(void) {
 
         /* Our own epoch: reflected. */
         h = hdr(0, 500, 1);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_OWN_EPOCH);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_OWN_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_OWN_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_OWN_EPOCH);
 
         /* The first epoch of the peer. */
         h = hdr(0, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_true(new_epoch);
         g_assert_cmpuint(rx.peer_epoch, ==, 1000);
         g_assert_false(rx.peer_aes);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_REPLAYED);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_REPLAYED);
         g_assert_false(new_epoch);
         /* Windows are per sender path: the same counter on another path is new. */
         h = hdr(1, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_false(new_epoch);
         h = hdr(0, 1000, 2);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
 
         /* The peer restarts: a newer epoch, counters from 1 again; now it can do AES-256-GCM. */
         h = hdr(0, 2000, 1);
         h.flags = MPT_SECURE_FLAG_AES;
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_true(new_epoch);
         g_assert_cmpuint(rx.peer_epoch, ==, 2000);
         g_assert_true(rx.peer_aes);
         h = hdr(1, 2000, 1);
         h.flags = MPT_SECURE_FLAG_AES;
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_false(new_epoch);
 
         /* Never back to an older epoch, even with counters never seen in it. */
         h = hdr(0, 1000, 3);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_STALE_EPOCH);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
         h = hdr(5, 1999, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
         g_assert_cmpuint(rx.peer_epoch, ==, 2000);
         g_assert_true(rx.peer_aes); /* a refused datagram changes nothing */
+}
+
+/* Each sender path id belongs to the path of this end where it first authenticated in the
+ * epoch; a datagram moved to another path is refused before its tag is checked, and after it
+ * (another thread may have bound the id meanwhile). */
+static void test_path_binding(void) {
+        MptSecureRx rx = { .own_epoch = 42 };
+        const uint64_t shared = MPT_SECURE_PATH_BIT(0) | MPT_SECURE_PATH_BIT(1) | MPT_SECURE_PATH_BIT(2);
+        MptSecureHeader h;
+        bool new_epoch;
+
+        /* The other end lists its paths in another order: its path 0 arrives at our path 1. */
+        h = hdr(0, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 1);
+        h = hdr(1, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 0);
+
+        /* Moved: path id 0 at our path 0, and path id 1 at our path 1. Refused, and the window
+         * of the path id is untouched: the same counter is still new on its own path. */
+        h = hdr(0, 1000, 2);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==,
+                        MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
+        h = hdr(1, 1000, 2);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+        /* Moved and replayed: the move is named first. */
+        h = hdr(1, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_REPLAYED);
+
+        /* Only its content can tell the path (a new source on a shared socket): any of the
+         * paths that share the socket will do, and nothing is bound. */
+        h = hdr(0, 1000, 3);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, shared, &new_epoch), ==, -1);
+        h = hdr(0, 1000, 4);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0) | MPT_SECURE_PATH_BIT(2)), ==,
+                        MPT_DROP_PATH_MISMATCH);
+        h = hdr(2, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, shared, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        h = hdr(2, 1000, 2);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(2), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 2);
+
+        /* A datagram that only passed the header check (its tag may be forged) binds nothing. */
+        h = hdr(5, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(3)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(4), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 4);
+
+        /* Older epochs and our own are refused as such, wherever they arrive. */
+        h = hdr(0, 999, 9);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_STALE_EPOCH);
+        h = hdr(0, 42, 9);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_OWN_EPOCH);
+
+        /* The other end restarts, now with its paths in our order: a newer epoch is not held to
+         * the old bindings, and starts its own. */
+        h = hdr(0, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 0);
+        h = hdr(1, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 1);
+        h = hdr(5, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        h = hdr(0, 2000, 2);
+        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+
+        /* The highest path index fits. */
+        h = hdr(63, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(63), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 63);
+}
+
+/* Key derivations for new epochs: a burst, then one per interval, never more than a burst saved. */
+static void test_derive_limit(void) {
+        const usec_t iv = MPT_SECURE_DERIVE_INTERVAL_USEC, t0 = 5 * USEC_PER_SEC;
+        MptSecureLimit l = {};
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < 100; i++)
+                n += mpt_secure_limit_take(&l, t0);
+        g_assert_cmpuint(n, ==, MPT_SECURE_DERIVE_BURST);
+        g_assert_false(mpt_secure_limit_take(&l, t0 + iv - 1));
+        /* One back per interval since the first was taken. */
+        g_assert_true(mpt_secure_limit_take(&l, t0 + iv));
+        g_assert_false(mpt_secure_limit_take(&l, t0 + iv));
+        g_assert_true(mpt_secure_limit_take(&l, t0 + 2 * iv + iv / 2));
+        g_assert_false(mpt_secure_limit_take(&l, t0 + 2 * iv + iv / 2));
+        /* Three intervals later: three. */
+        n = 0;
+        for (unsigned i = 0; i < 100; i++)
+                n += mpt_secure_limit_take(&l, t0 + 5 * iv);
+        g_assert_cmpuint(n, ==, 3);
+        /* A flood over ten seconds gets the burst and one per interval, no more. */
+        n = 0;
+        for (usec_t t = t0 + 6 * iv; t < t0 + 6 * iv + 10 * USEC_PER_SEC; t += 1000)
+                n += mpt_secure_limit_take(&l, t);
+        g_assert_cmpuint(n, <=, MPT_SECURE_DERIVE_BURST + 10 * USEC_PER_SEC / iv);
+        g_assert_cmpuint(n, >=, 10 * USEC_PER_SEC / iv);
+        /* After a long quiet time, a full burst again, not more. */
+        n = 0;
+        for (unsigned i = 0; i < 100; i++)
+                n += mpt_secure_limit_take(&l, t0 + 3600 * USEC_PER_SEC);
+        g_assert_cmpuint(n, ==, MPT_SECURE_DERIVE_BURST);
+        /* An arrival stamped a little earlier than the last one changes nothing. */
+        g_assert_false(mpt_secure_limit_take(&l, t0 + 3600 * USEC_PER_SEC - 10));
 }
 
 /* ---- counters ---- */
@@ -657,16 +780,16 @@ static void test_exchange_replay_and_restart(void) {
                 seal_random(&s, 60, 2, 9000, c);
                 captured[i] = s;
                 g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, -1);
                 g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
                 g_assert_cmpint(new_epoch, ==, i == 0);
         }
         /* Re-sent as captured: replayed, caught before the tag is even checked. */
         for (int i = 0; i < 3; i++) {
                 MptSecureHeader h;
                 g_assert_cmpint(mpt_secure_parse(captured[i].buf, captured[i].len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_REPLAYED);
+                g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_REPLAYED);
         }
         /* A restart of the sender (new epoch); the old captures are now stale. */
         {
@@ -675,13 +798,13 @@ static void test_exchange_replay_and_restart(void) {
                 seal_random(&s, 60, 2, 9001, 1);
                 g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
                 g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, &new_epoch), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
                 g_assert_true(new_epoch);
         }
         for (int i = 0; i < 3; i++) {
                 MptSecureHeader h;
                 g_assert_cmpint(mpt_secure_parse(captured[i].buf, captured[i].len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_check(&rx, &h), ==, MPT_DROP_STALE_EPOCH);
+                g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
         }
 }
 
@@ -759,6 +882,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/secure/replay/window-edges", test_replay_window_edges);
         g_test_add_func("/mpt/secure/replay/model", test_replay_model);
         g_test_add_func("/mpt/secure/epochs", test_epochs);
+        g_test_add_func("/mpt/secure/path-binding", test_path_binding);
+        g_test_add_func("/mpt/secure/derive-limit", test_derive_limit);
         g_test_add_func("/mpt/secure/counter/reserve", test_counter_reserve);
         g_test_add_func("/mpt/secure/counter/threads", test_counter_threads);
         ADD_EACH("/mpt/secure/exchange", test_exchange_replay_and_restart);

@@ -146,6 +146,8 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_COUNTER_EXHAUSTED] = "counter-exhausted",
         [MPT_DROP_CIPHER_ERROR] = "cipher-error",
         [MPT_DROP_BAD_FEEDBACK] = "bad-feedback",
+        [MPT_DROP_PATH_MISMATCH] = "path-mismatch",
+        [MPT_DROP_EPOCH_LIMITED] = "epoch-limited",
 };
 
 static void test_drop_reason_enum(void) {

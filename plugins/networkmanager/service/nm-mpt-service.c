@@ -6,8 +6,9 @@
  * profile from vpn.data/vpn.secrets (plugins/networkmanager/shared), writes it to a private file
  * (0600) in the runtime directory, and runs mptd on it as a supervised child. mptd tells us that
  * the tunnel is up the way it tells systemd: READY=1 on $NOTIFY_SOCKET, here an abstract socket
- * of ours. Then we report Config (tundev, MTU, gateway = the first path's Remote=) and the
- * Ip4Config/Ip6Config of the tunnel addresses and routes. mptd's death at any time is a failure
+ * of ours that takes messages from that mptd only (nm-mpt-notify.h). Then we report Config
+ * (tundev, MTU, gateway = the first path's Remote=) and the Ip4Config/Ip6Config of the tunnel
+ * addresses and routes. mptd's death at any time is a failure
  * that NetworkManager sees; Disconnect, NetworkManager's exit (watch-peer) and SIGTERM stop mptd,
  * which removes the device it created, and the profile file. */
 
@@ -20,7 +21,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +29,7 @@
 #include "profile.h"
 
 #include "mpt-nm-profile.h"
+#include "nm-mpt-notify.h"
 #include "nm-mpt-routes.h"
 
 #include <gio/gio.h>
@@ -48,6 +49,7 @@ typedef struct MptService {
         guint notify_source;
         guint ready_timeout;
         gboolean ready;
+        guint notify_foreign; /* messages from other processes than mptd, dropped */
         GArray *host_routes; /* MptHostRoute we added, removed with the tunnel */
 } MptService;
 
@@ -161,6 +163,7 @@ static void stop_mptd(MptService *self) {
         remove_host_routes(self);
         g_clear_pointer(&self->profile, mpt_nm_profile_free);
         self->ready = FALSE;
+        self->notify_foreign = 0;
 }
 
 static char *describe_status(int status) {
@@ -294,10 +297,16 @@ static gboolean on_notify(int fd, GIOCondition cond, gpointer data) {
         char buf[4096];
         ssize_t n;
 
-        n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+        n = mpt_notify_recv(fd, self->pid, buf, sizeof buf);
+        if (n == -EPERM) {
+                /* Not from our mptd: anyone on the machine can send to the socket. Said once. */
+                if (self->notify_foreign++ == 0)
+                        g_warning("ignoring notifications that do not come from mptd (pid %d)",
+                                  (int) self->pid);
+                return G_SOURCE_CONTINUE;
+        }
         if (n < 0)
-                return errno == EAGAIN || errno == EINTR ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
-        buf[n] = 0;
+                return n == -EAGAIN || n == -EINTR ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
         for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
                 if (g_str_has_prefix(line, "STATUS="))
                         g_message("mptd: %s", line + strlen("STATUS="));
@@ -308,25 +317,6 @@ static gboolean on_notify(int fd, GIOCondition cond, gpointer data) {
                 }
         }
         return G_SOURCE_CONTINUE;
-}
-
-/* An abstract datagram socket for mptd's sd_notify() messages. */
-static int notify_socket_open(char *ret_name, size_t size) {
-        static unsigned counter;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
-
-        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        g_snprintf(ret_name, size, "@mpt-nm-%d-%u-%u", (int) getpid(), g_random_int(), counter++);
-        memcpy(sa.sun_path + 1, ret_name + 1, strlen(ret_name) - 1);
-        if (bind(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + strlen(ret_name)) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        return fd;
 }
 
 static void child_setup(gpointer data) {
@@ -464,7 +454,7 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
         }
         add_host_routes(self);
 
-        self->notify_fd = notify_socket_open(notify_name, sizeof notify_name);
+        self->notify_fd = mpt_notify_socket_open(notify_name, sizeof notify_name);
         if (self->notify_fd < 0) {
                 g_set_error(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_LAUNCH_FAILED,
                             "cannot open the notification socket: %s", g_strerror(-self->notify_fd));
