@@ -69,8 +69,9 @@
  *         challenge = MAC(K, initiator's static key || instance || record)
  *       with K random per responder process; the record is in it, so a challenge is good only until
  *       the next initiation is accepted, and a responder restart makes every old one useless;
- *   (c) the responder has no record and no session keys at all (it started and has not talked to
- *       the other end yet): there is nothing a replay could reset, 1 round trip.
+ *   (c) the responder has no record and no session keys at all (it has completed no handshake with
+ *       the other end since it started; one of its own under way does not count): there is nothing
+ *       a replay could reset, 1 round trip.
  * Otherwise an initiation with the recorded instance and a counter not higher is dropped
  * (handshake-replayed), and any other is answered with a retry: the challenge, sealed with
  * ChaCha20-Poly1305 under a key derived from the handshake's chaining key (HKDF(ck, LABEL_RETRY),
