@@ -228,7 +228,7 @@
  * adds them to the drop counters (wire.h) under these names, or maps the transport ones onto
  * stale-epoch; see above. */
 typedef enum MptHandshakeDrop {
-        MPT_HANDSHAKE_DROP_MALFORMED,       /* wrong size for its type, reserved bytes set, session id 0, not a handshake type */
+        MPT_HANDSHAKE_DROP_MALFORMED,       /* wrong size for its type, reserved bytes set, session id 0, other type */
         MPT_HANDSHAKE_DROP_MAC1,            /* mac1 does not verify: not made for this end's public key */
         MPT_HANDSHAKE_DROP_AUTH_FAILED,     /* does not decrypt: another static or pre-shared key, forged or damaged */
         MPT_HANDSHAKE_DROP_UNKNOWN_PEER,    /* an initiation from a static key that is not the other end's */

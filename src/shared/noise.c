@@ -191,7 +191,8 @@ int mpt_noise_aead_open(const uint8_t key[MPT_NOISE_KEY_SIZE], uint64_t n, const
         return aead(false, key, nonce, ad, adn, c, cn - MPT_NOISE_TAG_SIZE, ret);
 }
 
-int mpt_noise_hchacha20(uint8_t ret[MPT_NOISE_KEY_SIZE], const uint8_t key[MPT_NOISE_KEY_SIZE], const uint8_t nonce[16]) {
+int mpt_noise_hchacha20(uint8_t ret[MPT_NOISE_KEY_SIZE], const uint8_t key[MPT_NOISE_KEY_SIZE],
+                        const uint8_t nonce[16]) {
         /* "expand 32-byte k" */
         static const uint32_t sigma[4] = { 0x61707865, 0x3320646e, 0x79622d32, 0x6b206574 };
         static const uint8_t zeros[64] = {};
@@ -303,7 +304,8 @@ int mpt_noise_public_key(uint8_t ret[MPT_NOISE_KEY_SIZE], const uint8_t private_
         return r;
 }
 
-int mpt_noise_dh(const MptNoiseKeypair *k, const uint8_t public_key[MPT_NOISE_KEY_SIZE], uint8_t ret[MPT_NOISE_KEY_SIZE]) {
+int mpt_noise_dh(const MptNoiseKeypair *k, const uint8_t public_key[MPT_NOISE_KEY_SIZE],
+                 uint8_t ret[MPT_NOISE_KEY_SIZE]) {
         static const uint8_t zeros[MPT_NOISE_KEY_SIZE] = {};
         EVP_PKEY *peer = NULL;
         EVP_PKEY_CTX *ctx = NULL;

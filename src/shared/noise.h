@@ -42,7 +42,8 @@
 #define MPT_NOISE_MAC_SIZE 16u    /* keyed BLAKE2s-128 */
 #define MPT_NOISE_XNONCE_SIZE 24u /* XChaCha20-Poly1305 */
 /* An initiation (-> e, es, s, ss) is e (32), the encrypted s (32 + 16), then the encrypted payload. */
-#define MPT_NOISE_INITIATION_SIZE(payload) (MPT_NOISE_KEY_SIZE * 2 + MPT_NOISE_TAG_SIZE + (payload) + MPT_NOISE_TAG_SIZE)
+#define MPT_NOISE_INITIATION_SIZE(payload) \
+        (MPT_NOISE_KEY_SIZE * 2 + MPT_NOISE_TAG_SIZE + (payload) + MPT_NOISE_TAG_SIZE)
 /* A response (<- e, ee, se, psk) is e (32), then the encrypted payload. */
 #define MPT_NOISE_RESPONSE_SIZE(payload) (MPT_NOISE_KEY_SIZE + (payload) + MPT_NOISE_TAG_SIZE)
 
@@ -78,7 +79,8 @@ int mpt_noise_xaead_seal(const uint8_t key[MPT_NOISE_KEY_SIZE], const uint8_t no
 int mpt_noise_xaead_open(const uint8_t key[MPT_NOISE_KEY_SIZE], const uint8_t nonce[MPT_NOISE_XNONCE_SIZE],
                          const void *ad, size_t adn, const uint8_t *c, size_t cn, uint8_t *ret);
 /* HChaCha20(key, nonce): the subkey of XChaCha20. */
-int mpt_noise_hchacha20(uint8_t ret[MPT_NOISE_KEY_SIZE], const uint8_t key[MPT_NOISE_KEY_SIZE], const uint8_t nonce[16]);
+int mpt_noise_hchacha20(uint8_t ret[MPT_NOISE_KEY_SIZE], const uint8_t key[MPT_NOISE_KEY_SIZE],
+                        const uint8_t nonce[16]);
 
 /* Clamps an X25519 private key as RFC 7748 section 5 decodes scalars (what `wg genkey` stores;
  * X25519 itself clamps, so clamped and unclamped keys are the same key). */
@@ -100,7 +102,8 @@ int mpt_noise_keypair_set(MptNoiseKeypair *k, const uint8_t private_key[MPT_NOIS
 void mpt_noise_keypair_done(MptNoiseKeypair *k);
 /* DH(k, public_key): the X25519 shared secret. -EINVAL when it is all zeros (the other key has small
  * order: Noise and WireGuard abort then), with ret wiped. */
-int mpt_noise_dh(const MptNoiseKeypair *k, const uint8_t public_key[MPT_NOISE_KEY_SIZE], uint8_t ret[MPT_NOISE_KEY_SIZE]);
+int mpt_noise_dh(const MptNoiseKeypair *k, const uint8_t public_key[MPT_NOISE_KEY_SIZE],
+                 uint8_t ret[MPT_NOISE_KEY_SIZE]);
 
 /* A handshake in progress: Noise's SymmetricState (ck, h, and the CipherState k, n) and the parts of
  * its HandshakeState that are not configuration (e, re, rs; s and psk are passed in where they are

@@ -100,8 +100,8 @@ static int receive(MptHandshake *hs, usec_t now, const MptHandshakeSource *src, 
 }
 
 /* A genuine message of the kind, and who receives it (from where), with its mac1 offset (0: none). */
-static void genuine(Ends *e, unsigned kind, uint8_t *msg, size_t *len, MptHandshake **to, const MptHandshakeSource **src,
-                    size_t *mac1, const uint8_t **to_public) {
+static void genuine(Ends *e, unsigned kind, uint8_t *msg, size_t *len, MptHandshake **to,
+                    const MptHandshakeSource **src, size_t *mac1, const uint8_t **to_public) {
         uint8_t init[MPT_HANDSHAKE_INITIATION_SIZE], reply[MPT_HANDSHAKE_REPLY_MAX], reply2[MPT_HANDSHAKE_REPLY_MAX];
         MptHandshakeReply k;
         size_t n;

@@ -86,7 +86,8 @@ bad_input "a NUL byte"
 bad_input "more than 4 KiB"
 rc=0
 "$MPTCTL" pubkey extra < /dev/null 2> "$dir/err" || rc=$?
-[ "$rc" = 1 ] && grep -q "usage: mptctl pubkey" "$dir/err" || fail "pubkey with an argument: exit $rc, $(cat "$dir/err")"
+[ "$rc" = 1 ] && grep -q "usage: mptctl pubkey" "$dir/err" ||
+        fail "pubkey with an argument: exit $rc, $(cat "$dir/err")"
 echo "ok: pubkey refuses an argument"
 
 umask 022
@@ -97,7 +98,8 @@ umask 022
 echo "# keys" > "$dir/keys"
 "$MPTCTL" genkey >> "$dir/keys" 2> "$dir/err"
 [ "$(stat -c %a "$dir/keys")" = 644 ] || fail "genkey >> FILE changed its mode"
-grep -q "warning: writing a secret key to a file that others can read" "$dir/err" || fail "no warning: $(cat "$dir/err")"
+grep -q "warning: writing a secret key to a file that others can read" "$dir/err" ||
+        fail "no warning: $(cat "$dir/err")"
 "$MPTCTL" pubkey < "$dir/private.key" > "$dir/public.key"
 [ "$(stat -c %a "$dir/public.key")" = 644 ] || fail "pubkey > FILE: mode $(stat -c %a "$dir/public.key")"
 echo "ok: private output files"

@@ -101,7 +101,8 @@ static void initiation(End *e, usec_t now, unsigned path_id, Msg *m) {
 }
 
 /* A full handshake, A initiating: returns B's session id. */
-static uint64_t handshake(End *a, End *b, usec_t now, const MptHandshakeSource *src_a, const MptHandshakeSource *src_b) {
+static uint64_t handshake(End *a, End *b, usec_t now, const MptHandshakeSource *src_a,
+                          const MptHandshakeSource *src_b) {
         Msg init, resp, none;
 
         initiation(a, now, src_a->path_id, &init);

@@ -161,7 +161,8 @@ static void test_xchacha20_poly1305(void) {
         for (unsigned i = 0; i < 24; i++)
                 nonce[i] = (uint8_t) (0x40 + i);
         unhex("50515253c0c1c2c3c4c5c6c7", ad, sizeof ad);
-        g_assert_cmpint(mpt_noise_xaead_seal(key, nonce, ad, sizeof ad, (const uint8_t *) XCHACHA_PLAIN, n, buf), ==, 0);
+        g_assert_cmpint(mpt_noise_xaead_seal(key, nonce, ad, sizeof ad, (const uint8_t *) XCHACHA_PLAIN, n, buf), ==,
+                        0);
         assert_hex(buf, n + 16, XCHACHA_CIPHER);
         g_assert_cmpint(mpt_noise_xaead_open(key, nonce, ad, sizeof ad, buf, n + 16, plain), ==, 0);
         g_assert_cmpmem(plain, n, XCHACHA_PLAIN, n);
