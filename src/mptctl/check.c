@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <sys/random.h>
-
 #include "mptctl.h"
 #include "netdev.h"
 #include "profile.h"
@@ -133,31 +131,4 @@ int verb_keys(int argc, char **argv) {
         if (arg_json)
                 fputs("\n]\n", stdout);
         return 0;
-}
-
-/* mptctl genkey : a fresh pre-shared key, from the kernel's random source. */
-int verb_genkey(int argc, char **argv) {
-        MptKey key = { .set = true };
-        char b64[45];
-        size_t got = 0;
-
-        (void) argv;
-        if (argc != 1) {
-                fprintf(stderr, "mptctl: usage: mptctl genkey\n");
-                return -EINVAL;
-        }
-        while (got < sizeof key.bytes) {
-                ssize_t n = getrandom(key.bytes + got, sizeof key.bytes - got, 0);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        fprintf(stderr, "mptctl: cannot get random bytes: %m\n");
-                        return -errno;
-                }
-                got += (size_t) n;
-        }
-        printf("%s\n", mpt_key_to_base64(&key, b64));
-        explicit_bzero(&key, sizeof key);
-        explicit_bzero(b64, sizeof b64);
-        return fflush(stdout) == 0 ? 0 : -EIO;
 }

@@ -31,7 +31,9 @@ static void help(void) {
                "  path TUNNEL PATH up|down           Take a path out of or back into use\n"
                "  check [--strict] FILE...           Check profiles; every problem as FILE:LINE\n"
                "  keys                               List the profile keys\n"
-               "  genkey                             Print a new random key for Key= or KeyFile=\n"
+               "  genkey                             Print a new private key (X25519), as wg genkey\n"
+               "  pubkey                             Print the public key of the private key on stdin\n"
+               "  genpsk                             Print a new pre-shared key for Key= or KeyFile=\n"
                "\n"
                "Options:\n"
                "  -j --json     JSON output\n"
@@ -66,6 +68,8 @@ static const struct {
         { "check", verb_check, check_options },
         { "keys", verb_keys, NULL },
         { "genkey", verb_genkey, NULL },
+        { "genpsk", verb_genpsk, NULL },
+        { "pubkey", verb_pubkey, NULL },
 };
 
 static const char *option_name(const struct option *options, int val) {

@@ -81,11 +81,11 @@ expect() {
         echo "ok: mptctl $*<TAB>: $got"
 }
 
-expect "check genkey keys monitor path show" ""
+expect "check genkey genpsk keys monitor path pubkey show" ""
 expect "show" sh
 expect "--help --json --version -h -j" -
 expect "--json" --j
-expect "check genkey keys monitor path show" --json ""
+expect "check genkey genpsk keys monitor path pubkey show" --json ""
 
 expect "dump lab other" show ""
 expect "lab" --json show l
@@ -119,3 +119,5 @@ expect "-x.conf" check -- -
 expect "-x.conf a.conf b.netdev sub.d" check --strict a.conf ""
 expect "" keys ""
 expect "" genkey ""
+expect "" genpsk ""
+expect "" pubkey ""
