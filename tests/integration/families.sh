@@ -11,8 +11,11 @@
 #     iperf3 finds missing was dropped and counted at one end (it_loss_causes: a full receive or
 #     send buffer, the TUN device's queue, a send error), and at most 2 % are; the sender sent
 #     at least 90 % of what 50 Mbit/s makes in the time;
-#   - more than one path carried the traffic: every path's tx_bytes at a grew by at least half
-#     its equal share (all weights are 1), and every path at b sent something (ACKs, replies).
+#   - more than one path carried the traffic: every path's tx_bytes at a grew by at least a
+#     quarter of its equal share, and every path at b sent something (ACKs, replies). The paths
+#     are unshaped, so their common bottleneck is the hosts' CPUs: the learned scheduler (the
+#     default) splits by what each path delivered there, never below half its burst rate, not
+#     evenly (weights.sh checks the split by weights with Scheduler=weighted).
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -103,9 +106,9 @@ da, db = delta(*snaps[0:2]), delta(*snaps[2:4])
 ok = True
 total = sum(da.values())
 for name, d in da.items():
-    if d < total / len(da) / 2:
-        print("  path %s at a: expected at least %d bytes (half an equal share of %d), measured %d"
-              % (name, total / len(da) / 2, total, d), file=sys.stderr)
+    if d < total / len(da) / 4:
+        print("  path %s at a: expected at least %d bytes (a quarter of an equal share of %d), measured %d"
+              % (name, total / len(da) / 4, total, d), file=sys.stderr)
         ok = False
 for name, d in db.items():
     if d <= 0:
