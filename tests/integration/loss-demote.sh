@@ -17,6 +17,11 @@
 #     tx_bytes at a do not grow, while p0's and p2's do;
 #   - after the rule is removed, p1 is no longer demoted (nor backup) within 8 s (the loss has
 #     to decay below half the threshold, about 40 keepalives), and then carries data again.
+# "Carries data" is at least a third of an equal share of the 30 Mbit/s (3.75 MB/s) over 1 s:
+# 625 kB each of p0 and p2 while p1 is demoted, 417 kB of p1 once it is back. The learned
+# scheduler (the default) splits a light load by the credited rates, not evenly, and a path back
+# from 40 % loss starts with the credit its losses left it (measured: p1 at 22 % of the load, p2
+# at 35 % while p1 was out).
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -98,7 +103,7 @@ d=$(lk_delta a m0 m1 tx_bytes p1)
 [ "$d" = 0 ] || lk_fail "p1 at a: expected no new data on a demoted path while others are up, tx_bytes grew by $d"
 for p in p0 p2; do
         d=$(lk_delta a m0 m1 tx_bytes "$p")
-        [ "$d" -gt 1000000 ] || lk_fail "path $p at a: expected tx_bytes to grow by more than 1 MB in 1 s while p1 is demoted, grew by $d"
+        [ "$d" -gt 625000 ] || lk_fail "path $p at a: expected tx_bytes to grow by more than 625 kB in 1 s while p1 is demoted, grew by $d"
 done
 d=$(lk_get a p1 demoted)
 [ "$d" = yes ] || lk_fail "p1 at a: expected it to stay demoted while the loss goes on, got '$d' with $(loss_text)"
@@ -116,7 +121,7 @@ sleep 1
 lk_snap a p1
 lk_note "after promotion, tx_bytes at a over 1 s: $(lk_deltas a p0 p1 tx_bytes p0 p1 p2)"
 d=$(lk_delta a p0 p1 tx_bytes p1)
-[ "$d" -gt 1000000 ] || lk_fail "p1 at a: expected tx_bytes to grow by more than 1 MB in 1 s once promoted again, grew by $d"
+[ "$d" -gt 417000 ] || lk_fail "p1 at a: expected tx_bytes to grow by more than 417 kB in 1 s once promoted again, grew by $d"
 
 # the UDP load only carried traffic; it runs long enough for the slowest pass (6 + 1 + 8 + 1 s)
 lk_load_stop
