@@ -15,6 +15,10 @@
 #   - with the rule removed, p1 is "up" again at b and at a within 2 s each, by itself;
 #   - p1's counters resume: tx_bytes at a and rx_bytes at b grow again;
 #   - the TCP load ran to its end without an error.
+# Scheduler=weighted: the paths are unshaped, so their common bottleneck is the hosts' CPUs,
+# where the learned scheduler (the default) has no capacities to learn and its split wanders (it
+# has left p2 1.7 % of the bytes under the sanitizers); this test is about failing over, and
+# learned.sh about the learner.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,7 +31,7 @@ lab_topology 3 none 4
 lab_exec b nft add table inet mpt_probe 2>/dev/null || lab_skip "needs nftables in the kernel"
 lab_exec b nft delete table inet mpt_probe
 
-it_profiles 3 4 4 "" 'KeepaliveInterval=200ms\nDeadTime=1s'
+it_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=1s'
 it_start a
 it_start b
 it_expect_state a p1 up 2 "after start"

@@ -11,11 +11,12 @@
 #     iperf3 finds missing was dropped and counted at one end (it_loss_causes: a full receive or
 #     send buffer, the TUN device's queue, a send error), and at most 2 % are; the sender sent
 #     at least 90 % of what 50 Mbit/s makes in the time;
-#   - more than one path carried the traffic: every path's tx_bytes at a grew by at least a
-#     quarter of its equal share, and every path at b sent something (ACKs, replies). The paths
-#     are unshaped, so their common bottleneck is the hosts' CPUs: the learned scheduler (the
-#     default) splits by what each path delivered there, never below half its burst rate, not
-#     evenly (weights.sh checks the split by weights with Scheduler=weighted).
+#   - more than one path carried the traffic: every path's tx_bytes at a grew by at least half
+#     its equal share (Scheduler=weighted, all weights 1), and every path at b sent something
+#     (ACKs, replies). The paths are unshaped, so their common bottleneck is the hosts' CPUs,
+#     where the learned scheduler (the default) has no capacities to learn: its split there
+#     wanders from run to run and has starved a path to 1.6 % of the bytes (issue 19's closing
+#     note); this test is about the address families, learned.sh about the learner.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,7 +36,7 @@ lab_init
 it_require iperf3 python3
 lab_log "families: tunnel IPv$tfam over $n paths ($pfam)"
 lab_topology "$n" none "$pfam"
-it_profiles "$n" "$tfam" "$pfam"
+it_profiles "$n" "$tfam" "$pfam" 'Scheduler=weighted'
 it_start a
 it_start b
 
@@ -106,9 +107,9 @@ da, db = delta(*snaps[0:2]), delta(*snaps[2:4])
 ok = True
 total = sum(da.values())
 for name, d in da.items():
-    if d < total / len(da) / 4:
-        print("  path %s at a: expected at least %d bytes (a quarter of an equal share of %d), measured %d"
-              % (name, total / len(da) / 4, total, d), file=sys.stderr)
+    if d < total / len(da) / 2:
+        print("  path %s at a: expected at least %d bytes (half an equal share of %d), measured %d"
+              % (name, total / len(da) / 2, total, d), file=sys.stderr)
         ok = False
 for name, d in db.items():
     if d <= 0:
