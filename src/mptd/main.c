@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <grp.h>
+#include <pwd.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +23,10 @@ static bool arg_check;
 static const char *arg_profile;
 static const char *arg_netdev;
 static gid_t arg_control_group = (gid_t) -1;
+/* --user: the user (and its primary group) mptd runs as once it is set up; (uid_t) -1: none. */
+static uid_t arg_uid = (uid_t) -1;
+static gid_t arg_gid = (gid_t) -1;
+static const char *arg_user;
 
 static void help(void) {
         printf("Usage: mptd [OPTIONS] PROFILE\n"
@@ -35,6 +40,8 @@ static void help(void) {
                "  -c --check              Check the profile and exit\n"
                "  -w --workers=N          Data-plane threads (overrides Workers=)\n"
                "     --control-group=GROUP  Members of GROUP may use the control socket too\n"
+               "     --user=USER          Run as USER (and its group) once the profile is read,\n"
+               "                          with only CAP_NET_ADMIN (mptd must start as root)\n"
                "     --log-level=LEVEL    err, warning, notice, info (default) or debug\n"
                "     --log-target=TARGET  auto (default), console or journal\n"
                "  -h --help               Show this help\n"
@@ -44,7 +51,7 @@ static void help(void) {
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_NETDEV, ARG_CONTROL_GROUP };
+        enum { ARG_VERSION = 0x100, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_NETDEV, ARG_CONTROL_GROUP, ARG_USER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -54,6 +61,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
                 { "netdev", required_argument, NULL, ARG_NETDEV },
                 { "control-group", required_argument, NULL, ARG_CONTROL_GROUP },
+                { "user", required_argument, NULL, ARG_USER },
                 {}
         };
         int c;
@@ -109,6 +117,29 @@ static int parse_argv(int argc, char *argv[]) {
                                 fprintf(stderr, "mptd: invalid --control-group '%s': no such group\n", optarg);
                                 return -EINVAL;
                         }
+                        break;
+                }
+                case ARG_USER: {
+                        /* By name, or a number that names a user of the user database: its
+                         * primary group comes from there. */
+                        struct passwd *pw = getpwnam(optarg);
+                        unsigned uid;
+
+                        if (!pw && safe_atou(optarg, &uid) >= 0 && uid != (unsigned) -1)
+                                pw = getpwuid((uid_t) uid);
+                        if (!pw) {
+                                fprintf(stderr, "mptd: invalid --user '%s': no such user%s\n", optarg,
+                                        streq(optarg, "mpt") ? " (systemd-sysusers creates it from sysusers.d/mpt.conf)"
+                                                             : "");
+                                return -EINVAL;
+                        }
+                        if (pw->pw_uid == 0) {
+                                fprintf(stderr, "mptd: invalid --user '%s': that is root\n", optarg);
+                                return -EINVAL;
+                        }
+                        arg_uid = pw->pw_uid;
+                        arg_gid = pw->pw_gid;
+                        arg_user = optarg;
                         break;
                 }
                 case '?':
@@ -221,11 +252,36 @@ static bool kernel_needs_net_raw(void) {
         return major < 5 || (major == 5 && minor < 7);
 }
 
+/* Becomes arg_uid/arg_gid (no supplementary groups) and keeps the permitted capabilities across
+ * the change (their effective set is empty then; drop_privileges() raises what it keeps). */
+static int switch_user(void) {
+        if (geteuid() != 0)
+                return log_error_errno(SYNTHETIC_ERRNO(EPERM),
+                                       "--user=%s: mptd must start as root to change its user (it runs as uid %u).",
+                                       arg_user, (unsigned) geteuid());
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                return log_error_errno(errno, "Failed to keep capabilities across the user change: %m");
+        if (setgroups(0, NULL) < 0)
+                return log_error_errno(errno, "Failed to drop supplementary groups: %m");
+        if (setresgid(arg_gid, arg_gid, arg_gid) < 0)
+                return log_error_errno(errno, "Failed to change group to %u: %m%s", (unsigned) arg_gid,
+                                       errno == EPERM ? " (CAP_SETGID is missing: a unit's CapabilityBoundingSet=?)" : "");
+        if (setresuid(arg_uid, arg_uid, arg_uid) < 0)
+                return log_error_errno(errno, "Failed to change user to %s (uid %u): %m%s", arg_user, (unsigned) arg_uid,
+                                       errno == EPERM ? " (CAP_SETUID is missing: a unit's CapabilityBoundingSet=?)" : "");
+        if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+                return log_error_errno(errno, "Failed to reset PR_SET_KEEPCAPS: %m");
+        log_info("Running as user %s (uid %u, gid %u) from now on.", arg_user, (unsigned) arg_uid, (unsigned) arg_gid);
+        return 0;
+}
+
 /* What mptd needs while it runs: CAP_NET_ADMIN (rtnetlink: the TUN device, addresses, routes,
  * MTU; nftables; SO_RCVBUFFORCE) and, on kernels before 5.7, CAP_NET_RAW for SO_BINDTODEVICE
  * when a path binds again. Everything else goes, before any thread starts (capabilities are per
  * thread): from the bounding set (when we may change it), the ambient, inheritable, permitted
- * and effective sets; and no exec can ever gain privileges again (PR_SET_NO_NEW_PRIVS). */
+ * and effective sets; and no exec can ever gain privileges again (PR_SET_NO_NEW_PRIVS). With
+ * --user, mptd becomes that user in between (after the bounding set, which needs CAP_SETPCAP;
+ * before the sets are cut, which must leave CAP_SETUID and CAP_SETGID until then). */
 static int drop_privileges(void) {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
         struct __user_cap_data_struct d[2] = {};
@@ -253,6 +309,14 @@ static int drop_privileges(void) {
         }
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return log_error_errno(errno, "Failed to clear the ambient capabilities: %m");
+        if (arg_uid != (uid_t) -1) {
+                int r = switch_user();
+                if (r < 0)
+                        return r;
+                /* The user change emptied the effective set; what is kept comes back from the
+                 * permitted one. */
+                eff = perm;
+        }
 
         eff &= keep;
         perm &= keep;

@@ -15,7 +15,13 @@
 #     user (ip tuntap ... user), with only ambient CAP_NET_ADMIN and CAP_NET_RAW: traffic flows,
 #     also after a path binds again to a new address (with the other path taken down, so that
 #     the pings can only cross the rebound one, whose packet counters grow at both ends), and it
-#     keeps only what it needs.
+#     keeps only what it needs;
+#   - mptd started as root with --user=nobody sets up as root (its own TUN device, the control
+#     socket in a root-owned directory) and then runs as nobody (uid and gid 65534, no
+#     supplementary groups) with only CAP_NET_ADMIN in every set and a cut bounding set: traffic
+#     flows, a path binds again to a new address, root's mptctl is served, and SIGTERM ends it
+#     cleanly (status 0, its TUN device and nftables table gone); --user with an unknown user or
+#     root is refused before anything is set up.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -139,8 +145,57 @@ it_note "p0 after the rebinding: a sent $((a_tx1 - a_tx0)) and received $((a_rx1
         [ $((a_rx1 - a_rx0)) -ge 10 ] || it_soft_fail "the pings did not cross p0 after it was bound to its new address"
 # Unprivileged, mptd cannot shrink the bounding set (no CAP_SETPCAP); no_new_privs makes that moot.
 check_caps "$pid" "mptd as nobody" "$(awk '/^CapBnd:/ {print $2}' /proc/self/status)"
+nobody_ctl path lab p1 up || it_soft_fail "mptctl path lab p1 up (mptd as nobody) failed"
 kill -TERM "$pid"
 wait "$pid" || it_soft_fail "mptd as nobody did not exit cleanly (status $?)"
 lab_exec a ip link show lab >/dev/null 2>&1 || it_soft_fail "mptd removed the persistent TUN device it did not create"
+
+# mptd started as root with --user=nobody: set up as root, then nobody.
+lab_exec a ip link del lab
+for bad in no-such-user-mpt-test root; do
+        out=$(ip netns exec "$(lab_ns a)" "$MPTD" --log-target=console --user="$bad" "$LAB_DIR/a.conf" 2>&1) &&
+                it_soft_fail "--user=$bad was accepted: $out"
+        it_note "--user=$bad: $out"
+        lab_exec a ip link show lab >/dev/null 2>&1 && it_soft_fail "--user=$bad refused, but a TUN device was created"
+done
+it_start a "$LAB_DIR/a.conf" --user=nobody
+pid=$LAB_PID_a
+st=$(cat /proc/"$pid"/status)
+for f in "Uid:$NOBODY $NOBODY $NOBODY $NOBODY" "Gid:$NOBODY $NOBODY $NOBODY $NOBODY" "Groups:"; do
+        got=$(grep "^${f%%:*}:" <<<"$st" | sed 's/^[^:]*:[[:space:]]*//; s/[[:space:]]\+/ /g; s/ $//')
+        [ "$got" = "${f#*:}" ] || it_soft_fail "mptd --user=nobody: expected ${f%%:*} '${f#*:}', got '$got'"
+done
+grep -q "Running as user nobody (uid $NOBODY, gid $NOBODY)" "$LAB_DIR/mptd-a.log" ||
+        it_soft_fail "mptd --user=nobody does not say so in its log: $(tail -n 3 "$LAB_DIR/mptd-a.log")"
+check_caps "$pid" "mptd --user=nobody" "$want"
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "no ping through the tunnel of mptd --user=nobody"
+lab_exec a ping -c 20 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost with mptd --user=nobody"
+lab_exec a ip addr flush dev pa0
+lab_exec a ip addr add 10.77.100.12/24 dev pa0
+ok=
+for _ in $(seq 100); do
+        if lab_ctl a show lab 2>/dev/null | grep -q "local: 10.77.100.12:4754"; then ok=1; break; fi
+        sleep 0.1
+done
+[ -n "$ok" ] || it_soft_fail "mptd --user=nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a.log")"
+lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
+lab_ctl a path lab p1 down || it_soft_fail "mptctl path lab p1 down (root, mptd --user=nobody) failed"
+it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_state b p1)'"
+read -r a_tx0 a_rx0 < <(lab_ctl a --json show lab | p0_packets)
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_soft_fail "no ping after p0 moved to a new address (mptd --user=nobody)"
+lab_exec a ping -c 10 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost over the rebound p0 (--user=nobody)"
+read -r a_tx1 a_rx1 < <(lab_ctl a --json show lab | p0_packets)
+it_note "mptd --user=nobody, p0 after the rebinding: a sent $((a_tx1 - a_tx0)) and received $((a_rx1 - a_rx0)) data packets"
+[ $((a_tx1 - a_tx0)) -ge 10 ] && [ $((a_rx1 - a_rx0)) -ge 10 ] ||
+        it_soft_fail "the pings did not cross p0 after it was bound to its new address (--user=nobody)"
+had_table=$(lab_exec a nft list tables 2>/dev/null | grep -c "inet mpt-lab" || true)
+kill -TERM "$pid"
+wait "$pid" || it_soft_fail "mptd --user=nobody did not exit cleanly (status $?)"
+lab_exec a ip link show lab >/dev/null 2>&1 && it_soft_fail "mptd --user=nobody left its TUN device behind"
+if [ "$had_table" -gt 0 ]; then
+        ! lab_exec a nft list tables 2>/dev/null | grep -q "inet mpt-lab" ||
+                it_soft_fail "mptd --user=nobody left its nftables table behind"
+fi
+it_note "mptd --user=nobody: nftables table while running: $had_table, gone after exit"
 
 it_finish "least privilege"
