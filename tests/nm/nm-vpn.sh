@@ -404,8 +404,11 @@ if [ -n "$LAB_KEY" ]; then
                 lab_die "the messages tell whether the file exists: '${user_msgs[0]}' vs '${user_msgs[1]}'"
         traces=$(find "$T" -maxdepth 1 -name 'service.strace.*' | wc -l)
         [ "$traces" -ge 1 ] || lab_die "the service did not run under strace"
-        # The trace is real: it holds the service's own file system calls.
-        cat "$T"/service.strace.* | grep -q 'openat(' || lab_die "no openat() in the service's trace"
+        # The trace is real: it holds the service's own file system calls. strace may not have
+        # written them yet while the service runs on (its output is buffered; under the
+        # sanitizers a fresh clone's run once found none at this point): wait for them.
+        traced() { cat "$T"/service.strace.* | grep -q 'openat('; }
+        wait_until 15 traced || lab_die "no openat() in the service's trace"
         ! grep -h "root-only" "$T"/service.strace.* ||
                 lab_die "the service touched the user's key file: $(grep -h root-only "$T"/service.strace.*)"
         lab_log "strace: $traces service process(es), $(cat "$T"/service.strace.* | wc -l) file system calls, none of root-only/"
