@@ -48,7 +48,7 @@ it_start b
 out=$(lab_ctl a check "$LAB_DIR/a.conf") || it_fail "mptctl check on a good profile: expected exit 0"
 [ "$out" = "$LAB_DIR/a.conf: OK (tunnel 'lab', 3 paths)" ] ||
         it_fail "mptctl check on a good profile: expected '$LAB_DIR/a.conf: OK (tunnel 'lab', 3 paths)', got '$out'"
-lab_ctl a keys | grep -qF "[Path] Weight=0..10000" || it_fail "mptctl keys: expected a line for [Path] Weight="
+lab_ctl a keys | grep -F "[Path] Weight=0..10000" >/dev/null || it_fail "mptctl keys: expected a line for [Path] Weight="
 
 # ---- show, text ----
 lab_ctl a show > "$LAB_DIR/show.txt"

@@ -119,7 +119,7 @@ lab_exec a ip addr flush dev pa0
 lab_exec a ip addr add 10.77.100.11/24 dev pa0
 ok=
 for _ in $(seq 100); do
-        if MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" show lab 2>/dev/null | grep -q "local: 10.77.100.11:4754"; then ok=1; break; fi
+        if MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" show lab 2>/dev/null | grep "local: 10.77.100.11:4754" >/dev/null; then ok=1; break; fi
         sleep 0.1
 done
 [ -n "$ok" ] || it_soft_fail "mptd as nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a-nobody.log")"
@@ -174,7 +174,7 @@ lab_exec a ip addr flush dev pa0
 lab_exec a ip addr add 10.77.100.12/24 dev pa0
 ok=
 for _ in $(seq 100); do
-        if lab_ctl a show lab 2>/dev/null | grep -q "local: 10.77.100.12:4754"; then ok=1; break; fi
+        if lab_ctl a show lab 2>/dev/null | grep "local: 10.77.100.12:4754" >/dev/null; then ok=1; break; fi
         sleep 0.1
 done
 [ -n "$ok" ] || it_soft_fail "mptd --user=nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a.log")"

@@ -163,11 +163,13 @@ MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" ip netns exec "$(lab_ns a)" \
 nobody_pid=$!
 LAB_PIDS+=("$nobody_pid")
 nobody_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" "$@"; }
-for _ in $(seq 100); do
+for _ in $(seq 200); do
         nobody_ctl show lab >/dev/null 2>&1 && break
         kill -0 "$nobody_pid" 2>/dev/null || it_fail "mptd as nobody exited: $(tail -n 5 "$LAB_DIR/mptd-a-nobody.log")"
         sleep 0.1
 done
+nobody_ctl show lab >/dev/null 2>&1 ||
+        it_fail "mptd as nobody (under strace) did not answer within 20 s: $(tail -n 5 "$LAB_DIR/mptd-a-nobody.log")"
 mptd_n=$(mptd_of "$nobody_pid")
 [ "$(stat -c %u /proc/"$mptd_n")" = "$NOBODY" ] || it_fail "mptd does not run as nobody"
 pings "mptd as nobody"
@@ -176,11 +178,17 @@ new=${old%.*}.11
 lab_exec a sysctl -qw net.ipv4.conf.pa0.promote_secondaries=1
 lab_exec a ip addr add "$new/24" dev pa0
 lab_exec a ip addr del "$old/24" dev pa0
-for _ in $(seq 100); do
-        nobody_ctl show lab dump | grep -q "local=$new:" && break
+# Up to 15 s (mptd runs under strace -f here). grep without -q on mptctl's output, here and
+# below: under pipefail, a grep -q that leaves at its first match makes mptctl's next write hit a
+# closed pipe once the dump is longer than one stdio buffer, and the pipeline then fails though
+# the line was there (seen: "did not rebind" while show listed the new address).
+for _ in $(seq 300); do
+        nobody_ctl show lab dump | grep "local=$new:" >/dev/null && break
         sleep 0.05
 done
-nobody_ctl show lab dump | grep -q "local=$new:" || it_fail "mptd as nobody did not rebind p0 to $new"
+nobody_ctl show lab dump | grep "local=$new:" >/dev/null ||
+        it_fail "mptd as nobody did not rebind p0 to $new within 15 s: $(nobody_ctl show lab 2>&1 | grep 'local:' | tr -s ' ' | tr '\n' ';')"
+
 pings "mptd as nobody, after the rebinding"
 kill -TERM "$mptd_n"
 rc=0
@@ -207,12 +215,14 @@ MPT_RUNTIME_DIR="$LAB_DIR/run-netdev" ip netns exec "$(lab_ns a)" \
         "$(traced netdev)" --log-target=console --netdev "$LAB_DIR/lab.netdev" >>"$LAB_DIR/mptd-a-netdev.log" 2>&1 &
 netdev_pid=$!
 LAB_PIDS+=("$netdev_pid")
-for _ in $(seq 100); do
+for _ in $(seq 200); do
         MPT_RUNTIME_DIR="$LAB_DIR/run-netdev" "$MPTCTL" show lab >/dev/null 2>&1 && break
         kill -0 "$netdev_pid" 2>/dev/null || it_fail "mptd --netdev exited: $(tail -n 5 "$LAB_DIR/mptd-a-netdev.log")"
         sleep 0.1
 done
-MPT_RUNTIME_DIR="$LAB_DIR/run-netdev" "$MPTCTL" show lab dump | grep -q "device=attached" ||
+MPT_RUNTIME_DIR="$LAB_DIR/run-netdev" "$MPTCTL" show lab >/dev/null 2>&1 ||
+        it_fail "mptd --netdev (under strace) did not answer within 20 s: $(tail -n 5 "$LAB_DIR/mptd-a-netdev.log")"
+MPT_RUNTIME_DIR="$LAB_DIR/run-netdev" "$MPTCTL" show lab dump | grep "device=attached" >/dev/null ||
         it_fail "mptd --netdev did not attach to the existing device"
 pings "mptd --netdev"
 lab_exec a ip link del lab
