@@ -108,7 +108,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         if (t->secure) {
                 uint64_t peer_epoch;
                 pthread_mutex_lock(&t->secure_lock);
-                peer_epoch = t->secure_rx.peer_epoch;
+                peer_epoch = mpt_secure_rx_peer_epoch(t->secure_rx);
                 pthread_mutex_unlock(&t->secure_lock);
                 ctl_writer_field(w, "epoch", "0x%016" PRIx64, t->epoch);
                 ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, peer_epoch);

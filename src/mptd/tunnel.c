@@ -37,7 +37,7 @@ static uint64_t now_realtime_nsec(void) {
 }
 
 MptCipher tunnel_tx_cipher(Tunnel *t) {
-        return t->aes && __atomic_load_n(&t->secure_rx.peer_aes, __ATOMIC_RELAXED) ? MPT_CIPHER_AES256_GCM
+        return t->aes && mpt_secure_rx_peer_aes(t->secure_rx) ? MPT_CIPHER_AES256_GCM
                                                                                    : MPT_CIPHER_CHACHA20_POLY1305;
 }
 
@@ -821,7 +821,9 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
                 if (r < 0)
                         return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
-                t->secure_rx.own_epoch = t->epoch;
+                t->secure_rx = mpt_secure_rx_new(t->epoch);
+                if (!t->secure_rx)
+                        return log_oom();
                 for (size_t i = 0; i < MPT_PATHS_MAX; i++)
                         t->tx_counter[i] = 1;
                 t->secure = true;
@@ -1015,6 +1017,7 @@ Tunnel *tunnel_free(Tunnel *t) {
         pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);
         pthread_mutex_destroy(&t->secure_lock);
+        mpt_secure_rx_free(t->secure_rx);
         mpt_secure_keys_wipe(&t->tx_keys);
         free(t->address_added);
         free(t->route_added);

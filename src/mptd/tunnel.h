@@ -247,7 +247,7 @@ struct Tunnel {
         MptSecureKeys tx_keys;
         uint64_t tx_counter[MPT_PATHS_MAX]; /* atomic: next counter per path */
         pthread_mutex_t secure_lock;
-        MptSecureRx secure_rx;
+        MptSecureRx *secure_rx;
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
 
         /* The learned scheduler and feedback (feedback.c). */

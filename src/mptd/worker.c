@@ -684,7 +684,7 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                 pthread_mutex_lock(&t->secure_lock);
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] < 0)
-                                reason[i] = mpt_secure_rx_check(&t->secure_rx, &h[i], paths);
+                                reason[i] = mpt_secure_rx_check(t->secure_rx, &h[i], paths);
                 pthread_mutex_unlock(&t->secure_lock);
 
                 for (size_t i = 0; i < n; i++) {
@@ -722,7 +722,7 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                         bool new_epoch;
                         if (reason[i] >= 0)
                                 continue;
-                        reason[i] = mpt_secure_rx_accept(&t->secure_rx, &h[i], paths, &new_epoch);
+                        reason[i] = mpt_secure_rx_accept(t->secure_rx, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
                 }
                 pthread_mutex_unlock(&t->secure_lock);

@@ -357,52 +357,97 @@ bool mpt_replay_update(MptReplay *r, uint64_t counter) {
 }
 
 static_assert(MPT_PATHS_MAX <= 64, "a path is one bit of a uint64_t");
+static_assert(MPT_SECURE_LANES <= 256, "a lane is one byte of the header");
+
+MptSecureRx *mpt_secure_rx_new(uint64_t own_epoch) {
+        /* Mostly windows that are never used: calloc() leaves their pages untouched. */
+        MptSecureRx *rx = calloc(1, sizeof(MptSecureRx));
+
+        if (rx)
+                rx->own_epoch = own_epoch;
+        return rx;
+}
+
+MptSecureRx *mpt_secure_rx_free(MptSecureRx *rx) {
+        return mfree(rx);
+}
+
+uint64_t mpt_secure_rx_peer_epoch(const MptSecureRx *rx) {
+        return __atomic_load_n(&rx->peer_epoch, __ATOMIC_ACQUIRE);
+}
+
+bool mpt_secure_rx_peer_aes(const MptSecureRx *rx) {
+        return __atomic_load_n(&rx->peer_aes, __ATOMIC_RELAXED);
+}
 
 int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h) {
-        if (h->epoch != rx->peer_epoch || rx->bound[h->path_id] == 0)
+        const MptSecureRxPath *p = &rx->paths[h->path_id];
+
+        if (h->epoch != mpt_secure_rx_peer_epoch(rx) || p->epoch != h->epoch || p->bound == 0)
                 return -1;
-        return rx->bound[h->path_id] - 1;
+        return p->bound - 1;
 }
 
 int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths) {
-        int bound;
+        const MptSecureRxPath *p = &rx->paths[h->path_id];
+        const MptSecureRxLane *l = &p->lanes[h->lane];
+        uint64_t peer = mpt_secure_rx_peer_epoch(rx);
 
         if (h->epoch == rx->own_epoch)
                 return MPT_DROP_OWN_EPOCH;
-        if (h->epoch < rx->peer_epoch)
+        /* (The sender path's own state may be of a newer epoch than peer_epoch was when it was
+         * read: another sender path raised it since.) */
+        if (h->epoch < peer || h->epoch < p->epoch || h->epoch < l->epoch)
                 return MPT_DROP_STALE_EPOCH;
-        /* Bindings are of the current epoch; a newer one starts without any. */
-        bound = mpt_secure_rx_bound(rx, h);
-        if (bound >= 0 && !(paths & MPT_SECURE_PATH_BIT(bound)))
+        /* Bindings are of their epoch; a newer one starts without any. */
+        if (p->epoch == h->epoch && p->bound != 0 && !(paths & MPT_SECURE_PATH_BIT(p->bound - 1)))
                 return MPT_DROP_PATH_MISMATCH;
-        if (h->epoch == rx->peer_epoch && !mpt_replay_check(&rx->replay[h->path_id], h->counter))
+        if (l->epoch == h->epoch && !mpt_replay_check(&l->replay, h->counter))
                 return MPT_DROP_REPLAYED;
         return -1;
 }
 
 int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths, bool *ret_new_epoch) {
+        MptSecureRxPath *p = &rx->paths[h->path_id];
+        MptSecureRxLane *l = &p->lanes[h->lane];
         int reason = mpt_secure_rx_check(rx, h, paths);
+        uint64_t peer;
+        bool aes;
 
         *ret_new_epoch = false;
         if (reason >= 0)
                 return reason;
-        if (h->epoch > rx->peer_epoch) {
-                /* The other end restarted (or this is its first datagram): a new key, new counters,
-                 * and its paths may be others (its profile may have changed). */
-                rx->peer_epoch = h->epoch;
-                for (size_t i = 0; i < MPT_PATHS_MAX; i++) {
-                        rx->replay[i].any = false;
-                        rx->bound[i] = 0;
+        /* The other end restarted (or this is its first datagram): a new key, new counters,
+         * and its paths may be others (its profile may have changed). Older epochs are refused
+         * from now on, on every sender path; this one's windows and binding start afresh when
+         * its first datagram of the epoch comes. */
+        peer = mpt_secure_rx_peer_epoch(rx);
+        while (h->epoch > peer)
+                if (__atomic_compare_exchange_n(&rx->peer_epoch, &peer, h->epoch, false, __ATOMIC_RELEASE,
+                                                __ATOMIC_ACQUIRE)) {
+                        *ret_new_epoch = true;
+                        break;
                 }
-                *ret_new_epoch = true;
+        if (h->epoch < peer)
+                return MPT_DROP_STALE_EPOCH; /* a newer one came meanwhile */
+        if (p->epoch != h->epoch) {
+                p->epoch = h->epoch;
+                p->bound = 0;
         }
-        if (!mpt_replay_update(&rx->replay[h->path_id], h->counter))
+        if (l->epoch != h->epoch) {
+                l->epoch = h->epoch;
+                l->replay.any = false;
+        }
+        if (!mpt_replay_update(&l->replay, h->counter))
                 return MPT_DROP_REPLAYED;
         /* One path named: the datagram's path is known, and its sender path id belongs to it from
          * now on. (paths & (paths - 1)) == 0: at most one bit set. */
-        if (rx->bound[h->path_id] == 0 && paths != 0 && (paths & (paths - 1)) == 0)
-                rx->bound[h->path_id] = (uint8_t) (__builtin_ctzll(paths) + 1);
-        __atomic_store_n(&rx->peer_aes, !!(h->flags & MPT_SECURE_FLAG_AES), __ATOMIC_RELAXED);
+        if (p->bound == 0 && paths != 0 && (paths & (paths - 1)) == 0)
+                p->bound = (uint8_t) (__builtin_ctzll(paths) + 1);
+        /* Written only when it changes: the sending workers read it for every window. */
+        aes = !!(h->flags & MPT_SECURE_FLAG_AES);
+        if (__atomic_load_n(&rx->peer_aes, __ATOMIC_RELAXED) != aes)
+                __atomic_store_n(&rx->peer_aes, aes, __ATOMIC_RELAXED);
         return -1;
 }
 

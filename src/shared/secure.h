@@ -14,8 +14,9 @@
  *                 receiver refuses a bit it does not know: new ones come with a new version or
  *                 a capability the other end announced)
  *        2     1  sender's path id: the index of the path in the sender's profile (< 64)
- *        3     1  sender's lane: the sequence space the datagram's sender numbered it in; 0
- *                 (the only lane of this version; other values are refused)
+ *        3     1  sender's lane (< 64): the sequence space its sender numbered it in, one per
+ *                 sending thread (mptd: worker i sends on lane i, the main thread's control
+ *                 frames go on lane 63); other values are refused
  *        4     8  sender's epoch (big endian): which keys sealed it, fixed for the life of the
  *                 sending mptd
  *       12     8  counter (big endian): per sender path and lane, never repeated within an epoch
@@ -30,14 +31,18 @@
  * with LABEL "mpt-v2 chacha20-poly1305" or "mpt-v2 aes-256-gcm".
  * A receiver derives the sender's keys from the epoch in the header; a newer epoch replaces the
  * old one as soon as one datagram under it authenticates, and an older epoch is never accepted
- * again. A per-path sliding window (RFC 6479) refuses replayed counters. Each sender path id is
+ * again. A sliding window (RFC 6479) per sender path and lane refuses replayed counters. Each
+ * sender path id is
  * bound, for the epoch, to the receiver's path where its first datagram authenticated: the two
  * profiles need not list their paths in the same order, and a datagram moved to another path is
  * refused (path-mismatch). A sender uses
  * AES-256-GCM when its CPU has AES instructions and the other end's datagrams (of its current
  * epoch) say that it can receive it; otherwise ChaCha20-Poly1305, which every receiver takes.
  *
- * No system calls and no locking on the data path. Sealing and opening use cipher contexts of
+ * No system calls and no locking on the data path: the receive state is serialised by the caller
+ * per sender path id (mptd: one lock each, which the worker that receives the path is the only
+ * one to take as long as the path's datagrams arrive at one worker), except for the other end's
+ * epoch, which is atomic. Sealing and opening use cipher contexts of
  * the calling thread, made on its first use of a cipher (the only allocation) and re-keyed when
  * it uses other keys; they are freed when the thread ends. */
 
@@ -53,7 +58,12 @@
 #define MPT_SECURE_FLAG_AES 0x01u    /* A: the sender can receive AES-256-GCM */
 #define MPT_SECURE_FLAG_AESGCM 0x02u /* G: sealed with AES-256-GCM */
 #define MPT_SECURE_FLAGS_KNOWN (MPT_SECURE_FLAG_AES | MPT_SECURE_FLAG_AESGCM)
-#define MPT_SECURE_LANES 1u /* lanes this version numbers datagrams in (lane ids 0 .. LANES - 1) */
+/* Lanes: lane ids 0 .. MPT_SECURE_LANES - 1. Every lane of a sender path numbers its datagrams
+ * on its own (counters from 1 in each epoch), so that each sending thread owns one and no two
+ * threads ever share a counter. The last one is mptd's control lane (its main thread's
+ * keepalives, path-status and feedback frames): its workers take lanes 0 .. 62. */
+#define MPT_SECURE_LANES MPT_WORKERS_MAX
+#define MPT_SECURE_LANE_CONTROL (MPT_SECURE_LANES - 1u)
 #define MPT_SECURE_HEADER_SIZE 20u
 #define MPT_SECURE_TAG_SIZE 16u
 #define MPT_SECURE_NONCE_SIZE 12u
@@ -91,15 +101,28 @@ typedef struct MptReplay {
         uint64_t bits[MPT_REPLAY_WORDS];
 } MptReplay;
 
-/* What a receiver remembers about the other end's datagrams. */
+/* The anti-replay window of one lane of a sender path, in one epoch. */
+typedef struct MptSecureRxLane {
+        uint64_t epoch; /* what replay is of; another epoch's datagram finds it empty */
+        MptReplay replay;
+} MptSecureRxLane;
+
+/* What a receiver remembers of one sender path id of the other end. Serialised by the caller. */
+typedef struct MptSecureRxPath {
+        uint64_t epoch; /* what bound is of */
+        /* The receiver's path (index) the sender path id is bound to in epoch, plus one; 0: not
+         * bound yet. */
+        uint8_t bound;
+        MptSecureRxLane lanes[MPT_SECURE_LANES];
+} MptSecureRxPath;
+
+/* What a receiver remembers about the other end's datagrams (mpt_secure_rx_new(): about 2 MiB
+ * of address space, of which only the lanes in use are ever touched). */
 typedef struct MptSecureRx {
         uint64_t own_epoch;  /* ours: a datagram that carries it was reflected back at us */
-        uint64_t peer_epoch; /* the newest epoch that authenticated; 0: none yet */
+        uint64_t peer_epoch; /* atomic: the newest epoch that authenticated; 0: none yet */
         bool peer_aes;       /* atomic: the other end (in peer_epoch) can receive AES-256-GCM */
-        MptReplay replay[MPT_PATHS_MAX]; /* per sender path id, for peer_epoch */
-        /* Per sender path id, for peer_epoch: the receiver's path (index) it is bound to, plus
-         * one; 0: not bound yet. */
-        uint8_t bound[MPT_PATHS_MAX];
+        MptSecureRxPath paths[MPT_PATHS_MAX]; /* per sender path id */
 } MptSecureRx;
 
 /* The keys of one epoch: plain bytes, so they may be copied (a copy keeps the id, and with it
@@ -148,6 +171,14 @@ size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCiph
 size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const MptSecureKeys *k, MptCipher cipher,
                             uint8_t flags, MptSecureSender from);
 
+/* The receive state of an end whose own epoch is own_epoch; NULL: no memory. */
+MptSecureRx *mpt_secure_rx_new(uint64_t own_epoch);
+MptSecureRx *mpt_secure_rx_free(MptSecureRx *rx);
+/* The newest epoch of the other end that authenticated (any thread); 0: none yet. */
+uint64_t mpt_secure_rx_peer_epoch(const MptSecureRx *rx);
+/* Whether the other end can receive AES-256-GCM, as its latest datagram said (any thread). */
+bool mpt_secure_rx_peer_aes(const MptSecureRx *rx);
+
 /* Reads the clear header of a received datagram. Returns -1 when it is a well-formed transport
  * message of this version, else a drop reason: too-short, compat-packet (looks like a plain GRE
  * datagram), bad-version (another version or message type: version 1, or a handshake message),
@@ -167,14 +198,16 @@ int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k);
 
 /* Before decrypting (cheap, changes nothing): -1 when the datagram may be accepted, else
  * own-epoch, stale-epoch, path-mismatch (its sender path id is bound to a path of ours that is
- * not in paths) or replayed. */
+ * not in paths) or replayed. This and mpt_secure_rx_accept() must be serialised per sender path
+ * id (h->path_id); calls for different ones may run at once. */
 int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths);
-/* After the datagram authenticated: records it (and whether the other end takes AES-256-GCM),
- * and binds its sender path id to the path in paths when that names exactly one and the id is
- * not bound yet. Returns -1 (accepted; *ret_new_epoch tells whether this was the first datagram
- * of a newer epoch, which resets the windows and the bindings) or a drop reason as
- * mpt_secure_rx_check() (another thread may have recorded the same counter, or bound the id,
- * since). */
+/* After the datagram authenticated: records it in the window of its sender path and lane (and
+ * whether the other end takes AES-256-GCM), and binds its sender path id to the path in paths
+ * when that names exactly one and the id is not bound yet. Returns -1 (accepted;
+ * *ret_new_epoch tells whether this was the first datagram of a newer epoch, which makes every
+ * window and binding of older epochs void) or a drop reason as mpt_secure_rx_check() (another
+ * datagram may have been recorded with the same counter, or bound the id, since; or a newer
+ * epoch authenticated on another sender path). */
 int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths, bool *ret_new_epoch);
 /* The receiver's path (index) the sender path id of h is bound to in the current epoch, or -1. */
 int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h);
@@ -202,7 +235,7 @@ bool mpt_secure_limit_take(MptSecureLimit *l, usec_t now);
 bool mpt_replay_check(const MptReplay *r, uint64_t counter);
 bool mpt_replay_update(MptReplay *r, uint64_t counter);
 
-/* Reserves n counters from *next (the next counter to use; atomic) for one sender path. Returns
+/* Reserves n counters from *next (the next counter to use; atomic) for one sender path and lane. Returns
  * the first, or fails with -EOVERFLOW when they would run past 2^64 - 2: a counter is never
  * reused, so the path must stop sending (mptd must be restarted for a new epoch). */
 int mpt_secure_reserve(uint64_t *next, uint64_t n, uint64_t *ret_first);

@@ -492,7 +492,9 @@ static int fuzz_new(Input *in, Fuzz **ret) {
                 t->secure = true;
                 t->aes = fz->aes;
                 t->epoch = OWN_EPOCH;
-                t->secure_rx.own_epoch = OWN_EPOCH;
+                t->secure_rx = mpt_secure_rx_new(OWN_EPOCH);
+                if (!t->secure_rx)
+                        return -ENOMEM;
         }
         if (fz->reorder) {
                 fz->max_delay = delays[c2 >> 3 & 3];
@@ -548,6 +550,7 @@ static void fuzz_free(Fuzz *fz) {
                 pthread_mutex_destroy(&t->tx_lock);
                 pthread_mutex_destroy(&t->ka_lock);
                 pthread_mutex_destroy(&t->secure_lock);
+                mpt_secure_rx_free(t->secure_rx);
                 free(t);
         }
         free(fz->s);
@@ -794,7 +797,7 @@ static void feed(Fuzz *fz, const uint8_t *d, size_t len, int origin) {
 /* Secure mode: seals plaintext buf + MPT_SECURE_HEADER_SIZE (len bytes) in place. e: bits 0-2
  * the epoch (epochs[]), 3-5 the sender path id, 6-7 both 3: a path id out of range. how: bit 0
  * AES-256-GCM (where the CPU has it), 1 flag A (where the tunnel has AES), 2 a reserved flag,
- * 3-4 the counter (below), 5-6 another header: lane 1, version 1's type byte, a handshake
+ * 3-4 the counter (below), 5-6 another header: a lane out of range, version 1's type byte, a handshake
  * message's type byte; 7 flag G flipped (the other cipher claimed). */
 static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         uint8_t e = in8(in), how = in8(in);
@@ -842,7 +845,7 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         buf[2] = (uint8_t) r->path_id;
         switch (how >> 5 & 3) {
         case 1:
-                buf[3] = 1; /* lane 1, which version 2 does not have: bad-header */
+                buf[3] = (uint8_t) (MPT_SECURE_LANES + e); /* a lane that does not exist: bad-header */
                 break;
         case 2:
                 /* version 1 (bad-version) */
@@ -1444,7 +1447,7 @@ static void flush_batch(Fuzz *fz) {
         RxTrack tracks[MPT_PATHS_MAX];
         Tunnel *t = fz->t;
         Worker *w = fz->w;
-        uint64_t units = 0, epoch_before = t->secure_rx.peer_epoch, overflow, unknown_msgs = 0;
+        uint64_t units = 0, epoch_before = fz->secure ? mpt_secure_rx_peer_epoch(t->secure_rx) : 0, overflow, unknown_msgs = 0;
         Mark mark_before = mark(fz);
         unsigned fresh_sources = 0, fresh_ka = 0, fresh_ps = 0, n_ka = 0, n_ps = 0, n_fb = 0;
         Sums before = sums(fz), after;
@@ -1563,7 +1566,7 @@ static void flush_batch(Fuzz *fz) {
               after.units - before.units, n_ps, n_fb);
         check_rx_tracks(fz, tracks, msgs, after.authenticated - before.authenticated - unknown_msgs + n_ps + n_fb,
                         overflow);
-        check(t->secure_rx.peer_epoch >= epoch_before, "the peer epoch went back");
+        check(!fz->secure || mpt_secure_rx_peer_epoch(t->secure_rx) >= epoch_before, "the peer epoch went back");
         check_seqs(fz, mark_before);
         check_accounts(fz);
 }
@@ -1663,7 +1666,7 @@ static void summary(const Fuzz *fz) {
                         st->resyncs, fz->resets);
         }
         if (fz->secure)
-                fprintf(stderr, "  peer epoch %" PRIx64 ", %" PRIu64 " new epochs\n", fz->t->secure_rx.peer_epoch,
+                fprintf(stderr, "  peer epoch %" PRIx64 ", %" PRIu64 " new epochs\n", mpt_secure_rx_peer_epoch(fz->t->secure_rx),
                         fz->t->peer_epochs);
 }
 

@@ -27,6 +27,14 @@ static const uint8_t vec_psk[32] = { 0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
 #define VEC_DGRAM_AES                                                                               \
         "e3030300187a3c5e9d2b41f7000000000000002a9b4082c412395eb57fa07d677cc78cffb42063628aa65ccf" \
         "9cf7aa31ac29b3e597cd90ba56a0a6655d97febeeed0d247"
+/* The same as VEC_DGRAM on lane 5, and as VEC_DGRAM_AES on lane 62 (the lane is in the nonce and
+ * the associated data: the ciphertexts and tags all differ). */
+#define VEC_DGRAM_LANE5                                                                             \
+        "e3000305187a3c5e9d2b41f7000000000000002a291a40e9bc71130ec81037ddddf3499cb1d1626f31e649e7" \
+        "3d1d6e82172972b3580ab010f05a3dbd5a5db47dd88e307e"
+#define VEC_DGRAM_AES_LANE62                                                                        \
+        "e303033e187a3c5e9d2b41f7000000000000002ad615692a5380d66eb346d351574ca795d0c7a60db500a7d1" \
+        "5a4962d499af510e6ebc49d06a3a77eca33ac9e9650372d2"
 
 /* AES-256-GCM needs AES instructions; where there are none, its cases are skipped. */
 static bool have_aes;
@@ -47,13 +55,17 @@ typedef struct CipherVector {
         MptCipher cipher;
         uint8_t flags;  /* given to seal: the capabilities (A) */
         uint8_t header; /* the flags byte it writes: the capabilities and the cipher (G) */
+        uint8_t lane;
         const char *key, *dgram;
 } CipherVector;
 
 static const CipherVector cipher_vectors[] = {
-        { MPT_CIPHER_CHACHA20_POLY1305, 0, 0, VEC_KEY, VEC_DGRAM },
-        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, MPT_SECURE_FLAG_AES | MPT_SECURE_FLAG_AESGCM, VEC_KEY_AES,
+        { MPT_CIPHER_CHACHA20_POLY1305, 0, 0, 0, VEC_KEY, VEC_DGRAM },
+        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, MPT_SECURE_FLAG_AES | MPT_SECURE_FLAG_AESGCM, 0, VEC_KEY_AES,
           VEC_DGRAM_AES },
+        { MPT_CIPHER_CHACHA20_POLY1305, 0, 0, 5, VEC_KEY, VEC_DGRAM_LANE5 },
+        { MPT_CIPHER_AES256_GCM, MPT_SECURE_FLAG_AES, MPT_SECURE_FLAG_AES | MPT_SECURE_FLAG_AESGCM, 62, VEC_KEY_AES,
+          VEC_DGRAM_AES_LANE62 },
 };
 
 static void test_vector_key(const void *data) {
@@ -78,7 +90,7 @@ static void test_vector_seal(const void *data) {
         g_assert_cmpint(mpt_secure_derive(vec_psk, VEC_EPOCH, have_aes, &k), ==, 0);
         plain = unhex(VEC_PLAIN, buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_OVERHEAD);
         want_n = unhex(v->dgram, want, sizeof want);
-        n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, (MptSecureSender) { .path_id = 3, .counter = 42 });
+        n = mpt_secure_seal(buf, plain, &k, v->cipher, v->flags, (MptSecureSender) { .path_id = 3, .lane = v->lane, .counter = 42 });
         g_assert_cmpuint(n, ==, plain + MPT_SECURE_OVERHEAD);
         g_assert_cmpmem(buf, n, want, want_n);
 }
@@ -98,7 +110,7 @@ static void test_vector_open(const void *data) {
         g_assert_cmpuint(h.type, ==, MPT_SECURE_V2_TRANSPORT);
         g_assert_cmpuint(h.flags, ==, v->header);
         g_assert_cmpuint(h.path_id, ==, 3);
-        g_assert_cmpuint(h.lane, ==, 0);
+        g_assert_cmpuint(h.lane, ==, v->lane);
         g_assert_cmpuint(h.epoch, ==, VEC_EPOCH);
         g_assert_cmpuint(h.counter, ==, 42);
         if (v->cipher == MPT_CIPHER_AES256_GCM && !have_aes) {
@@ -200,7 +212,7 @@ static void test_tamper_every_bit(void) {
                         r = mpt_secure_parse(copy, s.len, &h);
                         if (r >= 0) {
                                 /* Only header bytes can fail the parse: the type, unknown flags, the
-                                 * path id's high bits (out of range) and any bit of the lane. */
+                                 * path id's and the lane's high bits (out of range). */
                                 g_assert_cmpuint(i, <, 4);
                                 continue;
                         }
@@ -437,10 +449,14 @@ static const ParseVector parse_vectors[] = {
         { "reserved-flags", "e3800300187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "path-id-64", "e3004000187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "path-id-ff", "e300ff00187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
-        { "lane-1", "e3000301187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        /* Lanes 0 .. 63 (one per sending thread); 64 and above do not exist. */
+        { "lane-64", "e3000340187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
+        { "lane-ff", "e30003ff187a3c5e9d2b41f7000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "epoch-0", "e30003000000000000000000000000000000002a" TAG "00", MPT_DROP_BAD_HEADER },
         { "good", H_OK TAG "00", -1 },
         { "path-id-63", "e3003f00187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "lane-1", "e3000301187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
+        { "lane-63", "e300033f187a3c5e9d2b41f7000000000000002a" TAG "00", -1 },
 };
 
 static void test_parse(const void *data) {
@@ -538,135 +554,268 @@ static MptSecureHeader hdr(uint8_t path, uint64_t epoch, uint64_t counter) {
 }
 
 static void test_epochs(void) {
-        MptSecureRx rx = { .own_epoch = 500 };
+        MptSecureRx *rx = mpt_secure_rx_new(500);
+        g_assert_nonnull(rx);
         MptSecureHeader h;
         bool new_epoch;
 
         /* Our own epoch: reflected. */
         h = hdr(0, 500, 1);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_OWN_EPOCH);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_OWN_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_OWN_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_OWN_EPOCH);
 
         /* The first epoch of the peer. */
         h = hdr(0, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_true(new_epoch);
-        g_assert_cmpuint(rx.peer_epoch, ==, 1000);
-        g_assert_false(rx.peer_aes);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_REPLAYED);
+        g_assert_cmpuint(rx->peer_epoch, ==, 1000);
+        g_assert_false(rx->peer_aes);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_REPLAYED);
         g_assert_false(new_epoch);
         /* Windows are per sender path: the same counter on another path is new. */
         h = hdr(1, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_false(new_epoch);
         h = hdr(0, 1000, 2);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
 
         /* The peer restarts: a newer epoch, counters from 1 again; now it can do AES-256-GCM. */
         h = hdr(0, 2000, 1);
         h.flags = MPT_SECURE_FLAG_AES;
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_true(new_epoch);
-        g_assert_cmpuint(rx.peer_epoch, ==, 2000);
-        g_assert_true(rx.peer_aes);
+        g_assert_cmpuint(rx->peer_epoch, ==, 2000);
+        g_assert_true(rx->peer_aes);
         h = hdr(1, 2000, 1);
         h.flags = MPT_SECURE_FLAG_AES;
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         g_assert_false(new_epoch);
 
         /* Never back to an older epoch, even with counters never seen in it. */
         h = hdr(0, 1000, 3);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
         h = hdr(5, 1999, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
-        g_assert_cmpuint(rx.peer_epoch, ==, 2000);
-        g_assert_true(rx.peer_aes); /* a refused datagram changes nothing */
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpuint(rx->peer_epoch, ==, 2000);
+        g_assert_true(rx->peer_aes); /* a refused datagram changes nothing */
+        mpt_secure_rx_free(rx);
+}
+
+static MptSecureHeader hdr_lane(uint8_t path, uint8_t lane, uint64_t epoch, uint64_t counter) {
+        MptSecureHeader h = hdr(path, epoch, counter);
+
+        h.lane = lane;
+        return h;
+}
+
+/* Every lane of a sender path has its own counters and its own window; a newer epoch on any
+ * sender path makes every older epoch stale, on every path and lane, and each lane's window
+ * starts afresh with its first datagram of the new epoch. */
+static void test_lanes(void) {
+        MptSecureRx *rx = mpt_secure_rx_new(7);
+        MptSecureHeader h;
+        bool new_epoch;
+
+        g_assert_nonnull(rx);
+        /* The same counter on two lanes of one path, and on the control lane: all new. */
+        h = hdr_lane(0, 0, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        h = hdr_lane(0, 1, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_false(new_epoch);
+        h = hdr_lane(0, MPT_SECURE_LANE_CONTROL, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        /* Replays are per lane. */
+        h = hdr_lane(0, 1, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_REPLAYED);
+        h = hdr_lane(0, 2, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, -1);
+        /* A lane far ahead moves only its own window. */
+        h = hdr_lane(0, 1, 1000, 1 + 10 * MPT_REPLAY_WINDOW);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        h = hdr_lane(0, 1, 1000, 2);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_REPLAYED);
+        h = hdr_lane(0, 0, 1000, 2);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        /* The binding is the sender path's, whatever the lane. */
+        h = hdr_lane(0, 5, 1000, 1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+
+        /* A new epoch arrives on sender path 1: path 0's datagrams of the old one are stale, on
+         * every lane, although path 0 has seen nothing of the new epoch yet. */
+        h = hdr_lane(1, 3, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        g_assert_cmpuint(mpt_secure_rx_peer_epoch(rx), ==, 2000);
+        h = hdr_lane(0, 0, 1000, 3);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_STALE_EPOCH);
+        /* Path 0 in the new epoch: its lanes start afresh (counter 1 again), unbound. */
+        h = hdr_lane(0, 1, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(2)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(2), &new_epoch), ==, -1);
+        g_assert_false(new_epoch);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 2);
+        h = hdr_lane(0, 0, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(2), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(2), &new_epoch), ==, MPT_DROP_REPLAYED);
+        /* The highest lane fits. */
+        h = hdr_lane(63, MPT_SECURE_LANES - 1, 2000, 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        mpt_secure_rx_free(rx);
+}
+
+/* Threads that each receive one sender path (as mptd's workers do) need no common lock: only the
+ * epoch is shared. One of them sees the other end's restart first; from then on every thread
+ * refuses the old epoch, and none accepts a counter twice. */
+#define LANE_THREADS 4u
+#define LANE_COUNTERS 20000u
+
+typedef struct LaneJob {
+        MptSecureRx *rx;
+        uint8_t path;
+        unsigned accepted_old, accepted_new, new_epochs;
+        bool stale_after_new; /* an old-epoch datagram was refused after this thread saw the new one */
+} LaneJob;
+
+static void *lane_thread(void *data) {
+        LaneJob *j = data;
+
+        for (unsigned i = 1; i <= LANE_COUNTERS; i++) {
+                /* The first thread's other end restarts half way; the others follow later. */
+                uint64_t epoch = i > LANE_COUNTERS / (j->path == 0 ? 2 : 1) * 3 / 4 ? 2000 : 1000;
+                MptSecureHeader h = hdr_lane(j->path, (uint8_t) (i % 3), epoch, i);
+                bool new_epoch;
+                int r;
+
+                r = mpt_secure_rx_check(j->rx, &h, AT_OWN(h));
+                if (r < 0)
+                        r = mpt_secure_rx_accept(j->rx, &h, AT_OWN(h), &new_epoch);
+                if (r < 0) {
+                        j->accepted_old += epoch == 1000;
+                        j->accepted_new += epoch == 2000;
+                        j->new_epochs += new_epoch;
+                } else
+                        g_assert_cmpint(r, ==, MPT_DROP_STALE_EPOCH);
+                /* Accepted again: never. */
+                r = mpt_secure_rx_check(j->rx, &h, AT_OWN(h));
+                g_assert_cmpint(r, >=, 0);
+        }
+        return NULL;
+}
+
+static void test_lanes_threads(void) {
+        MptSecureRx *rx = mpt_secure_rx_new(7);
+        LaneJob jobs[LANE_THREADS];
+        GThread *th[LANE_THREADS];
+        unsigned new_epochs = 0;
+
+        g_assert_nonnull(rx);
+        for (unsigned i = 0; i < LANE_THREADS; i++) {
+                jobs[i] = (LaneJob) { .rx = rx, .path = (uint8_t) i };
+                th[i] = g_thread_new("lane", lane_thread, &jobs[i]);
+        }
+        for (unsigned i = 0; i < LANE_THREADS; i++) {
+                g_thread_join(th[i]);
+                new_epochs += jobs[i].new_epochs;
+                g_assert_cmpuint(jobs[i].accepted_old + jobs[i].accepted_new, <=, LANE_COUNTERS);
+                g_assert_cmpuint(jobs[i].accepted_new, >, 0);
+        }
+        /* Exactly one thread saw epoch 1000 begin, and one saw 2000 begin. */
+        g_assert_cmpuint(new_epochs, ==, 2);
+        g_assert_cmpuint(mpt_secure_rx_peer_epoch(rx), ==, 2000);
+        mpt_secure_rx_free(rx);
 }
 
 /* Each sender path id belongs to the path of this end where it first authenticated in the
  * epoch; a datagram moved to another path is refused before its tag is checked, and after it
  * (another thread may have bound the id meanwhile). */
 static void test_path_binding(void) {
-        MptSecureRx rx = { .own_epoch = 42 };
+        MptSecureRx *rx = mpt_secure_rx_new(42);
+        g_assert_nonnull(rx);
         const uint64_t shared = MPT_SECURE_PATH_BIT(0) | MPT_SECURE_PATH_BIT(1) | MPT_SECURE_PATH_BIT(2);
         MptSecureHeader h;
         bool new_epoch;
 
         /* The other end lists its paths in another order: its path 0 arrives at our path 1. */
         h = hdr(0, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(1)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
         g_assert_true(new_epoch);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 1);
         h = hdr(1, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 0);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 0);
 
         /* Moved: path id 0 at our path 0, and path id 1 at our path 1. Refused, and the window
          * of the path id is untouched: the same counter is still new on its own path. */
         h = hdr(0, 1000, 2);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_PATH_MISMATCH);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==,
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==,
                         MPT_DROP_PATH_MISMATCH);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
         h = hdr(1, 1000, 2);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
         /* Moved and replayed: the move is named first. */
         h = hdr(1, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_REPLAYED);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_REPLAYED);
 
         /* Only its content can tell the path (a new source on a shared socket): any of the
          * paths that share the socket will do, and nothing is bound. */
         h = hdr(0, 1000, 3);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, shared, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, shared, &new_epoch), ==, -1);
         h = hdr(0, 1000, 4);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0) | MPT_SECURE_PATH_BIT(2)), ==,
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(0) | MPT_SECURE_PATH_BIT(2)), ==,
                         MPT_DROP_PATH_MISMATCH);
         h = hdr(2, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, shared, &new_epoch), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, shared, &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
         h = hdr(2, 1000, 2);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(2), &new_epoch), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 2);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(2), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 2);
 
         /* A datagram that only passed the header check (its tag may be forged) binds nothing. */
         h = hdr(5, 1000, 1);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(3)), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(4), &new_epoch), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 4);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(3)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(4), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 4);
 
         /* Older epochs and our own are refused as such, wherever they arrive. */
         h = hdr(0, 999, 9);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_STALE_EPOCH);
         h = hdr(0, 42, 9);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_OWN_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(0)), ==, MPT_DROP_OWN_EPOCH);
 
         /* The other end restarts, now with its paths in our order: a newer epoch is not held to
          * the old bindings, and starts its own. */
         h = hdr(0, 2000, 1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(0)), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(0)), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(0), &new_epoch), ==, -1);
         g_assert_true(new_epoch);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 0);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 0);
         h = hdr(1, 2000, 1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(1), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 1);
         h = hdr(5, 2000, 1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, -1);
         h = hdr(0, 2000, 2);
-        g_assert_cmpint(mpt_secure_rx_check(&rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(1)), ==, MPT_DROP_PATH_MISMATCH);
 
         /* The highest path index fits. */
         h = hdr(63, 2000, 1);
-        g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, MPT_SECURE_PATH_BIT(63), &new_epoch), ==, -1);
-        g_assert_cmpint(mpt_secure_rx_bound(&rx, &h), ==, 63);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, MPT_SECURE_PATH_BIT(63), &new_epoch), ==, -1);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 63);
+        mpt_secure_rx_free(rx);
 }
 
 /* Key derivations for new epochs: a burst, then one per interval, never more than a burst saved. */
@@ -766,7 +915,8 @@ static void test_counter_threads(void) {
 /* ---- a whole exchange: sender and receiver state together ---- */
 
 static void test_exchange_replay_and_restart(void) {
-        MptSecureRx rx = { .own_epoch = 42 };
+        MptSecureRx *rx = mpt_secure_rx_new(42);
+        g_assert_nonnull(rx);
         uint64_t next = 1;
         Sealed captured[3];
         bool new_epoch;
@@ -780,16 +930,16 @@ static void test_exchange_replay_and_restart(void) {
                 seal_random(&s, 60, 2, 9000, c);
                 captured[i] = s;
                 g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, -1);
                 g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
                 g_assert_cmpint(new_epoch, ==, i == 0);
         }
         /* Re-sent as captured: replayed, caught before the tag is even checked. */
         for (int i = 0; i < 3; i++) {
                 MptSecureHeader h;
                 g_assert_cmpint(mpt_secure_parse(captured[i].buf, captured[i].len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_REPLAYED);
+                g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_REPLAYED);
         }
         /* A restart of the sender (new epoch); the old captures are now stale. */
         {
@@ -798,14 +948,15 @@ static void test_exchange_replay_and_restart(void) {
                 seal_random(&s, 60, 2, 9001, 1);
                 g_assert_cmpint(mpt_secure_parse(s.buf, s.len, &h), ==, -1);
                 g_assert_cmpint(mpt_secure_open(s.buf, s.len, &s.key), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_accept(&rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+                g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
                 g_assert_true(new_epoch);
         }
         for (int i = 0; i < 3; i++) {
                 MptSecureHeader h;
                 g_assert_cmpint(mpt_secure_parse(captured[i].buf, captured[i].len, &h), ==, -1);
-                g_assert_cmpint(mpt_secure_rx_check(&rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
+                g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
         }
+        mpt_secure_rx_free(rx);
 }
 
 /* ---- profile keys ---- */
@@ -859,9 +1010,10 @@ int main(int argc, char *argv[]) {
 
         for (size_t i = 0; i < G_N_ELEMENTS(cipher_vectors); i++) {
                 const char *c = mpt_cipher_to_string(cipher_vectors[i].cipher);
-                g_autofree char *k = g_strdup_printf("/mpt/secure/vector/%s/key", c);
-                g_autofree char *s = g_strdup_printf("/mpt/secure/vector/%s/seal", c);
-                g_autofree char *o = g_strdup_printf("/mpt/secure/vector/%s/open", c);
+                unsigned lane = cipher_vectors[i].lane;
+                g_autofree char *k = g_strdup_printf("/mpt/secure/vector/%s/lane-%u/key", c, lane);
+                g_autofree char *s = g_strdup_printf("/mpt/secure/vector/%s/lane-%u/seal", c, lane);
+                g_autofree char *o = g_strdup_printf("/mpt/secure/vector/%s/lane-%u/open", c, lane);
                 g_test_add_data_func(k, &cipher_vectors[i], test_vector_key);
                 g_test_add_data_func(s, &cipher_vectors[i], test_vector_seal);
                 g_test_add_data_func(o, &cipher_vectors[i], test_vector_open);
@@ -883,6 +1035,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/secure/replay/model", test_replay_model);
         g_test_add_func("/mpt/secure/epochs", test_epochs);
         g_test_add_func("/mpt/secure/path-binding", test_path_binding);
+        g_test_add_func("/mpt/secure/lanes", test_lanes);
+        g_test_add_func("/mpt/secure/lanes-threads", test_lanes_threads);
         g_test_add_func("/mpt/secure/derive-limit", test_derive_limit);
         g_test_add_func("/mpt/secure/counter/reserve", test_counter_reserve);
         g_test_add_func("/mpt/secure/counter/threads", test_counter_threads);
