@@ -305,11 +305,13 @@ size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const M
                 const MptFeedbackEntry *x = &fb->entries[i];
 
                 e[0] = x->path_id;
+                e[1] = x->lane;
                 wr32be(e + 4, x->packets);
                 wr64be(e + 8, x->bytes);
                 wr64be(e + 16, x->marker);
                 wr64be(e + 24, x->arrival);
                 wr64be(e + 32, x->peak_rate);
+                wr64be(e + 40, x->sent);
         }
         return len;
 }
@@ -332,14 +334,16 @@ int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret) {
                 const uint8_t *e = p + MPT_FEEDBACK_HEADER_SIZE - 4 + i * size;
                 MptFeedbackEntry *x = &fb.entries[i];
 
-                if (e[0] >= MPT_WIRE_PATHS_MAX)
+                if (e[0] >= MPT_WIRE_PATHS_MAX || e[1] >= MPT_WIRE_LANES_MAX)
                         return MPT_DROP_BAD_FEEDBACK;
                 x->path_id = e[0];
+                x->lane = e[1];
                 x->packets = rd32be(e + 4);
                 x->bytes = rd64be(e + 8);
                 x->marker = rd64be(e + 16);
                 x->arrival = rd64be(e + 24);
                 x->peak_rate = rd64be(e + 32);
+                x->sent = rd64be(e + 40);
         }
         *ret = fb;
         return -1;

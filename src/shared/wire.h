@@ -27,11 +27,12 @@
 #define MPT_KEEPALIVE_EXT_VERSION 1u
 /* Our extension, secure mode only: what arrived of the other end's paths (see MptFeedback). */
 #define MPT_CONTROL_FEEDBACK 0xAFu
-#define MPT_FEEDBACK_VERSION 1u
+#define MPT_FEEDBACK_VERSION 2u
 #define MPT_FEEDBACK_HEADER_SIZE 16u /* GRE 4, code, version, count, entry size, receiver's clock 8 */
-#define MPT_FEEDBACK_ENTRY_SIZE 40u  /* of version 1; a later one may append fields */
+#define MPT_FEEDBACK_ENTRY_SIZE 48u  /* of version 2; a later one may append fields */
 #define MPT_FEEDBACK_ENTRIES_MAX 16u
 #define MPT_WIRE_PATHS_MAX 64u /* path ids on the wire: 0..63 (MPT_PATHS_MAX) */
+#define MPT_WIRE_LANES_MAX 64u /* lanes of the secure format: 0..63 (MPT_SECURE_LANES) */
 #define MPT_FEEDBACK_SIZE_MAX (MPT_FEEDBACK_HEADER_SIZE + MPT_FEEDBACK_ENTRIES_MAX * MPT_FEEDBACK_ENTRY_SIZE)
 
 /* Why a datagram or packet was dropped. The names are part of mptctl's output and the control
@@ -151,30 +152,38 @@ typedef struct MptPathStatus {
  * arrives; the counts are cumulative, so a lost frame costs nothing but its news. The frame,
  * after a GRE header without sequence number:
  *
- *   0  1  code AF            1  1  version (1)      2  1  entries N (1..16)
- *   3  1  entry size E (40 in version 1; entries of a later version may be longer: the first 40
+ *   0  1  code AF            1  1  version (2)      2  1  entries N (1..16)
+ *   3  1  entry size E (48 in version 2; entries of a later version may be longer: the first 48
  *         bytes keep their meaning, the rest is skipped)
  *   4  8  the receiver's clock when it sent the frame (microseconds, monotonic, its own)
  *  12  N x E entries, each:
  *         0  1  path id: the sender's, as in its datagrams' secure headers
- *         1  3  reserved (0; ignored)
- *         4  4  datagrams received of that path (cumulative, mod 2^32)
+ *         1  1  lane of the marker (< 64): the sender's lane, as in the secure header
+ *         2  2  reserved (0; ignored)
+ *         4  4  datagrams received of that path, all lanes (cumulative, mod 2^32)
  *         8  8  bytes received of it (cumulative; the UDP payloads as they arrived)
- *        16  8  marker: the highest counter received of that path
- *        24  8  when the marker arrived (the receiver's clock, as above); the two counts above
- *               are those at that moment
+ *        16  8  marker: the counter (in its lane) of the datagram of the path that arrived last
+ *        24  8  when the marker arrived (the receiver's clock, as above); the counts are those at
+ *               that moment
  *        32  8  peak rate: the fastest the path's datagrams arrived back to back lately, bytes
  *               per second (0: unknown). A burst leaves the sender at once, so it arrives at the
  *               rate of the path's bottleneck: a measure of what the path can carry that needs
  *               no queue to build up
- * All big endian. */
+ *        40  8  sent: how many datagrams the sender sent on the path, as far as the receiver can
+ *               tell (cumulative): per lane, the highest counter received less the first one it
+ *               saw, plus one, summed over the lanes. Counters of a lane are consecutive on a
+ *               path, so what is missing below a lane's highest (sent - received) was lost
+ * All big endian. Version 1 (an mptd without lanes: 40-byte entries without lane and sent, the
+ * marker the path's highest counter) is refused. */
 typedef struct MptFeedbackEntry {
         uint8_t path_id;
+        uint8_t lane;
         uint32_t packets;
         uint64_t bytes;
         uint64_t marker;
         uint64_t arrival;
         uint64_t peak_rate;
+        uint64_t sent;
 } MptFeedbackEntry;
 
 typedef struct MptFeedback {
@@ -187,7 +196,7 @@ typedef struct MptFeedback {
  * bytes; 0 if size is too small or the frame has no entry or too many. */
 size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptFeedback *fb);
 /* -1 on success, else MPT_DROP_BAD_FEEDBACK (wrong version, no entry or too many, entries shorter
- * than version 1's, a length that does not match, a path id of 64 or more). */
+ * than version 2's, a length that does not match, a path id or a lane of 64 or more). */
 int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret);
 
 /* Whole datagram, MPT_PATH_STATUS_SIZE bytes; 0 if size is too small. */

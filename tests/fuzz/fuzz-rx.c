@@ -969,16 +969,17 @@ static void op_control(Fuzz *fz, Input *in) {
 
 /* A feedback frame (what arrived of our paths at the other end, for the learned scheduler), with
  * values from the input; well-formed or not as mpt_feedback_decode() must tell. how: bits 0-3
- * entries - 1; 4-6 what is wrong with it: 0 nothing, 1 another version, 2 no entry, 3 more
- * entries than there may be, 4 entries shorter than version 1's, 5 a byte more or less than
- * its entries, 6 a path id out of range, 7 nothing (entries longer than version 1's, as a later
- * version may send them); 7 a GRE sequence number (which a control frame never has). v: bit 7
- * IPv6 as the GRE protocol, the rest the values. Compat mode: dropped however it is. */
+ * entries - 1; 4-6 what is wrong with it: 0 nothing, 1 another version (version 1, without lanes,
+ * or a later one), 2 no entry, 3 more entries than there may be, 4 entries shorter than version
+ * 2's (version 1's), 5 a byte more or less than its entries, 6 a path id out of range, 7 nothing
+ * (entries longer than version 2's, as a later version may send them); 7 a GRE sequence number
+ * (which a control frame never has). v: bit 7 IPv6 as the GRE protocol, the rest the values.
+ * Compat mode: dropped however it is. */
 static void op_feedback(Fuzz *fz, Input *in) {
         uint8_t how = in8(in), v = in8(in);
         uint16_t x = in16(in);
-        uint8_t buf[MPT_SECURE_HEADER_SIZE + 8 + MPT_FEEDBACK_HEADER_SIZE + (MPT_FEEDBACK_ENTRIES_MAX + 1) * 48 + 1 +
-                    MPT_SECURE_TAG_SIZE];
+        uint8_t buf[MPT_SECURE_HEADER_SIZE + 8 + MPT_FEEDBACK_HEADER_SIZE +
+                    (MPT_FEEDBACK_ENTRIES_MAX + 1) * (MPT_FEEDBACK_ENTRY_SIZE + 8) + 1 + MPT_SECURE_TAG_SIZE];
         uint8_t *g = buf + MPT_SECURE_HEADER_SIZE, *p;
         unsigned n = 1 + (how & 15), wrong = how >> 4 & 7, count;
         size_t gl = how & 0x80 ? 8 : 4, esize, len;
@@ -990,11 +991,13 @@ static void op_feedback(Fuzz *fz, Input *in) {
         for (unsigned i = 0; i < n; i++)
                 fb.entries[i] = (MptFeedbackEntry) {
                         .path_id = (uint8_t) ((v + i) & 7),
+                        .lane = (uint8_t) ((x + i) % MPT_WIRE_LANES_MAX),
                         .packets = (uint32_t) x * (i + 1),
                         .bytes = (uint64_t) x * (i + 1) * 1400,
                         .marker = (uint64_t) x + i,
                         .arrival = fz->clock - (usec_t) i * x,
                         .peak_rate = (uint64_t) x << (v & 31),
+                        .sent = (uint64_t) x * (i + 2),
                 };
         if (wrong == 6)
                 fb.entries[n - 1].path_id = (uint8_t) (MPT_WIRE_PATHS_MAX + (v & 63));
@@ -1008,7 +1011,7 @@ static void op_feedback(Fuzz *fz, Input *in) {
         len = MPT_FEEDBACK_HEADER_SIZE - 4 + count * esize;
         memset(p, 0xee, len + 1);
         p[0] = MPT_CONTROL_FEEDBACK;
-        p[1] = wrong == 1 ? MPT_FEEDBACK_VERSION + 1 : MPT_FEEDBACK_VERSION;
+        p[1] = wrong == 1 ? (v & 1 ? 1 : MPT_FEEDBACK_VERSION + 1) : MPT_FEEDBACK_VERSION;
         p[2] = (uint8_t) count;
         p[3] = (uint8_t) esize;
         for (unsigned b = 0; b < 8; b++)
@@ -1016,10 +1019,11 @@ static void op_feedback(Fuzz *fz, Input *in) {
         for (unsigned i = 0; i < count; i++) {
                 const MptFeedbackEntry *e = &fb.entries[i % n];
                 uint8_t *q = p + MPT_FEEDBACK_HEADER_SIZE - 4 + (size_t) i * esize;
-                const uint64_t fields[] = { e->bytes, e->marker, e->arrival, e->peak_rate };
+                const uint64_t fields[] = { e->bytes, e->marker, e->arrival, e->peak_rate, e->sent };
 
                 q[0] = e->path_id;
-                q[1] = q[2] = q[3] = 0;
+                q[1] = e->lane;
+                q[2] = q[3] = 0;
                 wr32(q + 4, e->packets);
                 for (unsigned f = 0; f < ELEMENTSOF(fields) && 8 + 8 * f < esize; f++)
                         for (unsigned b = 0; b < 8 && 8 + 8 * f + b < esize; b++)
@@ -1371,7 +1375,8 @@ static bool feedback_equal(const MptFeedback *a, const MptFeedback *b) {
         if (a->now != b->now || a->n != b->n)
                 return false;
         for (unsigned i = 0; i < a->n; i++)
-                if (a->entries[i].path_id != b->entries[i].path_id || a->entries[i].packets != b->entries[i].packets ||
+                if (a->entries[i].path_id != b->entries[i].path_id || a->entries[i].lane != b->entries[i].lane ||
+                    a->entries[i].sent != b->entries[i].sent || a->entries[i].packets != b->entries[i].packets ||
                     a->entries[i].bytes != b->entries[i].bytes || a->entries[i].marker != b->entries[i].marker ||
                     a->entries[i].arrival != b->entries[i].arrival ||
                     a->entries[i].peak_rate != b->entries[i].peak_rate)

@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                         if (mpt_feedback_decode(&f, &fb) >= 0)
                                 break;
-                        /* Whatever decodes re-encodes (as version 1) and decodes to the same. */
+                        /* Whatever decodes re-encodes (as version 2) and decodes to the same. */
                         n = mpt_feedback_encode(fbuf, sizeof fbuf, f.protocol, &fb);
                         assert(n > 0);
                         assert(mpt_frame_decode(fbuf, n, &f2) < 0 && f2.kind == MPT_FRAME_FEEDBACK);
@@ -105,6 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         assert(fb2.now == fb.now && fb2.n == fb.n);
                         for (unsigned i = 0; i < fb.n; i++)
                                 assert(fb2.entries[i].path_id == fb.entries[i].path_id &&
+                                       fb2.entries[i].lane == fb.entries[i].lane &&
+                                       fb2.entries[i].sent == fb.entries[i].sent &&
                                        fb2.entries[i].packets == fb.entries[i].packets &&
                                        fb2.entries[i].bytes == fb.entries[i].bytes &&
                                        fb2.entries[i].marker == fb.entries[i].marker &&

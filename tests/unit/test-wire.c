@@ -479,20 +479,23 @@ static size_t unhex_into(const char *hex, uint8_t *out, size_t size) {
 static void test_feedback(void) {
         static const char frame_hex[] =
                 "00000800"                         /* GRE: no flags, IPv4 */
-                "af" "01" "02" "28"                /* code, version 1, 2 entries of 40 bytes */
+                "af" "02" "02" "30"                /* code, version 2, 2 entries of 48 bytes */
                 "0000000000bc614e"                 /* receiver's clock: 12345678 us */
-                "03000000" "000003e8" "00000000000f4240" "000000000000002a" "0000000000bc5fc8" "0000000000bebc20"
-                "3f000000" "ffffffff" "ffffffffffffffff" "0102030405060708" "8000000000000001" "0000000000000000";
+                "03050000" "000003e8" "00000000000f4240" "000000000000002a" "0000000000bc5fc8" "0000000000bebc20"
+                "00000000000003f2"
+                "3f3f0000" "ffffffff" "ffffffffffffffff" "0102030405060708" "8000000000000001" "0000000000000000"
+                "fffffffffffffffe";
         uint8_t buf[MPT_FEEDBACK_SIZE_MAX + 64], want[sizeof buf];
         size_t n = unhex_into(frame_hex, want, sizeof want);
         MptFeedback fb = {
                 .now = 12345678,
                 .n = 2,
                 .entries = {
-                        { .path_id = 3, .packets = 1000, .bytes = 1000000, .marker = 42, .arrival = 12345288,
-                          .peak_rate = 12500000 },
-                        { .path_id = 63, .packets = UINT32_MAX, .bytes = UINT64_MAX, .marker = 0x0102030405060708,
-                          .arrival = UINT64_C(0x8000000000000001) },
+                        { .path_id = 3, .lane = 5, .packets = 1000, .bytes = 1000000, .marker = 42,
+                          .arrival = 12345288, .peak_rate = 12500000, .sent = 1010 },
+                        { .path_id = 63, .lane = 63, .packets = UINT32_MAX, .bytes = UINT64_MAX,
+                          .marker = 0x0102030405060708, .arrival = UINT64_C(0x8000000000000001),
+                          .sent = UINT64_MAX - 1 },
                 },
         }, got;
         MptFrame f;
@@ -509,6 +512,8 @@ static void test_feedback(void) {
         g_assert_cmpuint(got.n, ==, 2);
         for (unsigned i = 0; i < 2; i++) {
                 g_assert_cmpuint(got.entries[i].path_id, ==, fb.entries[i].path_id);
+                g_assert_cmpuint(got.entries[i].lane, ==, fb.entries[i].lane);
+                g_assert_cmpuint(got.entries[i].sent, ==, fb.entries[i].sent);
                 g_assert_cmpuint(got.entries[i].packets, ==, fb.entries[i].packets);
                 g_assert_cmpuint(got.entries[i].bytes, ==, fb.entries[i].bytes);
                 g_assert_cmpuint(got.entries[i].marker, ==, fb.entries[i].marker);
@@ -525,12 +530,13 @@ static void test_feedback(void) {
         g_assert_cmpuint(mpt_feedback_encode(buf, sizeof buf, MPT_ETH_P_IP, &fb), ==, 0);
 }
 
-/* A later version may make the entries longer: the first 40 bytes of each keep their meaning
+/* A later version may make the entries longer: the first 48 bytes of each keep their meaning
  * and the rest is skipped. */
 static void test_feedback_longer_entries(void) {
         static const char frame_hex[] =
-                "00000800" "af" "01" "01" "30" "0000000000000001"
-                "05000000" "00000002" "0000000000000003" "0000000000000004" "0000000000000005" "0000000000000006"
+                "00000800" "af" "02" "01" "38" "0000000000000001"
+                "05070000" "00000002" "0000000000000003" "0000000000000004" "0000000000000005" "0000000000000006"
+                "0000000000000007"
                 "deadbeefdeadbeef";                /* 8 bytes this version does not know */
         uint8_t buf[128];
         size_t n = unhex_into(frame_hex, buf, sizeof buf);
@@ -541,6 +547,8 @@ static void test_feedback_longer_entries(void) {
         g_assert_cmpint(mpt_feedback_decode(&f, &got), ==, -1);
         g_assert_cmpuint(got.n, ==, 1);
         g_assert_cmpuint(got.entries[0].path_id, ==, 5);
+        g_assert_cmpuint(got.entries[0].lane, ==, 7);
+        g_assert_cmpuint(got.entries[0].sent, ==, 7);
         g_assert_cmpuint(got.entries[0].packets, ==, 2);
         g_assert_cmpuint(got.entries[0].bytes, ==, 3);
         g_assert_cmpuint(got.entries[0].marker, ==, 4);
@@ -553,20 +561,27 @@ typedef struct FeedbackVector {
 } FeedbackVector;
 
 #define FB_GRE "00000800"
-#define FB_ENTRY "03000000" "00000001" "0000000000000002" "0000000000000003" "0000000000000004" "0000000000000005"
+#define FB_ENTRY_TAIL "00000001" "0000000000000002" "0000000000000003" "0000000000000004" "0000000000000005" \
+        "0000000000000006"
+#define FB_ENTRY "03010000" FB_ENTRY_TAIL
+#define FB_ENTRY_V1 "03000000" "00000001" "0000000000000002" "0000000000000003" "0000000000000004" \
+        "0000000000000005"
 static const FeedbackVector bad_feedback[] = {
-        { "version-0", FB_GRE "af" "00" "01" "28" "0000000000000001" FB_ENTRY },
-        { "version-2", FB_GRE "af" "02" "01" "28" "0000000000000001" FB_ENTRY },
-        { "no-entry", FB_GRE "af" "01" "00" "28" "0000000000000001" },
-        { "17-entries", FB_GRE "af" "01" "11" "28" "0000000000000001" FB_ENTRY },
-        { "entry-39", FB_GRE "af" "01" "01" "27" "0000000000000001" FB_ENTRY },
-        { "short", FB_GRE "af" "01" "02" "28" "0000000000000001" FB_ENTRY },
-        { "long", FB_GRE "af" "01" "01" "28" "0000000000000001" FB_ENTRY "00" },
-        { "header-only", FB_GRE "af" "01" "01" "28" "00000000000000" },
-        { "path-id-64", FB_GRE "af" "01" "01" "28" "0000000000000001"
-                        "40000000" "00000001" "0000000000000002" "0000000000000003" "0000000000000004"
-                        "0000000000000005" },
-        { "with-sequence", "10000800" "00000001" "af" "01" "01" "28" "0000000000000001" FB_ENTRY },
+        { "version-0", FB_GRE "af" "00" "01" "30" "0000000000000001" FB_ENTRY },
+        /* Version 1 (an mptd without lanes), as it was sent. */
+        { "version-1", FB_GRE "af" "01" "01" "28" "0000000000000001" FB_ENTRY_V1 },
+        { "version-1-long", FB_GRE "af" "01" "01" "30" "0000000000000001" FB_ENTRY },
+        { "version-3", FB_GRE "af" "03" "01" "30" "0000000000000001" FB_ENTRY },
+        { "no-entry", FB_GRE "af" "02" "00" "30" "0000000000000001" },
+        { "17-entries", FB_GRE "af" "02" "11" "30" "0000000000000001" FB_ENTRY },
+        { "entry-40", FB_GRE "af" "02" "01" "28" "0000000000000001" FB_ENTRY_V1 },
+        { "entry-47", FB_GRE "af" "02" "01" "2f" "0000000000000001" FB_ENTRY },
+        { "short", FB_GRE "af" "02" "02" "30" "0000000000000001" FB_ENTRY },
+        { "long", FB_GRE "af" "02" "01" "30" "0000000000000001" FB_ENTRY "00" },
+        { "header-only", FB_GRE "af" "02" "01" "30" "00000000000000" },
+        { "path-id-64", FB_GRE "af" "02" "01" "30" "0000000000000001" "40000000" FB_ENTRY_TAIL },
+        { "lane-64", FB_GRE "af" "02" "01" "30" "0000000000000001" "03400000" FB_ENTRY_TAIL },
+        { "with-sequence", "10000800" "00000001" "af" "02" "01" "30" "0000000000000001" FB_ENTRY },
 };
 
 static void test_feedback_bad(const void *data) {
