@@ -106,10 +106,8 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
         ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
         if (t->secure) {
-                uint64_t peer_epoch;
-                pthread_mutex_lock(&t->secure_lock);
-                peer_epoch = mpt_secure_rx_peer_epoch(t->secure_rx);
-                pthread_mutex_unlock(&t->secure_lock);
+                uint64_t peer_epoch = mpt_secure_rx_peer_epoch(t->rx->secure);
+
                 ctl_writer_field(w, "epoch", "0x%016" PRIx64, t->epoch);
                 ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, peer_epoch);
                 ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
@@ -151,10 +149,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         if (t->reorder_enabled) {
                 ReorderStats st;
                 size_t held;
-                pthread_mutex_lock(&t->reorder_lock);
-                st = *reorder_stats(t->reorder);
-                held = reorder_buffered(t->reorder);
-                pthread_mutex_unlock(&t->reorder_lock);
+                rx_shared_stats(t->rx, &st, &held);
                 ctl_writer_field(w, "reorder.delivered", "%" PRIu64, st.delivered);
                 ctl_writer_field(w, "reorder.held", "%" PRIu64, st.held);
                 ctl_writer_field(w, "reorder.late", "%" PRIu64, st.late);

@@ -567,12 +567,10 @@ void path_update_state(Path *p, const char *reason) {
         if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && t->reorder_enabled) {
                 /* Its packets stop: it must not hold back the receive side's loss inference (nor
                  * its stragglers make it count again) until it is up again. */
-                pthread_mutex_lock(&t->reorder_lock);
                 if (s == PATH_STATE_UP)
-                        reorder_path_up(t->reorder, p->index);
+                        rx_shared_path_up(t->rx, p->index);
                 else
-                        reorder_path_down(t->reorder, p->index);
-                pthread_mutex_unlock(&t->reorder_lock);
+                        rx_shared_path_down(t->rx, p->index);
         }
         (void) tunnel_publish(t);
         notify_status(t);

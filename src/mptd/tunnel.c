@@ -37,7 +37,7 @@ static uint64_t now_realtime_nsec(void) {
 }
 
 MptCipher tunnel_tx_cipher(Tunnel *t) {
-        return t->aes && mpt_secure_rx_peer_aes(t->secure_rx) ? MPT_CIPHER_AES256_GCM
+        return t->aes && mpt_secure_rx_peer_aes(t->rx->secure) ? MPT_CIPHER_AES256_GCM
                                                                                    : MPT_CIPHER_CHACHA20_POLY1305;
 }
 
@@ -299,14 +299,12 @@ static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
 }
 
 bool tunnel_reorder_has_delivered(Tunnel *t) {
-        bool r;
+        ReorderStats st;
 
         if (!t->reorder_enabled)
                 return false;
-        pthread_mutex_lock(&t->reorder_lock);
-        r = reorder_stats(t->reorder)->delivered > 0;
-        pthread_mutex_unlock(&t->reorder_lock);
-        return r;
+        rx_shared_stats(t->rx, &st, NULL);
+        return st.delivered > 0;
 }
 
 /* Whether a is within 1 ms or 1/16 of b: not worth the lock. */
@@ -319,39 +317,29 @@ void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread) {
         usec_t cur = __atomic_load_n(&t->reorder_hold, __ATOMIC_RELAXED),
                cur_spread = __atomic_load_n(&t->reorder_spread, __ATOMIC_RELAXED);
 
-        if (!t->reorder || (close_to(hold, cur) && close_to(spread, cur_spread)))
+        if (!t->reorder_enabled || (close_to(hold, cur) && close_to(spread, cur_spread)))
                 return;
-        pthread_mutex_lock(&t->reorder_lock);
-        reorder_set_max_delay(t->reorder, hold);
-        reorder_set_min_hold(t->reorder, spread);
-        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&t->reorder_lock);
+        rx_shared_set_hold(t->rx, hold, spread);
         __atomic_store_n(&t->reorder_hold, hold, __ATOMIC_RELAXED);
         __atomic_store_n(&t->reorder_spread, spread, __ATOMIC_RELAXED);
-        /* A worker waits until the (maybe earlier) deadline. */
-        if (t->n_workers > 0)
-                worker_wake(t->workers[0]);
+        /* The receiving workers wait until the (maybe earlier) deadlines of their lanes. */
+        for (unsigned i = 0; t->workers && i < (t->rx_workers > 0 ? t->rx_workers : t->n_workers); i++)
+                worker_wake(t->workers[i]);
 }
 
 void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra) {
         Path *p = t->paths[i];
 
-        if (!t->reorder || p->reorder_extra == extra)
+        if (!t->reorder_enabled || p->reorder_extra == extra)
                 return;
-        pthread_mutex_lock(&t->reorder_lock);
-        reorder_set_path_extra(t->reorder, (unsigned) i, extra);
-        pthread_mutex_unlock(&t->reorder_lock);
+        rx_shared_set_path_extra(t->rx, (unsigned) i, extra);
         p->reorder_extra = extra;
 }
 
 void tunnel_reset_reorder(Tunnel *t) {
         if (!t->reorder_enabled)
                 return;
-        pthread_mutex_lock(&t->reorder_lock);
-        reorder_reset(t->reorder, deliver_from_main, t);
-        reorder_trim(t->reorder);
-        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&t->reorder_lock);
+        rx_shared_reset(t->rx, deliver_from_main, t);
 }
 
 void tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
@@ -786,11 +774,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->name = profile->tunnel.name;
         t->ka_eventfd = -EBADF;
         t->started = now_usec();
-        pthread_mutex_init(&t->reorder_lock, NULL);
         pthread_mutex_init(&t->tx_lock, NULL);
         pthread_mutex_init(&t->ka_lock, NULL);
-        pthread_mutex_init(&t->secure_lock, NULL);
-        t->reorder_deadline = USEC_INFINITY;
         do
                 if (getrandom(&t->session, sizeof t->session, 0) != sizeof t->session)
                         t->session = (uint32_t) now_usec();
@@ -821,9 +806,6 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
                 if (r < 0)
                         return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
-                t->secure_rx = mpt_secure_rx_new(t->epoch);
-                if (!t->secure_rx)
-                        return log_oom();
                 for (size_t i = 0; i < MPT_PATHS_MAX; i++)
                         t->tx_counter[i] = 1;
                 t->secure = true;
@@ -857,18 +839,19 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->n_workers = n_workers;
         /* Before the paths bind: whether it reorders decides where they are received
          * (path_rx_worker()). */
+        r = rx_shared_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay, &t->rx);
+        if (r < 0)
+                return log_oom();
+        if (t->secure && rx_shared_set_secure(t->rx, t->epoch) < 0)
+                return log_oom();
         if (profile->tunnel.reorder_window > 0) {
-                t->reorder = reorder_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay);
-                if (!t->reorder)
-                        return log_oom();
                 t->reorder_hold = t->reorder_spread = profile->tunnel.reorder_max_delay;
-                reorder_set_min_hold(t->reorder, t->reorder_spread);
                 t->reorder_enabled = true;
-                if (worker_pool_setup(t) < 0)
-                        return log_oom();
         }
         if (n_workers > 1 && t->reorder_enabled && !dataplane_options.rx_spread)
                 t->rx_workers = t->secure ? n_workers / 2 : 1;
+        if (worker_pool_setup(t) < 0)
+                return log_oom();
 
         t->n_paths = profile->n_paths;
         t->paths = calloc(t->n_paths, sizeof(Path *));
@@ -1011,13 +994,10 @@ Tunnel *tunnel_free(Tunnel *t) {
         free(t->pending_close);
         safe_close(t->ka_eventfd);
         free(t->ka_queue);
-        reorder_free(t->reorder);
+        rx_shared_free(t->rx);
         worker_pool_free(t);
-        pthread_mutex_destroy(&t->reorder_lock);
         pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->ka_lock);
-        pthread_mutex_destroy(&t->secure_lock);
-        mpt_secure_rx_free(t->secure_rx);
         mpt_secure_keys_wipe(&t->tx_keys);
         free(t->address_added);
         free(t->route_added);

@@ -12,8 +12,11 @@
  *   names) once every worker has announced a newer generation: a worker takes the newest
  *   snapshot at the top of each loop iteration and never looks at an older one again.
  * - Counters are written by one thread each (per worker, per path) and summed when read.
- * - What workers share: the TX sequence counter (atomic), the reorder buffer (mutex; only when
- *   ReorderWindow= is not 0), and the keepalive queue to the main thread (mutex, rare).
+ * - What receiving workers share is in RxShared (rx-shared.h: reorder buffers per lane, the secure
+ *   receive state per sender path, each behind its own lock) and the receive buffer pool (a
+ *   part per worker; atomic references); what sending workers share in compat mode is the
+ *   sequence counter (atomic, a range per window); all workers share the keepalive queue to the
+ *   main thread (mutex, rare).
  */
 
 #include <pthread.h>
@@ -24,13 +27,16 @@
 #include "nft.h"
 #include "profile.h"
 #include "reorder.h"
+#include "rx-shared.h"
 #include "scheduler.h"
 #include "secure.h"
 #include "tun.h"
 #include "wire.h"
 
-/* Receive buffers per tunnel that held packets can stay in (64 KiB each, 4 MiB in all). */
+/* Receive buffers per tunnel that held packets can stay in (64 KiB each, 4 MiB in all), split
+ * among the receiving workers, each of which gets TUNNEL_RX_POOL_MIN at least. */
 #define TUNNEL_RX_POOL 64u
+#define TUNNEL_RX_POOL_MIN 16u
 
 typedef struct Tunnel Tunnel;
 typedef struct Path Path;
@@ -211,17 +217,17 @@ struct Tunnel {
          * by workers 0 .. rx_workers - 1 and the flows sent by the others; 0: every worker
          * does both. Set before the paths bind. */
         unsigned rx_workers;
-        pthread_mutex_t reorder_lock;
-        Reorder *reorder;
-        usec_t reorder_deadline; /* atomic copy of reorder_deadline() */
+        /* What the receiving workers share: reorder buffers, secure receive state. */
+        RxShared *rx;
         usec_t reorder_hold;     /* what it waits for a missing packet now (feedback.c) */
         usec_t reorder_spread;   /* and at least, before it infers that one is lost */
-        /* Receive buffers the reorder buffer may hold packets in without copying them (see
-         * worker.c); references and the free list are under reorder_lock. NULL: no pool. */
+        /* Receive buffers the reorder buffers may hold packets in without copying them (see
+         * worker.c), rx_pool_n of them, each receiving worker its own rx_pool_per_worker; a
+         * buffer's references (atomic) are its receiving worker's (while it receives into it) and
+         * the held packets'. NULL: no pool. */
         uint8_t *rx_pool;
-        uint16_t rx_pool_refs[TUNNEL_RX_POOL];
-        uint16_t rx_pool_free[TUNNEL_RX_POOL];
-        unsigned rx_pool_n_free;
+        uint32_t *rx_pool_refs;
+        unsigned rx_pool_n, rx_pool_per_worker;
 
         pthread_mutex_t ka_lock;
         ControlEvent *ka_queue;
@@ -238,16 +244,14 @@ struct Tunnel {
 
         /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
          * has its own counter (atomic; the nonce is path id and counter), reserved before a
-         * datagram is sealed. Receive state (the peer's epoch, one anti-replay window per sender
-         * path) is shared by the workers under secure_lock; keys for the peer's epochs are
-         * derived by each worker from the PSK and cached. */
+         * datagram is sealed. Receive state (the peer's epoch, anti-replay windows per sender path
+         * and lane) is in rx (rx_shared_set_secure()); keys for the peer's epochs are derived by
+         * each worker from the PSK and cached. */
         bool secure;
         bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
         uint64_t epoch;
         MptSecureKeys tx_keys;
         uint64_t tx_counter[MPT_PATHS_MAX]; /* atomic: next counter per path */
-        pthread_mutex_t secure_lock;
-        MptSecureRx *secure_rx;
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
 
         /* The learned scheduler and feedback (feedback.c). */

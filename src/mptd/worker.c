@@ -60,6 +60,27 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
         if (!w->rx_buffer || !w->gro_stage || !w->tx_buffer || !w->tx_headers || !w->path_iov)
                 goto oom;
+        if (t->reorder_enabled) {
+                unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
+
+                w->pending = calloc(WORKER_PENDING_MAX, sizeof(RxPending));
+                if (!w->pending)
+                        goto oom;
+                /* The lanes are spread over the receiving workers for their expiry. */
+                for (unsigned l = 0; l < RX_SHARED_LANES && id < receivers; l++)
+                        if (l % receivers == id)
+                                w->expire_lanes |= UINT64_C(1) << l;
+                if (t->rx_pool && id < receivers) {
+                        w->pool_first = id * t->rx_pool_per_worker;
+                        w->pool_n = t->rx_pool_per_worker;
+                }
+                if (t->rx_pool) {
+                        w->pool_released = calloc(t->rx_pool_n, sizeof(uint32_t));
+                        w->pool_released_list = calloc(t->rx_pool_n, sizeof(uint16_t));
+                        if (!w->pool_released || !w->pool_released_list)
+                                goto oom;
+                }
+        }
         if (t->secure) {
                 w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
                 w->tx_marks = calloc((size_t) MAX(t->n_paths, (size_t) 1) * WORKER_TX_MARKS, sizeof(TxMark));
@@ -103,64 +124,94 @@ Worker *worker_free(Worker *w) {
         free(w->path_iov);
         free(w->tx_crypt);
         free(w->tx_marks);
+        free(w->pending);
+        free(w->pool_released);
+        free(w->pool_released_list);
         mpt_secure_keys_wipe(&w->rx_keys);
         mpt_secure_keys_wipe(&w->rx_try_keys);
         return mfree(w);
 }
 
-/* ---- receive buffer pool (under reorder_lock) ---- */
+/* ---- receive buffer pool ----
+ * A buffer of the pool belongs to one receiving worker, which alone receives into it and looks
+ * for free ones among its own. Its references (atomic) are that worker's while it receives into
+ * it, and one per held packet in it, taken by that worker (it inserts what it received) and
+ * given back by whichever worker delivers the packet, after the TUN write that may point into
+ * it. A buffer whose references are all gone is free again. */
 
 static int pool_index(const Tunnel *t, const uint8_t *p) {
-        if (!t->rx_pool || p < t->rx_pool || p >= t->rx_pool + (size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE)
+        if (!t->rx_pool || p < t->rx_pool || p >= t->rx_pool + (size_t) t->rx_pool_n * WORKER_BUFFER_SIZE)
                 return -1;
         return (int) ((size_t) (p - t->rx_pool) / WORKER_BUFFER_SIZE);
 }
 
-static bool pool_retain(void *userdata, const uint8_t *pkt, size_t len) {
+static bool pool_retain(void *userdata, void *holder, const uint8_t *pkt, size_t len) {
         Tunnel *t = userdata;
         int i = pool_index(t, pkt);
 
         /* Only packets in a pool buffer (whose receiving worker holds it, so it is not free). */
         if (i < 0)
                 return false;
-        assert(t->rx_pool_refs[i] > 0 && t->rx_pool_refs[i] < UINT16_MAX);
-        t->rx_pool_refs[i]++;
+        assert(__atomic_load_n(&t->rx_pool_refs[i], __ATOMIC_RELAXED) > 0);
+        __atomic_add_fetch(&t->rx_pool_refs[i], 1, __ATOMIC_RELAXED);
         return true;
 }
 
-static void pool_put(Tunnel *t, int i) {
-        assert(t->rx_pool_refs[i] > 0);
-        if (--t->rx_pool_refs[i] == 0) {
-                assert(t->rx_pool_n_free < TUNNEL_RX_POOL);
-                t->rx_pool_free[t->rx_pool_n_free++] = (uint16_t) i;
-        }
+static void pool_put(Tunnel *t, int i, uint32_t n) {
+        /* (release: what this thread read of the buffer comes before its next use) */
+        uint32_t left = __atomic_sub_fetch(&t->rx_pool_refs[i], n, __ATOMIC_RELEASE);
+
+        assert(left < UINT32_MAX - n);
+        (void) left;
 }
 
-static void pool_release(void *userdata, const uint8_t *pkt) {
+static void pool_release(void *userdata, void *holder, const uint8_t *pkt) {
         Tunnel *t = userdata;
+        Worker *w = holder;
         int i = pool_index(t, pkt);
 
         assert(i >= 0);
-        pool_put(t, i);
+        /* The main thread writes at once; a worker may still point into the buffer with a
+         * super-packet it gathers (tun_deliver()): the reference goes back after its flush. */
+        if (!w) {
+                pool_put(t, i, 1);
+                return;
+        }
+        if (w->pool_released[i]++ == 0)
+                w->pool_released_list[w->n_pool_released++] = (uint16_t) i;
+}
+
+/* After gro_flush(): gives back what the deliveries since the last call let go of. */
+static void pool_released_flush(Worker *w) {
+        for (unsigned k = 0; k < w->n_pool_released; k++) {
+                unsigned i = w->pool_released_list[k];
+
+                pool_put(w->tunnel, (int) i, w->pool_released[i]);
+                w->pool_released[i] = 0;
+        }
+        w->n_pool_released = 0;
 }
 
 int worker_pool_setup(Tunnel *t) {
+        unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
+
         if (!t->reorder_enabled)
                 return 0;
+        t->rx_pool_per_worker = MAX(TUNNEL_RX_POOL / MAX(receivers, 1u), TUNNEL_RX_POOL_MIN);
+        t->rx_pool_n = t->rx_pool_per_worker * MAX(receivers, 1u);
+        assert(t->rx_pool_n <= UINT16_MAX);
+        t->rx_pool_refs = calloc(t->rx_pool_n, sizeof(uint32_t));
         /* Touched once here, so that the resident size does not creep up under load as deeper
          * buffers of the free stack get used for the first time. */
-        t->rx_pool = malloc((size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE);
-        if (!t->rx_pool)
+        t->rx_pool = malloc((size_t) t->rx_pool_n * WORKER_BUFFER_SIZE);
+        if (!t->rx_pool || !t->rx_pool_refs) {
+                worker_pool_free(t);
                 return -ENOMEM;
-        /* (volatile: a malloc() followed by memset(0) may become a lazily zeroed calloc()) */
-        for (size_t o = 0; o < (size_t) TUNNEL_RX_POOL * WORKER_BUFFER_SIZE; o += 4096)
-                ((volatile uint8_t *) t->rx_pool)[o] = 0;
-        for (unsigned i = 0; i < TUNNEL_RX_POOL; i++) {
-                t->rx_pool_refs[i] = 0;
-                t->rx_pool_free[i] = (uint16_t) (TUNNEL_RX_POOL - 1 - i);
         }
-        t->rx_pool_n_free = TUNNEL_RX_POOL;
-        reorder_set_lender(t->reorder, &(ReorderLender) {
+        /* (volatile: a malloc() followed by memset(0) may become a lazily zeroed calloc()) */
+        for (size_t o = 0; o < (size_t) t->rx_pool_n * WORKER_BUFFER_SIZE; o += 4096)
+                ((volatile uint8_t *) t->rx_pool)[o] = 0;
+        rx_shared_set_lender(t->rx, &(RxLender) {
                 .retain = pool_retain,
                 .release = pool_release,
                 .userdata = t,
@@ -170,32 +221,40 @@ int worker_pool_setup(Tunnel *t) {
 
 void worker_pool_free(Tunnel *t) {
         t->rx_pool = mfree(t->rx_pool);
+        t->rx_pool_refs = mfree(t->rx_pool_refs);
+        t->rx_pool_n = 0;
 }
 
-/* After receive buffer m (message m of a recvmmsg()) was handled (reorder_lock held, coalesced
- * packets written): keep it if the reorder buffer holds nothing in it, else leave it to the held
- * packets and take a free one (or the worker's own buffer m, which held packets are copied out
- * of, when none is free). A buffer the reorder buffer holds packets in is thus never received
- * into again before they are released; the worker's own buffers are never lent (pool_retain()). */
+/* After receive buffer m (message m of a recvmmsg()) was handled and what it delivered written:
+ * keep it if no held packet is in it, else leave it to the held packets and take a free one of
+ * this worker's part of the pool (or the worker's own buffer m, which held packets are copied out
+ * of, when none is free). A buffer with held packets in it is thus never received into again
+ * before they are delivered; the worker's own buffers are never lent (pool_retain()). */
 static void pool_next_buffer(Worker *w, unsigned m) {
         Tunnel *t = w->tunnel;
+        int i = w->rx_pool_index[m];
 
-        if (!t->rx_pool)
+        if (w->pool_n == 0)
                 return;
-        if (w->rx_pool_index[m] >= 0) {
-                if (t->rx_pool_refs[w->rx_pool_index[m]] == 1)
+        if (i >= 0) {
+                if (__atomic_load_n(&t->rx_pool_refs[i], __ATOMIC_ACQUIRE) == 1)
                         return;
-                pool_put(t, w->rx_pool_index[m]);
+                pool_put(t, i, 1);
         }
-        if (t->rx_pool_n_free > 0) {
-                int i = t->rx_pool_free[--t->rx_pool_n_free];
-                t->rx_pool_refs[i] = 1;
-                w->rx_pool_index[m] = i;
-                w->rx_cur[m] = t->rx_pool + (size_t) i * WORKER_BUFFER_SIZE;
-        } else {
-                w->rx_pool_index[m] = -1;
-                w->rx_cur[m] = w->rx_buffer + (size_t) m * WORKER_BUFFER_SIZE;
+        for (unsigned k = 0; k < w->pool_n; k++) {
+                unsigned j = w->pool_first + (w->pool_cursor + k) % w->pool_n;
+
+                /* (acquire: the last reader of the buffer is done with it) */
+                if (__atomic_load_n(&t->rx_pool_refs[j], __ATOMIC_ACQUIRE) != 0)
+                        continue;
+                __atomic_store_n(&t->rx_pool_refs[j], 1, __ATOMIC_RELAXED);
+                w->pool_cursor = (w->pool_cursor + k + 1) % w->pool_n;
+                w->rx_pool_index[m] = (int) j;
+                w->rx_cur[m] = t->rx_pool + (size_t) j * WORKER_BUFFER_SIZE;
+                return;
         }
+        w->rx_pool_index[m] = -1;
+        w->rx_cur[m] = w->rx_buffer + (size_t) m * WORKER_BUFFER_SIZE;
 }
 
 void worker_wake(Worker *w) {
@@ -346,24 +405,65 @@ static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
 }
 
-static void reorder_publish_deadline(Tunnel *t) {
-        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
+/* The numbered packets of the messages handled so far go through their lanes' reorder buffers:
+ * a lane at a time, under its lock, and what a lane delivers is written before it is let go
+ * (another worker may deliver its next packets right after). */
+static void deliver_pending(Worker *w) {
+        Tunnel *t = w->tunnel;
+        uint64_t lanes = 0;
+
+        for (unsigned i = 0; i < w->n_pending; i++)
+                lanes |= UINT64_C(1) << w->pending[i].lane;
+        /* What was gathered without a lane goes first. */
+        gro_flush(w);
+        for (; lanes != 0; lanes &= lanes - 1) {
+                unsigned lane = (unsigned) __builtin_ctzll(lanes);
+                RxLane *l = rx_shared_lane(t->rx, lane);
+
+                if (l)
+                        rx_lane_lock(l, w, &w->contention);
+                for (unsigned i = 0; i < w->n_pending; i++) {
+                        const RxPending *d = &w->pending[i];
+                        int reason;
+
+                        if (d->lane != lane)
+                                continue;
+                        reason = l ? reorder_insert(l->reorder, d->seq, d->path, d->pkt, d->len, d->arrival,
+                                                    tun_deliver, w)
+                                   : -ENOMEM;
+                        if (reason >= 0)
+                                COUNTER_ADD(w->path_counters[d->path].drops[reason], 1);
+                        else if (reason < -1)
+                                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_MEMORY], 1);
+                }
+                if (l) {
+                        gro_flush(w);
+                        reorder_trim(l->reorder);
+                        rx_lane_unlock(l);
+                }
+        }
+        w->n_pending = 0;
 }
 
-/* The reorder lock is held (when reordering), see worker_rx(). */
-static void handle_data(Worker *w, unsigned path, const MptFrame *f, usec_t arrival) {
+/* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
+static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame *f, usec_t arrival) {
         Tunnel *t = w->tunnel;
-        int reason;
 
         if (!t->reorder_enabled || !f->has_seq) {
                 tun_deliver(w, f->payload, f->payload_len);
                 return;
         }
-        reason = reorder_insert(t->reorder, f->seq, path, f->payload, f->payload_len, arrival, tun_deliver, w);
-        if (reason >= 0)
-                COUNTER_ADD(w->path_counters[path].drops[reason], 1);
-        else if (reason < -1)
-                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_MEMORY], 1);
+        /* (it stays where it is, in the receive buffer, until deliver_pending()) */
+        if (w->n_pending == WORKER_PENDING_MAX)
+                deliver_pending(w);
+        w->pending[w->n_pending++] = (RxPending) {
+                .pkt = f->payload,
+                .len = (uint32_t) f->payload_len,
+                .seq = f->seq,
+                .lane = (uint8_t) lane,
+                .path = (uint8_t) path,
+                .arrival = arrival,
+        };
 }
 
 /* Which path a datagram belongs to. The socket's own path when the source is its remote; another
@@ -440,9 +540,10 @@ static int64_t clock_offset(void) {
                ((int64_t) rt.tv_nsec - (int64_t) mono.tv_nsec) / (int64_t) NSEC_PER_USEC;
 }
 
-/* One datagram of path p (or of a path only its keepalive token can tell: p == RX_BY_TOKEN). */
-static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, const MptSockaddr *src,
-                            const uint8_t *buf, size_t len, usec_t now) {
+/* One datagram of path p (or of a path only its keepalive token can tell: p == RX_BY_TOKEN), sent
+ * on `lane` by the other end. */
+static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool new_endpoint,
+                            const MptSockaddr *src, const uint8_t *buf, size_t len, usec_t now) {
         unsigned counted = p >= 0 ? (unsigned) p : path;
         MptFrame f;
         int reason;
@@ -507,7 +608,7 @@ static void handle_datagram(Worker *w, unsigned path, int p, bool new_endpoint, 
         }
         COUNTER_ADD(w->path_counters[p].rx_packets, 1);
         COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) len);
-        handle_data(w, (unsigned) p, &f, now);
+        handle_data(w, (unsigned) p, lane, &f, now);
 }
 
 /* ---- what arrived and what went out, for the learned scheduler (sequence locks) ---- */
@@ -649,8 +750,9 @@ bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_
  * bytes each, the last one maybe shorter), a few dozen at a time. Headers are checked first
  * (cheap drops: malformed, reflected, old epoch, moved from another path, replayed), then the
  * tags; only then are the counters recorded and sender path ids bound to paths, so that forged
- * datagrams cannot move the anti-replay window or bind a path id. The shared receive state is
- * locked twice per run of datagrams, not per datagram. A datagram that fails is counted and gets
+ * datagrams cannot move the anti-replay window or bind a path id. The receive state of a sender
+ * path (rx_shared_secure_lock(): usually this worker's alone) is locked twice per run of its
+ * datagrams, not per datagram. A datagram that fails is counted and gets
  * its first byte zeroed, which no secure datagram has; one that passes keeps its header, and its
  * plaintext is at MPT_SECURE_HEADER_SIZE, MPT_SECURE_OVERHEAD bytes shorter.
  *
@@ -658,6 +760,20 @@ bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_
  * RX_BY_TOKEN, to one of the paths that share the socket: its sender path id must be bound to
  * that path, or to one of those, or not yet to any (mptd(8), SECURE WIRE FORMAT). */
 #define SECURE_RUN 64u
+
+/* Holds the lock of sender path id `id`'s receive state, and no other (-1: none); *held says which
+ * is held. A run of datagrams is normally of one sender path: one lock for all of it. */
+static void secure_hold(Worker *w, int *held, int id) {
+        RxShared *rs = w->tunnel->rx;
+
+        if (*held == id)
+                return;
+        if (*held >= 0)
+                rx_shared_secure_unlock(rs, (unsigned) *held);
+        if (id >= 0)
+                rx_shared_secure_lock(rs, (unsigned) id, &w->contention);
+        *held = id;
+}
 
 static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, uint8_t *buf, size_t len,
                                size_t seg, usec_t now) {
@@ -677,15 +793,18 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
         for (size_t base = 0; base < len; base += seg * SECURE_RUN) {
                 size_t n = MIN((size_t) SECURE_RUN, DIV_ROUND_UP(len - base, seg));
 
+                int held = -1;
+
                 for (size_t i = 0; i < n; i++) {
                         size_t off = base + i * seg;
                         reason[i] = mpt_secure_parse(buf + off, MIN(seg, len - off), &h[i]);
                 }
-                pthread_mutex_lock(&t->secure_lock);
                 for (size_t i = 0; i < n; i++)
-                        if (reason[i] < 0)
-                                reason[i] = mpt_secure_rx_check(t->secure_rx, &h[i], paths);
-                pthread_mutex_unlock(&t->secure_lock);
+                        if (reason[i] < 0) {
+                                secure_hold(w, &held, h[i].path_id);
+                                reason[i] = mpt_secure_rx_check(t->rx->secure, &h[i], paths);
+                        }
+                secure_hold(w, &held, -1);
 
                 for (size_t i = 0; i < n; i++) {
                         size_t off = base + i * seg;
@@ -717,15 +836,15 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                                 w->rx_keys = w->rx_try_keys;
                 }
 
-                pthread_mutex_lock(&t->secure_lock);
                 for (size_t i = 0; i < n; i++) {
                         bool new_epoch;
                         if (reason[i] >= 0)
                                 continue;
-                        reason[i] = mpt_secure_rx_accept(t->secure_rx, &h[i], paths, &new_epoch);
+                        secure_hold(w, &held, h[i].path_id);
+                        reason[i] = mpt_secure_rx_accept(t->rx->secure, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
                 }
-                pthread_mutex_unlock(&t->secure_lock);
+                secure_hold(w, &held, -1);
 
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] >= 0) {
@@ -757,9 +876,8 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
         assert(n <= WORKER_RX_MMSG);
         assert(path < s->n_paths);
 
-        /* First, outside the reorder lock: what each message is, and in secure mode every
-         * datagram authenticated and decrypted (so that the workers do it in parallel); what
-         * fails is skipped below. */
+        /* First: what each message is, and in secure mode every datagram authenticated and
+         * decrypted; what fails is skipped below. */
         for (unsigned m = 0; m < n; m++) {
                 size_t k = msgs[m].len;
                 MptAddress src_addr;
@@ -785,11 +903,10 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                         secure_open_buffer(w, s, path, p[m], w->rx_cur[m], k, seg[m], msgs[m].arrival);
         }
 
-        /* Then all messages under one hold of the reorder lock, in arrival order; what they
-         * gathered for the TUN device is written before it is released (held packets and these
-         * buffers are only stable until then). */
-        if (t->reorder_enabled)
-                pthread_mutex_lock(&t->reorder_lock);
+        /* Then all messages in arrival order: control frames to the main thread, data without
+         * a sequence number to the TUN device, numbered data to its lane's reorder buffer
+         * (deliver_pending()). What they gathered for the TUN device is written before the
+         * receive buffers are used again. */
         for (unsigned m = 0; m < n; m++) {
                 size_t k = msgs[m].len;
 
@@ -798,27 +915,29 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                 for (size_t off = 0; off < k; off += seg[m]) {
                         uint8_t *d = w->rx_cur[m] + off;
                         size_t dl = MIN(seg[m], k - off);
+                        unsigned lane = 0;
 
                         /* Only what authenticated goes on: nothing else may move an endpoint. */
                         if (t->secure) {
                                 if (d[0] == 0)
                                         continue;
                                 rx_track(w, d, dl, msgs[m].arrival);
+                                lane = d[3];
                                 d += MPT_SECURE_HEADER_SIZE;
                                 dl -= MPT_SECURE_OVERHEAD;
                         }
-                        handle_datagram(w, path, p[m], new_endpoint[m], &msgs[m].source, d, dl, msgs[m].arrival);
+                        handle_datagram(w, path, p[m], lane, new_endpoint[m], &msgs[m].source, d, dl,
+                                        msgs[m].arrival);
                         new_endpoint[m] = false; /* reported once per buffer is plenty */
                 }
         }
+        deliver_pending(w);
         gro_flush(w);
         if (t->reorder_enabled) {
-                /* Written: the memory of what the reorder buffer delivered may be reused now. */
-                reorder_trim(t->reorder);
+                /* Written: what the reorder buffers delivered out of the pool may be reused. */
+                pool_released_flush(w);
                 for (unsigned m = 0; m < n; m++)
                         pool_next_buffer(w, m);
-                reorder_publish_deadline(t);
-                pthread_mutex_unlock(&t->reorder_lock);
         }
 }
 
@@ -1276,12 +1395,22 @@ static void worker_tx(Worker *w, const Snapshot *s) {
         }
 }
 
-static int timeout_ms(Tunnel *t) {
+/* The earliest deadline of the lanes this worker expires. */
+static usec_t expire_deadline(const Worker *w) {
+        usec_t deadline = USEC_INFINITY;
+
+        for (uint64_t m = rx_shared_lanes(w->tunnel->rx) & w->expire_lanes; m != 0; m &= m - 1)
+                deadline = MIN(deadline, rx_lane_deadline(rx_shared_lane_get(w->tunnel->rx,
+                                                                             (unsigned) __builtin_ctzll(m))));
+        return deadline;
+}
+
+static int timeout_ms(const Worker *w) {
         usec_t deadline, now;
 
-        if (!t->reorder_enabled)
+        if (!w->tunnel->reorder_enabled)
                 return -1;
-        deadline = __atomic_load_n(&t->reorder_deadline, __ATOMIC_ACQUIRE);
+        deadline = expire_deadline(w);
         if (deadline == USEC_INFINITY)
                 return -1;
         now = now_usec();
@@ -1295,14 +1424,18 @@ void worker_rx_expire(Worker *w, usec_t now) {
 
         if (!t->reorder_enabled)
                 return;
-        if (__atomic_load_n(&t->reorder_deadline, __ATOMIC_ACQUIRE) > now)
-                return;
-        pthread_mutex_lock(&t->reorder_lock);
-        reorder_expire(t->reorder, now, tun_deliver, w);
-        gro_flush(w);
-        reorder_trim(t->reorder);
-        reorder_publish_deadline(t);
-        pthread_mutex_unlock(&t->reorder_lock);
+        for (uint64_t m = rx_shared_lanes(t->rx) & w->expire_lanes; m != 0; m &= m - 1) {
+                RxLane *l = rx_shared_lane_get(t->rx, (unsigned) __builtin_ctzll(m));
+
+                if (rx_lane_deadline(l) > now)
+                        continue;
+                rx_lane_lock(l, w, &w->contention);
+                reorder_expire(l->reorder, now, tun_deliver, w);
+                gro_flush(w);
+                reorder_trim(l->reorder);
+                rx_lane_unlock(l);
+        }
+        pool_released_flush(w);
 }
 
 static void expire_reorder(Worker *w) {
@@ -1324,7 +1457,7 @@ static void *worker_main(void *userdata) {
                 const Snapshot *s;
                 int n;
 
-                n = epoll_wait(w->epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(t));
+                n = epoll_wait(w->epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(w));
                 if (n < 0 && errno != EINTR)
                         break;
 

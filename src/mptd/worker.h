@@ -2,6 +2,7 @@
 #pragma once
 
 #include "offload.h"
+#include "rx-shared.h"
 #include "tunnel.h"
 
 #define WORKER_BATCH 64u
@@ -18,6 +19,18 @@
 /* Sealed datagrams of one TUN packet: its bytes, and per segment the headers and overhead. */
 #define WORKER_CRYPT_SIZE \
         (WORKER_BUFFER_SIZE + OFFLOAD_SEGMENTS_MAX * (WORKER_GRE_ROOM + OFFLOAD_HEADERS_MAX + MPT_SECURE_OVERHEAD))
+
+/* A numbered data packet of the messages being handled, waiting for its lane's reorder buffer
+ * (see worker_rx_process()); at most WORKER_PENDING_MAX of them, then they are handed over. */
+#define WORKER_PENDING_MAX (WORKER_RX_MMSG * 64u)
+typedef struct RxPending {
+        const uint8_t *pkt;
+        uint32_t len;
+        uint32_t seq;
+        uint8_t lane;
+        uint8_t path;
+        usec_t arrival;
+} RxPending;
 
 /* Secure mode, receiving: what arrived of one of the other end's paths (by the path id in the
  * secure header), for the feedback frames the main thread sends (feedback.c). The worker writes
@@ -94,6 +107,19 @@ struct Worker {
         uint8_t *rx_cur[WORKER_RX_MMSG];
         int rx_pool_index[WORKER_RX_MMSG];
         uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
+        /* This worker's part of the tunnel's receive buffer pool (pool_first .. + pool_n - 1; 0:
+         * none), and where the search for a free one goes on. References to pool buffers (any
+         * worker's) that its deliveries let go of are given back only after the TUN writes that
+         * may still point into them (pool_release() in worker.c): a count per pool buffer, and
+         * the buffers that have one. */
+        unsigned pool_first, pool_n, pool_cursor;
+        uint32_t *pool_released;
+        uint16_t *pool_released_list;
+        unsigned n_pool_released;
+        RxPending *pending;
+        unsigned n_pending;
+        uint64_t expire_lanes; /* the lanes whose reorder buffer this worker expires, a bit each */
+        RxContention contention; /* its waits for the locks of what the workers share */
         Gro gro;
         uint8_t *gro_stage; /* WORKER_BUFFER_SIZE */
         size_t gro_staged;
@@ -166,9 +192,10 @@ int worker_start(Worker *w);
 void worker_stop(Worker *w);
 Worker *worker_free(Worker *w);
 
-/* The receive buffer pool of a tunnel with a reorder buffer (t->rx_pool), lent to it so that
- * held packets stay where they were received. Called before the workers start; the pool is freed
- * after the reorder buffer. */
+/* The receive buffer pool of a tunnel with reordering (t->rx_pool), lent to the reorder buffers
+ * so that held packets stay where they were received: a part of it for each receiving worker.
+ * Called after t->rx and t->rx_workers are set up, before the workers are made; the pool is
+ * freed after t->rx. */
 int worker_pool_setup(Tunnel *t);
 void worker_pool_free(Tunnel *t);
 /* Wakes the worker so that it picks up a new snapshot soon. */

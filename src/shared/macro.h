@@ -20,6 +20,7 @@
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))
 #define _warn_unused_result_ __attribute__((__warn_unused_result__))
 #define _fallthrough_ __attribute__((__fallthrough__))
+#define _aligned_(n) __attribute__((__aligned__(n)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 /* GLib defines the same three; keep whichever came first. */

@@ -4,14 +4,15 @@
  * worker_rx_process() (the path a datagram belongs to by its source; authentication,
  * decryption, anti-replay windows and epochs in secure mode; control frames to the main thread;
  * the reorder buffer and its pool of receive buffers; GRO towards the TUN device) and
- * worker_rx_expire(). The tunnel is built here without a kernel: one worker, a few paths with
- * fixed remotes, and the TUN device's writes caught at link time (-Wl,--wrap=write,--wrap=writev,
- * see meson.build) and checked as they happen.
+ * worker_rx_expire(). The tunnel is built here without a kernel: one or two receiving workers
+ * (taking turns: a batch of a path goes to the worker path_rx_worker() would give it, each expires
+ * its lanes), a few paths with fixed remotes, and the TUN device's writes caught at link time
+ * (-Wl,--wrap=write,--wrap=writev, see meson.build) and checked as they happen.
  *
  * The input is a configuration and a sequence of operations (see "The input" below) that make
  * datagrams: data packets and control frames (keepalives, path status, feedback, well-formed or
  * not), in secure mode sealed with the tunnel's key (so that they get past authentication) under
- * the epochs, sender paths and counters the input picks, or with another key, or with a header
+ * the epochs, sender paths, lanes and counters the input picks, or with another key, or with a header
  * that must be refused; arbitrary bytes; replays of earlier datagrams, intact or damaged.
  * They are grouped into UDP GRO messages and batches of messages, from sources the input picks,
  * with arrival times, expiry, and what the main thread does to the reorder buffer (a path down
@@ -23,7 +24,7 @@
  *   compat mode the inner packet of one of the datagrams. A GRO super-packet has a consistent
  *   virtio-net header (and the partial checksum the kernel expects) and cuts back, as the
  *   kernel's segmentation would (offload_segment()), into such packets.
- * - Secure mode: no datagram (epoch, sender path, counter) is delivered twice; none of an epoch
+ * - Secure mode: no datagram (epoch, sender path, lane, counter) is delivered twice; none of an epoch
  *   older than the newest one authenticated before it arrived; none that must be refused (our
  *   own epoch, a bad header, a cipher this end cannot open). Control events (keepalives, path
  *   status, feedback, new endpoints) come only from authenticated datagrams whose epoch and
@@ -33,13 +34,14 @@
  * - Secure mode: the receive tracks of the other end's paths (rx_track(), what the feedback we
  *   send is made of) count every datagram that authenticated, and no other, under its sender
  *   path, with the highest counter and its arrival time; in compat mode they stay empty.
- * - With the reorder buffer, no sequence number is delivered twice, and none below one
- *   delivered before it unless the buffer counts it as late, between two of its
- *   resynchronisations.
+ * - With the reorder buffers (one per lane of the other end; compat mode has only lane 0), no
+ *   sequence number of a lane is delivered twice, and none below one of its lane delivered before
+ *   it unless the buffer counts it as late, between two resynchronisations.
  * - The counters add up: every datagram is counted once (as received data, a keepalive, a
  *   path-status event or a drop); every received data packet is delivered, held, or dropped for a
  *   counted reason; what is held is due within the maximum delay, and once that has passed,
- *   nothing is held.
+ *   nothing is held. Then every buffer of the receive pool is free again, but for those the
+ *   workers receive into (their references add up: none is lost, none freed twice).
  * - No crash, undefined behaviour or leak (the sanitizers of the libFuzzer build). */
 
 #include <endian.h>
@@ -203,6 +205,7 @@ typedef struct Rec {
         bool acceptable;
         uint64_t epoch;
         uint16_t path_id;
+        uint8_t lane;
         uint64_t counter;
         bool has_seq;
         uint32_t seq;
@@ -221,6 +224,7 @@ typedef struct Cand {
         uint8_t *bytes;
         size_t len;
         bool has_seq;
+        uint8_t lane;
         uint32_t seq;
         int rec; /* -1: none */
         int next; /* in its hash bucket */
@@ -262,11 +266,12 @@ typedef struct Flow {
 typedef struct Fuzz {
         /* configuration */
         bool secure, reorder, vnet_hdr, gro, aes;
-        unsigned n_paths;
+        unsigned n_paths, n_workers;
         usec_t max_delay;
 
         Tunnel *t;
-        Worker *w;
+        Worker *workers[2];
+        Worker *w; /* the one the next batch goes to */
         Snapshot *s;
         MptSockaddr sources[SOURCES];
 
@@ -285,18 +290,21 @@ typedef struct Fuzz {
         Past past[HISTORY];
         unsigned n_past;
 
-        uint32_t gre_seq;
-        uint64_t counters[EPOCHS][MPT_PATHS_MAX + 1]; /* the next one per epoch and sender path */
+        uint32_t gre_seq[8]; /* the next sequence number per lane (secure mode: 0..7; compat: 0) */
+        uint64_t counters[EPOCHS][MPT_PATHS_MAX + 1][MPT_SECURE_LANES]; /* the next, per epoch, sender path, lane */
         Flow flows[4][4];
 
         /* what the TUN device got */
         uint64_t sink_packets;
-        Set identities;   /* (epoch, sender path, counter) delivered */
-        Set consumed;     /* (epoch, sender path, counter) of acceptable datagrams the worker saw */
-        Set seqs;         /* sequence numbers delivered since the last resynchronisation */
-        uint32_t newest;  /* of them, the newest */
-        bool have_newest;
-        uint32_t *call_seqs; /* delivered in this call, checked against seqs at its end */
+        Set identities;   /* (epoch, sender path, lane, counter) delivered */
+        Set consumed;     /* (epoch, sender path, lane, our path; counter) of acceptable datagrams the worker saw */
+        Set seqs;         /* (lane, sequence number) delivered since the last resynchronisation */
+        uint32_t newest[MPT_SECURE_LANES]; /* of them, the newest of each lane */
+        uint64_t have_newest; /* a bit per lane */
+        struct {
+                uint8_t lane;
+                uint32_t seq;
+        } *call_seqs; /* delivered in this call, checked against seqs at its end */
         size_t n_call_seqs, call_seqs_capacity;
         uint64_t main_delivered; /* delivered by the main thread's reorder reset */
         uint64_t resets;
@@ -461,15 +469,18 @@ static int fuzz_new(Input *in, Fuzz **ret) {
         fz->gro = c0 & 8;
         fz->aes = (c0 & 16) && have_aes;
         fz->n_paths = 1 + (c0 >> 5 & 3);
+        fz->n_workers = c1 & 0x40 ? 2 : 1;
         fz->clock = CLOCK_START;
         for (unsigned i = 0; i < BUCKETS; i++)
                 fz->buckets[i] = -1;
         for (unsigned i = 0; i < ELEMENTSOF(fz->counters); i++)
                 for (unsigned j = 0; j < ELEMENTSOF(fz->counters[i]); j++)
-                        fz->counters[i][j] = 1;
+                        for (unsigned k = 0; k < ELEMENTSOF(fz->counters[i][j]); k++)
+                                fz->counters[i][j][k] = 1;
         for (unsigned m = 0; m < WORKER_RX_MMSG; m++)
                 fz->msgs[m].buf = msg_buffers + (size_t) m * MSG_BYTES_MAX;
-        fz->gre_seq = (uint32_t) c3 << 24;
+        for (unsigned l = 0; l < ELEMENTSOF(fz->gre_seq); l++)
+                fz->gre_seq[l] = (uint32_t) c3 << 24 ^ l << 20;
 
         /* What tunnel_new() sets up for the receive side. */
         t = fz->t = calloc(1, sizeof(Tunnel));
@@ -478,39 +489,42 @@ static int fuzz_new(Input *in, Fuzz **ret) {
         t->profile = &profile;
         t->name = "fuzz";
         t->ka_eventfd = -EBADF;
-        pthread_mutex_init(&t->reorder_lock, NULL);
         pthread_mutex_init(&t->tx_lock, NULL);
         pthread_mutex_init(&t->ka_lock, NULL);
-        pthread_mutex_init(&t->secure_lock, NULL);
-        t->reorder_deadline = USEC_INFINITY;
-        t->n_workers = 1;
+        /* Every worker receives (as without receiving and sending workers apart), through one
+         * TUN queue. */
+        t->n_workers = fz->n_workers;
+        t->workers = fz->workers;
         t->tun.fds = &sink_fd;
         t->tun.n_fds = 1;
         t->tun.vnet_hdr = fz->vnet_hdr;
         t->mtu = 1400;
+        fz->max_delay = delays[c2 >> 3 & 3];
+        r = rx_shared_new(fz->reorder ? windows[c2 & 7] : 0, fz->max_delay, &t->rx);
+        if (r < 0)
+                return r;
         if (fz->secure) {
                 t->secure = true;
                 t->aes = fz->aes;
                 t->epoch = OWN_EPOCH;
-                t->secure_rx = mpt_secure_rx_new(OWN_EPOCH);
-                if (!t->secure_rx)
-                        return -ENOMEM;
+                r = rx_shared_set_secure(t->rx, OWN_EPOCH);
+                if (r < 0)
+                        return r;
         }
         if (fz->reorder) {
-                fz->max_delay = delays[c2 >> 3 & 3];
-                t->reorder = reorder_new(windows[c2 & 7], fz->max_delay);
-                if (!t->reorder)
-                        return -ENOMEM;
-                reorder_set_min_hold(t->reorder, min_hold_of(c2 >> 5 & 3, fz->max_delay));
+                rx_shared_set_hold(t->rx, fz->max_delay, min_hold_of(c2 >> 5 & 3, fz->max_delay));
                 t->reorder_enabled = true;
                 r = worker_pool_setup(t);
                 if (r < 0)
                         return r;
         }
         dataplane_options.batch = fz->gro ? WORKER_BATCH : 1;
-        r = worker_new(t, 0, sink_fd, &fz->w);
-        if (r < 0)
-                return r;
+        for (unsigned i = 0; i < fz->n_workers; i++) {
+                r = worker_new(t, i, sink_fd, &fz->workers[i]);
+                if (r < 0)
+                        return r;
+        }
+        fz->w = fz->workers[0];
 
         fz->s = calloc(1, sizeof(Snapshot) + FUZZ_PATHS_MAX * sizeof(SnapshotPath));
         if (!fz->s)
@@ -541,16 +555,14 @@ static void fuzz_free(Fuzz *fz) {
         if (!fz)
                 return;
         t = fz->t;
-        worker_free(fz->w);
+        for (unsigned i = 0; i < ELEMENTSOF(fz->workers); i++)
+                worker_free(fz->workers[i]);
         if (t) {
-                reorder_free(t->reorder);
+                rx_shared_free(t->rx);
                 worker_pool_free(t);
                 free(t->ka_queue);
-                pthread_mutex_destroy(&t->reorder_lock);
                 pthread_mutex_destroy(&t->tx_lock);
                 pthread_mutex_destroy(&t->ka_lock);
-                pthread_mutex_destroy(&t->secure_lock);
-                mpt_secure_rx_free(t->secure_rx);
                 free(t);
         }
         free(fz->s);
@@ -614,7 +626,8 @@ static bool packet_same(const uint8_t *a, const uint8_t *b, size_t len) {
         return true;
 }
 
-static void add_cand(Fuzz *fz, const uint8_t *pkt, size_t len, bool has_seq, uint32_t seq, int rec) {
+static void add_cand(Fuzz *fz, const uint8_t *pkt, size_t len, bool has_seq, uint8_t lane, uint32_t seq,
+                     int rec) {
         Cand *c;
 
         if (fz->n_cands == fz->cands_capacity) {
@@ -630,6 +643,7 @@ static void add_cand(Fuzz *fz, const uint8_t *pkt, size_t len, bool has_seq, uin
                 .bytes = memdup(pkt, len ?: 1),
                 .len = len,
                 .has_seq = has_seq,
+                .lane = lane,
                 .seq = seq,
                 .rec = rec,
                 .next = fz->buckets[packet_hash(pkt, len) % BUCKETS],
@@ -794,7 +808,12 @@ static void feed(Fuzz *fz, const uint8_t *d, size_t len, int origin) {
         p->origin = origin;
 }
 
-/* Secure mode: seals plaintext buf + MPT_SECURE_HEADER_SIZE (len bytes) in place. e: bits 0-2
+/* What identifies a sealed datagram: epoch, sender path and lane (the first of the pair), counter. */
+static uint64_t identity(const Rec *r) {
+        return r->epoch << 16 | (uint64_t) r->lane << 8 | r->path_id;
+}
+
+/* Secure mode: seals plaintext buf + MPT_SECURE_HEADER_SIZE (len bytes) in place, on r->lane. e: bits 0-2
  * the epoch (epochs[]), 3-5 the sender path id, 6-7 both 3: a path id out of range. how: bit 0
  * AES-256-GCM (where the CPU has it), 1 flag A (where the tunnel has AES), 2 a reserved flag,
  * 3-4 the counter (below), 5-6 another header: a lane out of range, version 1's type byte, a handshake
@@ -812,7 +831,7 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         r->path_id = (uint16_t) (e >> 3 & 7);
         if (e >> 6 == 3)
                 r->path_id = MPT_PATHS_MAX; /* out of range: bad-header */
-        next = &fz->counters[ei][r->path_id];
+        next = &fz->counters[ei][r->path_id][r->lane];
         /* Usually the next counter; or a little back or ahead (reordering, replays of a counter
          * with other contents); or a jump (behind the window, near the end of the counter space). */
         switch (how >> 3 & 3) {
@@ -838,6 +857,7 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
         n = mpt_secure_seal(buf, len, &epoch_keys[ei], cipher, flags & MPT_SECURE_FLAG_AES,
                             (MptSecureSender) {
                                     .path_id = r->path_id < MPT_PATHS_MAX ? (uint8_t) r->path_id : 0,
+                                    .lane = r->lane,
                                     .counter = r->counter,
                             });
         check(n == len + MPT_SECURE_OVERHEAD, "seal");
@@ -863,12 +883,15 @@ static size_t seal(Fuzz *fz, Input *in, uint8_t *buf, size_t len, Rec *r) {
 }
 
 /* A data datagram: GRE header (with a sequence number or not, sometimes a key or checksum) and
- * an inner packet. Its record's index is the tag in its payload. */
+ * an inner packet. Its record's index is the tag in its payload. gre: bit 0 a sequence number, 1
+ * a jump in the sequence, 2 a GRE key, 3 a GRE checksum, 4 a jump in the TCP sequence, 5-7 the
+ * lane (secure mode; each lane has its own sequence numbers). */
 static void op_data(Fuzz *fz, Input *in) {
         uint8_t how = in8(in), gre = in8(in), size = in8(in);
         uint8_t buf[MPT_SECURE_HEADER_SIZE + MPT_GRE_HEADER_MAX + INNER_MAX + MPT_SECURE_TAG_SIZE];
         uint8_t *g = buf + MPT_SECURE_HEADER_SIZE, *inner;
-        Rec r = { .kind = REC_DATA, .authentic = true };
+        Rec r = { .kind = REC_DATA, .authentic = true, .lane = fz->secure ? gre >> 5 : 0 };
+        uint32_t *gre_seq = &fz->gre_seq[r.lane];
         size_t gl = 4, len;
         uint32_t jump = 0;
         uint16_t flags = 0;
@@ -880,12 +903,12 @@ static void op_data(Fuzz *fz, Input *in) {
                 int8_t d = (int8_t) in8(in);
 
                 r.has_seq = true;
-                r.seq = fz->gre_seq + (uint32_t) (int32_t) d;
+                r.seq = *gre_seq + (uint32_t) (int32_t) d;
                 if (d >= 0)
-                        fz->gre_seq = r.seq + 1;
+                        *gre_seq = r.seq + 1;
                 if (gre & 2) {
-                        r.seq = fz->gre_seq + in32(in);
-                        fz->gre_seq = r.seq + 1;
+                        r.seq = *gre_seq + in32(in);
+                        *gre_seq = r.seq + 1;
                 }
                 flags |= MPT_GRE_S;
         }
@@ -910,7 +933,7 @@ static void op_data(Fuzz *fz, Input *in) {
                 wr16(g + 4, mpt_checksum(g, gl + len));
         if (fz->secure) {
                 /* (a candidate even when it will be sealed with the wrong key: the record says so) */
-                add_cand(fz, inner, len, r.has_seq, r.seq, i);
+                add_cand(fz, inner, len, r.has_seq, r.lane, r.seq, i);
                 len = seal(fz, in, buf, gl + len, &r);
                 feed(fz, buf, len, add_rec(fz, &r, buf, len));
         } else {
@@ -919,12 +942,13 @@ static void op_data(Fuzz *fz, Input *in) {
         }
 }
 
-/* A keepalive (plain or extended) or path-status frame. */
+/* A keepalive (plain or extended) or path-status frame; in secure mode on lane v >> 5, or on the
+ * control lane (where mptd's main thread sends them) for 7. */
 static void op_control(Fuzz *fz, Input *in) {
         uint8_t how = in8(in), v = in8(in);
         uint8_t buf[MPT_SECURE_HEADER_SIZE + 128 + MPT_SECURE_TAG_SIZE];
         uint8_t *g = buf + MPT_SECURE_HEADER_SIZE;
-        Rec r = { .authentic = true };
+        Rec r = { .authentic = true, .lane = fz->secure ? (v >> 5 == 7 ? MPT_SECURE_LANE_CONTROL : v >> 5) : 0 };
         MptAddress a = { .family = AF_INET, .addr.bytes = { 10, 0, 0, 1 } };
         size_t len;
 
@@ -957,7 +981,7 @@ static void op_control(Fuzz *fz, Input *in) {
                 /* with a sequence number, which control frames never have */
                 memmove(g + 8, g + 4, len - 4);
                 wr16(g, MPT_GRE_S);
-                wr32(g + 4, fz->gre_seq);
+                wr32(g + 4, fz->gre_seq[0]);
                 len += 4;
         }
         if (fz->secure) {
@@ -984,7 +1008,7 @@ static void op_feedback(Fuzz *fz, Input *in) {
         unsigned n = 1 + (how & 15), wrong = how >> 4 & 7, count;
         size_t gl = how & 0x80 ? 8 : 4, esize, len;
         MptFeedback fb = { .now = fz->clock + v, .n = n };
-        Rec r = { .kind = REC_FEEDBACK, .authentic = true };
+        Rec r = { .kind = REC_FEEDBACK, .authentic = true, .lane = fz->secure ? MPT_SECURE_LANE_CONTROL : 0 };
 
         count = wrong == 2 ? 0 : wrong == 3 ? MPT_FEEDBACK_ENTRIES_MAX + 1 : n;
         esize = wrong == 4 ? MPT_FEEDBACK_ENTRY_SIZE - 8 : wrong == 7 ? MPT_FEEDBACK_ENTRY_SIZE + 8 : MPT_FEEDBACK_ENTRY_SIZE;
@@ -1006,7 +1030,7 @@ static void op_feedback(Fuzz *fz, Input *in) {
         wr16(g, how & 0x80 ? MPT_GRE_S : 0);
         wr16(g + 2, v & 0x80 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
         if (how & 0x80)
-                wr32(g + 4, fz->gre_seq);
+                wr32(g + 4, fz->gre_seq[0]);
         p = g + gl;
         len = MPT_FEEDBACK_HEADER_SIZE - 4 + count * esize;
         memset(p, 0xee, len + 1);
@@ -1092,6 +1116,7 @@ static void delivered(Fuzz *fz, const uint8_t *pkt, size_t len, bool segmented) 
         uint64_t h = packet_hash(pkt, len);
         bool any = false, exact = false, seq_known = false, seq_ambiguous = false;
         uint32_t seq = 0;
+        uint8_t lane = 0;
         int rec = -1;
 
         check(proto != 0 && mpt_inner_validate(pkt, len, proto) < 0, "malformed packet written to the TUN device");
@@ -1105,9 +1130,10 @@ static void delivered(Fuzz *fz, const uint8_t *pkt, size_t len, bool segmented) 
                 exact = exact || memcmp(c->bytes, pkt, len) == 0;
                 if (c->rec >= 0)
                         rec = c->rec;
-                if (!c->has_seq || (seq_known && c->seq != seq))
+                if (!c->has_seq || (seq_known && (c->seq != seq || c->lane != lane)))
                         seq_ambiguous = true;
                 seq = c->seq;
+                lane = c->lane;
                 seq_known = true;
         }
         check(any, "a packet that was not sent (%s, %zu bytes) was written to the TUN device",
@@ -1128,19 +1154,20 @@ static void delivered(Fuzz *fz, const uint8_t *pkt, size_t len, bool segmented) 
                       "a packet of epoch %" PRIx64 " was delivered, which was older than the peer's %" PRIx64
                       " when it arrived",
                       r->epoch, r->epoch_floor);
-                check(set_add(&fz->identities, r->epoch << 16 | r->path_id, r->counter),
-                      "datagram (epoch %" PRIx64 ", path %u, counter %" PRIu64 ") delivered twice", r->epoch,
-                      r->path_id, r->counter);
+                check(set_add(&fz->identities, identity(r), r->counter),
+                      "datagram (epoch %" PRIx64 ", path %u, lane %u, counter %" PRIu64 ") delivered twice",
+                      r->epoch, r->path_id, r->lane, r->counter);
         }
         if (fz->reorder && seq_known && !seq_ambiguous) {
                 if (fz->n_call_seqs == fz->call_seqs_capacity) {
                         size_t n = fz->call_seqs_capacity ? 2 * fz->call_seqs_capacity : 64;
-                        uint32_t *a = realloc(fz->call_seqs, n * sizeof(uint32_t));
+                        void *a = realloc(fz->call_seqs, n * sizeof(fz->call_seqs[0]));
                         check(a, "out of memory");
                         fz->call_seqs = a;
                         fz->call_seqs_capacity = n;
                 }
-                fz->call_seqs[fz->n_call_seqs++] = seq;
+                fz->call_seqs[fz->n_call_seqs].lane = lane;
+                fz->call_seqs[fz->n_call_seqs++].seq = seq;
         }
 }
 
@@ -1251,6 +1278,7 @@ typedef struct Sums {
         uint64_t rx_packets;
         uint64_t after_rx; /* of the received: dropped by the reorder buffer */
         uint64_t no_memory, tun_write;
+        uint64_t delivered; /* packets the workers handed to the TUN device */
 } Sums;
 
 /* Whether the worker counts a drop for this reason before a datagram authenticates (or instead). */
@@ -1274,69 +1302,108 @@ static bool before_auth(unsigned reason) {
         }
 }
 
-/* Over the tunnel's paths: a datagram counted for any other would not add up. */
+/* Over the tunnel's paths and workers: a datagram counted for any other path would not add up. */
 static Sums sums(const Fuzz *fz) {
-        const Worker *w = fz->w;
         Sums s = {};
 
-        for (unsigned p = 0; p < fz->n_paths; p++) {
-                const PathCounters *c = &w->path_counters[p];
+        for (unsigned k = 0; k < fz->n_workers; k++) {
+                const Worker *w = fz->workers[k];
 
-                s.rx_packets += c->rx_packets;
-                s.units += c->rx_packets + c->keepalives_rx;
-                s.authenticated += c->rx_packets + c->keepalives_rx;
-                check(c->tx_packets == 0 && c->keepalives_tx == 0, "sent something");
-                for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
-                        if (r == MPT_DROP_DUPLICATE || r == MPT_DROP_STALE)
-                                s.after_rx += c->drops[r];
-                        else {
-                                s.units += c->drops[r];
-                                if (!before_auth(r))
-                                        s.authenticated += c->drops[r];
-                        }
+                for (unsigned p = 0; p < fz->n_paths; p++) {
+                        const PathCounters *c = &w->path_counters[p];
+
+                        s.rx_packets += c->rx_packets;
+                        s.units += c->rx_packets + c->keepalives_rx;
+                        s.authenticated += c->rx_packets + c->keepalives_rx;
+                        check(c->tx_packets == 0 && c->keepalives_tx == 0, "sent something");
+                        for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
+                                if (r == MPT_DROP_DUPLICATE || r == MPT_DROP_STALE)
+                                        s.after_rx += c->drops[r];
+                                else {
+                                        s.units += c->drops[r];
+                                        if (!before_auth(r))
+                                                s.authenticated += c->drops[r];
+                                }
+                }
+                s.no_memory += w->tunnel_counters.drops[MPT_DROP_NO_MEMORY];
+                s.tun_write += w->tunnel_counters.drops[MPT_DROP_TUN_WRITE];
+                s.delivered += w->quiet_rx;
         }
-        s.no_memory = w->tunnel_counters.drops[MPT_DROP_NO_MEMORY];
-        s.tun_write = w->tunnel_counters.drops[MPT_DROP_TUN_WRITE];
         return s;
 }
 
-/* Where the reorder buffer stands before an operation: how often it started a new sequence space
- * (or was reset), and how many packets it delivered late (after their gap was skipped). */
+/* Where the reorder buffers stand before an operation: per lane, how often it started a new
+ * sequence space (or was reset), and how many packets it delivered late (after their gap was
+ * skipped). */
 typedef struct Mark {
-        uint64_t resyncs, late;
+        uint64_t resyncs[RX_SHARED_LANES], late[RX_SHARED_LANES];
 } Mark;
 
 static Mark mark(const Fuzz *fz) {
+        Mark m = {};
+
         if (!fz->reorder)
-                return (Mark) {};
-        return (Mark) {
-                .resyncs = reorder_stats(fz->t->reorder)->resyncs + fz->resets,
-                .late = reorder_stats(fz->t->reorder)->late,
-        };
+                return m;
+        for (unsigned i = 0; i < RX_SHARED_LANES; i++) {
+                const RxLane *l = rx_shared_lane_get(fz->t->rx, i);
+
+                m.resyncs[i] = fz->resets + (l ? reorder_stats(l->reorder)->resyncs : 0);
+                m.late[i] = l ? reorder_stats(l->reorder)->late : 0;
+        }
+        return m;
+}
+
+/* The pool's references: once nothing is held, each buffer is referenced by the worker that
+ * receives into it, or by nobody. */
+static void check_pool(const Fuzz *fz) {
+        const Tunnel *t = fz->t;
+
+        for (unsigned i = 0; t->rx_pool && i < t->rx_pool_n; i++) {
+                unsigned owners = 0;
+
+                for (unsigned k = 0; k < fz->n_workers; k++)
+                        for (unsigned m = 0; m < WORKER_RX_MMSG; m++)
+                                owners += fz->workers[k]->rx_pool_index[m] == (int) i;
+                check(owners <= 1, "pool buffer %u is received into by %u workers", i, owners);
+                check(t->rx_pool_refs[i] == owners, "pool buffer %u has %" PRIu32 " references, %u expected", i,
+                      t->rx_pool_refs[i], owners);
+        }
 }
 
 /* What was delivered, held and dropped adds up to what was received. */
 static void check_accounts(Fuzz *fz) {
         Sums s = sums(fz);
-        uint64_t held = fz->reorder ? reorder_buffered(fz->t->reorder) : 0;
+        size_t held = 0;
 
-        check(s.tun_write == 0, "TUN write failed");
-        check(s.rx_packets == fz->w->quiet_rx + fz->main_delivered + held + s.after_rx + s.no_memory,
-              "received %" PRIu64 " != delivered %" PRIu64 " + %" PRIu64 " + held %" PRIu64 " + dropped %" PRIu64
-              " + %" PRIu64,
-              s.rx_packets, fz->w->quiet_rx, fz->main_delivered, held, s.after_rx, s.no_memory);
-        check(fz->sink_packets == fz->w->quiet_rx + fz->main_delivered,
-              "the TUN device got %" PRIu64 " packets, %" PRIu64 " + %" PRIu64 " were delivered", fz->sink_packets,
-              fz->w->quiet_rx, fz->main_delivered);
         if (fz->reorder) {
-                usec_t deadline = __atomic_load_n(&fz->t->reorder_deadline, __ATOMIC_RELAXED);
+                ReorderStats st;
+                usec_t deadline = USEC_INFINITY;
 
-                check(deadline == reorder_deadline(fz->t->reorder),
-                      "the published deadline is not the reorder buffer's");
+                rx_shared_stats(fz->t->rx, &st, &held);
+                for (unsigned i = 0; i < RX_SHARED_LANES; i++) {
+                        RxLane *l = rx_shared_lane_get(fz->t->rx, i);
+
+                        if (!l)
+                                continue;
+                        check(rx_lane_deadline(l) == reorder_deadline(l->reorder),
+                              "the published deadline of lane %u is not its reorder buffer's", i);
+                        deadline = MIN(deadline, rx_lane_deadline(l));
+                        check(!!(rx_shared_lanes(fz->t->rx) & UINT64_C(1) << i), "lane %u made, not in the mask", i);
+                }
                 /* Everything held arrived by now: it is due within the maximum delay. */
                 check(held == 0 || deadline <= fz->clock + fz->max_delay,
-                      "%" PRIu64 " packets held, and nothing due within the maximum delay", held);
+                      "%zu packets held, and nothing due within the maximum delay", held);
+                if (held == 0)
+                        check_pool(fz);
         }
+        check(s.tun_write == 0, "TUN write failed");
+        check(s.rx_packets == s.delivered + fz->main_delivered + held + s.after_rx + s.no_memory,
+              "received %" PRIu64 " != delivered %" PRIu64 " + %" PRIu64 " + held %zu + dropped %" PRIu64
+              " + %" PRIu64,
+              s.rx_packets, s.delivered, fz->main_delivered, held, s.after_rx, s.no_memory);
+        check(fz->sink_packets == s.delivered + fz->main_delivered,
+              "the TUN device got %" PRIu64 " packets, %" PRIu64 " + %" PRIu64 " were delivered", fz->sink_packets,
+              s.delivered, fz->main_delivered);
 }
 
 /* The sequence numbers delivered in this operation: none twice, and none below one delivered
@@ -1344,28 +1411,43 @@ static void check_accounts(Fuzz *fz) {
  * delivered out of order). Both only while the buffer keeps its sequence space: when it started a
  * new one meanwhile, which side of that a delivery was on is not known here, so this operation's
  * numbers are not checked and the record starts over. */
-static void check_seqs(Fuzz *fz, Mark before) {
+static void check_seqs(Fuzz *fz, const Mark *before) {
         Mark now = mark(fz);
-        uint64_t behind = 0;
+        uint64_t behind[RX_SHARED_LANES] = {}, restarted = 0;
 
-        if (now.resyncs != before.resyncs) {
-                set_clear(&fz->seqs);
-                fz->have_newest = false;
-        } else
-                for (size_t i = 0; i < fz->n_call_seqs; i++) {
-                        uint32_t seq = fz->call_seqs[i];
-
-                        check(set_add(&fz->seqs, 0, seq), "sequence number %" PRIu32 " delivered twice", seq);
-                        if (fz->have_newest && mpt_seq_diff(seq, fz->newest) < 0)
-                                behind++;
-                        else {
-                                fz->newest = seq;
-                                fz->have_newest = true;
-                        }
+        for (unsigned l = 0; l < RX_SHARED_LANES; l++)
+                if (now.resyncs[l] != before->resyncs[l]) {
+                        restarted |= UINT64_C(1) << l;
+                        fz->have_newest &= ~(UINT64_C(1) << l);
                 }
-        check(behind <= now.late - before.late,
-              "%" PRIu64 " packets delivered behind a later one, %" PRIu64 " of them late", behind,
-              now.late - before.late);
+        if (restarted != 0) {
+                /* The record starts over for the lanes that did (sets cannot forget a part). */
+                Set kept = {};
+
+                for (size_t i = 0; i < fz->seqs.capacity; i++)
+                        if (fz->seqs.slots[i].used && !(restarted & UINT64_C(1) << fz->seqs.slots[i].a))
+                                (void) set_add(&kept, fz->seqs.slots[i].a, fz->seqs.slots[i].b);
+                set_clear(&fz->seqs);
+                fz->seqs = kept;
+        }
+        for (size_t i = 0; i < fz->n_call_seqs; i++) {
+                unsigned l = fz->call_seqs[i].lane;
+                uint32_t seq = fz->call_seqs[i].seq;
+
+                if (restarted & UINT64_C(1) << l)
+                        continue;
+                check(set_add(&fz->seqs, l, seq), "sequence number %" PRIu32 " of lane %u delivered twice", seq, l);
+                if ((fz->have_newest & UINT64_C(1) << l) && mpt_seq_diff(seq, fz->newest[l]) < 0)
+                        behind[l]++;
+                else {
+                        fz->newest[l] = seq;
+                        fz->have_newest |= UINT64_C(1) << l;
+                }
+        }
+        for (unsigned l = 0; l < RX_SHARED_LANES; l++)
+                check(behind[l] <= now.late[l] - before->late[l],
+                      "%" PRIu64 " packets of lane %u delivered behind a later one, %" PRIu64 " of them late",
+                      behind[l], l, now.late[l] - before->late[l]);
         fz->n_call_seqs = 0;
 }
 
@@ -1451,8 +1533,10 @@ static void flush_batch(Fuzz *fz) {
         WorkerRxMessage msgs[WORKER_RX_MMSG];
         RxTrack tracks[MPT_PATHS_MAX];
         Tunnel *t = fz->t;
-        Worker *w = fz->w;
-        uint64_t units = 0, epoch_before = fz->secure ? mpt_secure_rx_peer_epoch(t->secure_rx) : 0, overflow, unknown_msgs = 0;
+        /* The worker that receives the path (path_rx_worker(): path index mod workers). */
+        Worker *w = fz->w = fz->workers[fz->socket_path % fz->n_workers];
+        uint64_t units = 0, overflow, unknown_msgs = 0;
+        uint64_t epoch_before = fz->secure ? mpt_secure_rx_peer_epoch(t->rx->secure) : 0;
         Mark mark_before = mark(fz);
         unsigned fresh_sources = 0, fresh_ka = 0, fresh_ps = 0, n_ka = 0, n_ps = 0, n_fb = 0;
         Sums before = sums(fz), after;
@@ -1497,12 +1581,15 @@ static void flush_batch(Fuzz *fz) {
                                 r->fed = true;
                                 r->epoch_floor = epoch_before;
                         }
-                        /* Secure mode: the first datagram seen with an epoch and counter may be
-                         * accepted (and hand a control frame to the main thread, or report its
-                         * source as a new endpoint); no other after it, whether it was accepted
-                         * or not (then its epoch or counter is too old, and stays so). */
+                        /* Secure mode: the first datagram seen with an epoch, sender path, lane and
+                         * counter at one of our paths may be accepted (and hand a control frame to
+                         * the main thread, or report its source as a new endpoint); no other after
+                         * it at that path, whether it was accepted or not (then its epoch or
+                         * counter is too old, or its sender path belongs to another of our paths,
+                         * and stays so). At another path it may be: a sender path id bound
+                         * elsewhere is refused there before its counter counts. */
                         if (r && r->acceptable &&
-                            set_add(&fz->consumed, r->epoch << 16 | r->path_id, r->counter)) {
+                            set_add(&fz->consumed, identity(r) | (uint64_t) (p + 2) << 48, r->counter)) {
                                 fresh_sources |= 1u << g->source;
                                 fresh_ka += r->kind == REC_KEEPALIVE;
                                 fresh_ps += r->kind == REC_PATH_STATUS;
@@ -1513,7 +1600,7 @@ static void flush_batch(Fuzz *fz) {
                         if (!fz->secure) {
                                 MptFrame f;
                                 if (mpt_frame_decode(g->buf + off, len, &f) < 0 && f.kind == MPT_FRAME_DATA)
-                                        add_cand(fz, f.payload, f.payload_len, f.has_seq, f.seq, -1);
+                                        add_cand(fz, f.payload, f.payload_len, f.has_seq, 0, f.seq, -1);
                         }
                 }
         }
@@ -1571,8 +1658,8 @@ static void flush_batch(Fuzz *fz) {
               after.units - before.units, n_ps, n_fb);
         check_rx_tracks(fz, tracks, msgs, after.authenticated - before.authenticated - unknown_msgs + n_ps + n_fb,
                         overflow);
-        check(!fz->secure || mpt_secure_rx_peer_epoch(t->secure_rx) >= epoch_before, "the peer epoch went back");
-        check_seqs(fz, mark_before);
+        check(!fz->secure || mpt_secure_rx_peer_epoch(t->rx->secure) >= epoch_before, "the peer epoch went back");
+        check_seqs(fz, &mark_before);
         check_accounts(fz);
 }
 
@@ -1582,12 +1669,14 @@ static void op_expire(Fuzz *fz, usec_t by) {
         flush_batch(fz);
         before = mark(fz);
         fz->clock += by;
-        worker_rx_expire(fz->w, fz->clock);
-        check_seqs(fz, before);
+        /* Each worker expires its lanes. */
+        for (unsigned k = 0; k < fz->n_workers; k++)
+                worker_rx_expire(fz->workers[k], fz->clock);
+        check_seqs(fz, &before);
         check_accounts(fz);
 }
 
-/* What the main thread does to the reorder buffer: a path goes down or up, the other end
+/* What the main thread does to the reorder buffers (all lanes): a path goes down or up, the other end
  * restarted; the learned scheduler's settings (tunnel_set_reorder_extra(),
  * tunnel_set_reorder_hold()): a path's extra delay (v / 128 of the maximum delay, which caps
  * it), or the maximum delay (delays[v & 3]) and the minimum hold (min_hold_of(v >> 2 & 3)). how:
@@ -1606,31 +1695,23 @@ static void op_main(Fuzz *fz, Input *in) {
         m = mark(fz);
         switch (how & 3) {
         case 0:
-                pthread_mutex_lock(&t->reorder_lock);
-                reorder_path_down(t->reorder, how >> 2 & 3);
-                pthread_mutex_unlock(&t->reorder_lock);
+                rx_shared_path_down(t->rx, how >> 2 & 3);
                 break;
         case 1:
-                pthread_mutex_lock(&t->reorder_lock);
-                reorder_path_up(t->reorder, how >> 2 & 3);
-                pthread_mutex_unlock(&t->reorder_lock);
+                rx_shared_path_up(t->rx, how >> 2 & 3);
                 break;
         case 3:
-                pthread_mutex_lock(&t->reorder_lock);
                 if (how & 0x10) {
                         fz->max_delay = delays[v & 3];
-                        reorder_set_max_delay(t->reorder, fz->max_delay);
-                        reorder_set_min_hold(t->reorder, min_hold_of(v >> 2 & 3, fz->max_delay));
-                        __atomic_store_n(&t->reorder_deadline, reorder_deadline(t->reorder), __ATOMIC_RELEASE);
+                        rx_shared_set_hold(t->rx, fz->max_delay, min_hold_of(v >> 2 & 3, fz->max_delay));
                 } else
-                        reorder_set_path_extra(t->reorder, how >> 2 & 3, (usec_t) v * fz->max_delay / 128);
-                pthread_mutex_unlock(&t->reorder_lock);
+                        rx_shared_set_path_extra(t->rx, how >> 2 & 3, (usec_t) v * fz->max_delay / 128);
                 break;
         default:
                 fz->resets++;
                 tunnel_reset_reorder(t);
                 fz->main_delivered += fz->sink_packets - before;
-                check_seqs(fz, m);
+                check_seqs(fz, &m);
                 break;
         }
         check_accounts(fz);
@@ -1638,48 +1719,52 @@ static void op_main(Fuzz *fz, Input *in) {
 
 /* What an input did, for checking that a seed does what it says (MPT_FUZZ_RX_VERBOSE=1). */
 static void summary(const Fuzz *fz) {
-        const Worker *w = fz->w;
-
-        fprintf(stderr, "%s%s%s%s, %u paths: %zu records, %" PRIu64 " packets to the TUN device (%" PRIu64
+        fprintf(stderr, "%s%s%s%s, %u paths, %u workers: %zu records, %" PRIu64 " packets to the TUN device (%" PRIu64
                 " GRO writes), %" PRIu64 " events (%" PRIu64 " feedback)\n",
                 fz->secure ? "secure" : "compat", fz->reorder ? " reorder" : "", fz->vnet_hdr ? " vnet" : "",
-                fz->gro ? " gro" : "", fz->n_paths, fz->n_recs, fz->sink_packets, fz->gso_writes, fz->events,
-                fz->feedback_events);
-        for (unsigned p = 0; p < fz->n_paths; p++) {
-                const PathCounters *c = &w->path_counters[p];
+                fz->gro ? " gro" : "", fz->n_paths, fz->n_workers, fz->n_recs, fz->sink_packets, fz->gso_writes,
+                fz->events, fz->feedback_events);
+        for (unsigned k = 0; k < fz->n_workers; k++)
+                for (unsigned p = 0; p < fz->n_paths; p++) {
+                        const PathCounters *c = &fz->workers[k]->path_counters[p];
 
-                fprintf(stderr, "  path %u: rx %" PRIu64 ", keepalives %" PRIu64, p, c->rx_packets,
-                        c->keepalives_rx);
-                for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
-                        if (c->drops[r] > 0)
-                                fprintf(stderr, ", %s %" PRIu64, mpt_drop_reason_to_string(r), c->drops[r]);
-                fputc('\n', stderr);
-        }
-        if (fz->reorder) {
-                const ReorderStats *st = reorder_stats(fz->t->reorder);
+                        fprintf(stderr, "  worker %u, path %u: rx %" PRIu64 ", keepalives %" PRIu64, k, p,
+                                c->rx_packets, c->keepalives_rx);
+                        for (unsigned r = 0; r < _MPT_DROP_MAX; r++)
+                                if (c->drops[r] > 0)
+                                        fprintf(stderr, ", %s %" PRIu64, mpt_drop_reason_to_string(r), c->drops[r]);
+                        fputc('\n', stderr);
+                }
+        for (unsigned i = 0; fz->reorder && i < RX_SHARED_LANES; i++) {
+                const RxLane *l = rx_shared_lane_get(fz->t->rx, i);
+                const ReorderStats *st;
 
-                fprintf(stderr, "  reorder settings: max delay %" PRIu64 " us, min hold %" PRIu64 " us, extra delay",
-                        fz->max_delay, reorder_min_hold(fz->t->reorder));
+                if (!l)
+                        continue;
+                st = reorder_stats(l->reorder);
+                fprintf(stderr, "  lane %u: max delay %" PRIu64 " us, min hold %" PRIu64 " us, extra delay", i,
+                        reorder_max_delay(l->reorder), reorder_min_hold(l->reorder));
                 for (unsigned p = 0; p < fz->n_paths; p++)
-                        fprintf(stderr, " %" PRIu64, reorder_path_extra(fz->t->reorder, p));
+                        fprintf(stderr, " %" PRIu64, reorder_path_extra(l->reorder, p));
                 fprintf(stderr, " us\n");
                 fprintf(stderr,
-                        "  reorder: delivered %" PRIu64 ", held %" PRIu64 ", late %" PRIu64 ", lost %" PRIu64
-                        ", timeouts %" PRIu64 ", duplicates %" PRIu64 ", stale %" PRIu64 ", resyncs %" PRIu64
-                        ", resets %" PRIu64 "\n",
+                        "    delivered %" PRIu64 ", held %" PRIu64 ", late %" PRIu64 ", lost %" PRIu64
+                        ", timeouts %" PRIu64 ", duplicates %" PRIu64 ", stale %" PRIu64 ", resyncs %" PRIu64 "\n",
                         st->delivered, st->held, st->late, st->lost, st->timeouts, st->duplicates, st->stale,
-                        st->resyncs, fz->resets);
+                        st->resyncs);
         }
+        if (fz->reorder)
+                fprintf(stderr, "  resets %" PRIu64 "\n", fz->resets);
         if (fz->secure)
-                fprintf(stderr, "  peer epoch %" PRIx64 ", %" PRIu64 " new epochs\n", mpt_secure_rx_peer_epoch(fz->t->secure_rx),
-                        fz->t->peer_epochs);
+                fprintf(stderr, "  peer epoch %" PRIx64 ", %" PRIu64 " new epochs\n",
+                        mpt_secure_rx_peer_epoch(fz->t->rx->secure), fz->t->peer_epochs);
 }
 
 /* ---- The input ----
  * 4 bytes of configuration:
  *   0: bit 0 secure mode, 1 reorder buffer, 2 virtio-net header, 3 batches (GRO), 4 AES-256-GCM
  *      (where the CPU has it), 5-6 paths - 1, 7 odd paths IPv6
- *   1: bits 0-1 which paths share a socket (topologies), 2-5 PinRemote= per path
+ *   1: bits 0-1 which paths share a socket (topologies), 2-5 PinRemote= per path, 6 two workers
  *   2: bits 0-2 reorder window, 3-4 maximum delay, 5-6 minimum hold (min_hold_of())
  *   3: the first sequence number's top byte
  * then operations, each a byte (the operation, below) and its arguments, to the end. */
@@ -1734,8 +1819,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         flush_batch(fz);
         /* Once the maximum delay has passed, nothing is held. */
         if (fz->reorder) {
+                ReorderStats st;
+                size_t held;
+
                 op_expire(fz, USEC_PER_SEC + 1); /* the longest maximum delay */
-                check(reorder_buffered(fz->t->reorder) == 0, "packets still held after the maximum delay");
+                rx_shared_stats(fz->t->rx, &st, &held);
+                check(held == 0, "packets still held after the maximum delay");
         }
         if (getenv("MPT_FUZZ_RX_VERBOSE"))
                 summary(fz);

@@ -15,10 +15,11 @@ import sys
 SECURE, REORDER, VNET, GRO, AES = 1, 2, 4, 8, 16
 
 
-def config(flags, paths=2, v6=False, topology=0, pin=0, window=3, delay=1, seq_top=0, min_hold=0):
-    # delay: 2, 10, 50 ms, 1 s; min_hold: none, a quarter, a half, all of the delay
+def config(flags, paths=2, v6=False, topology=0, pin=0, window=3, delay=1, seq_top=0, min_hold=0, workers=1):
+    # delay: 2, 10, 50 ms, 1 s; min_hold: none, a quarter, a half, all of the delay; workers: 1 or 2
     c0 = flags | (paths - 1) << 5 | (0x80 if v6 else 0)
-    return bytes([c0, topology | pin << 2, window | delay << 3 | min_hold << 5, seq_top])
+    return bytes([c0, topology | pin << 2 | (0x40 if workers == 2 else 0), window | delay << 3 | min_hold << 5,
+                  seq_top])
 
 
 class Seed:
@@ -30,8 +31,8 @@ class Seed:
              flip_g=False):
         # epoch: index into epochs[] (3: our own, 4: another key); counter None: the next one,
         # else a step back (negative) or ahead (-128..127). What makes the header bad: a reserved
-        # flag, a path id out of range, header 1 lane 1, 2 version 1's type byte, 3 a handshake
-        # message's; flag G flipped.
+        # flag, a path id out of range, header 1 a lane out of range, 2 version 1's type byte, 3 a
+        # handshake message's; flag G flipped.
         e = epoch | path << 3 | (0xc0 if bad_path else 0)
         how = (1 if aes else 0) | (2 if aes else 0) | (4 if reserved else 0) | header << 5 | \
             (0x80 if flip_g else 0)
@@ -40,12 +41,12 @@ class Seed:
         else:
             self.b += bytes([e, how | 1 << 3, counter & 0xff])
 
-    def data(self, how=0, seq=0, size=60, key=False, csum=False, far=None, jump=None, **seal):
-        # how: bit 0 IPv6, 1 UDP, 2 PSH, 3 TCP options, 4-5 flow; seq: the step from the next
-        # sequence number (None: no sequence number); far: a jump of the sequence numbers; jump:
-        # of the TCP sequence numbers (a gap in the flow)
+    def data(self, how=0, seq=0, size=60, key=False, csum=False, far=None, jump=None, lane=0, **seal):
+        # how: bit 0 IPv6, 1 UDP, 2 PSH, 3 TCP options, 4-5 flow; seq: the step from the lane's
+        # next sequence number (None: no sequence number); far: a jump of the sequence numbers;
+        # jump: of the TCP sequence numbers (a gap in the flow); lane: 0..7 (secure mode)
         gre = (1 if seq is not None else 0) | (2 if far else 0) | (4 if key else 0) | (8 if csum else 0) | \
-            (16 if jump else 0)
+            (16 if jump else 0) | lane << 5
         self.b += bytes([0, how, gre, size])
         if seq is not None:
             self.b += bytes([seq & 0xff])
@@ -56,13 +57,14 @@ class Seed:
         if self.secure:
             self.seal(**seal)
 
-    def keepalive(self, extended=True, token=1, v6=False, seq=1, **seal):
-        self.b += bytes([3, (2 if v6 else 0) | (4 if extended else 0), token << 1, seq])
+    def keepalive(self, extended=True, token=1, v6=False, seq=1, lane=0, **seal):
+        # lane: 0..6, or 7 for the control lane (63)
+        self.b += bytes([3, (2 if v6 else 0) | (4 if extended else 0), token << 1 | lane << 5, seq])
         if self.secure:
             self.seal(**seal)
 
-    def path_status(self, token=1, **seal):
-        self.b += bytes([3, 1, token << 1])
+    def path_status(self, token=1, lane=0, **seal):
+        self.b += bytes([3, 1, token << 1 | lane << 5])
         if self.secure:
             self.seal(**seal)
 
@@ -251,7 +253,7 @@ def seeds():
     s.flush()
     yield 'compat-feedback', s
 
-    # Secure headers of version 2 that are refused: lane 1, version 1, a handshake message, flag
+    # Secure headers of version 2 that are refused: a lane out of range, version 1, a handshake message, flag
     # G flipped, a reserved flag, a path id out of range; then one that is not.
     s = Seed(config(SECURE | REORDER, paths=2), True)
     s.data(seq=0)
@@ -303,6 +305,45 @@ def seeds():
     s.flush()
     yield 'reorder-extra-delay', s
 
+    # Lanes (secure mode, two receiving workers, three paths): four lanes of the other end, each
+    # with its own sequence numbers and counters, over all paths; paths 0 and 2 arrive at worker
+    # 0, path 1 at worker 1. A lane's gap is filled by a packet that another worker receives
+    # (its held packets in the first worker's pool are delivered, and given back, by the
+    # second); the same sequence number and counter on different lanes are different packets; a
+    # replay on one lane; keepalives on a data lane and on the control lane; expiry (lane 0 and 2
+    # by worker 0, 1 and 3 by worker 1), a path down, and a reset of all lanes.
+    s = Seed(config(SECURE | REORDER | VNET | GRO, paths=3, window=4, min_hold=3, workers=2), True)
+    for lane in range(4):
+        s.data(seq=0, lane=lane, size=100)
+    s.data(seq=1, lane=1, size=100)
+    s.data(seq=1, lane=2, size=100)
+    s.flush(path=1)
+    s.message(source=1)
+    s.data(seq=-2, lane=1, size=100, path=1)
+    s.data(seq=0, lane=3, size=100, path=1)
+    s.keepalive(token=2, lane=1, path=1)
+    s.flush(path=2)
+    s.message(source=2)
+    s.data(seq=-2, lane=2, size=100, path=2)
+    s.data(seq=0, lane=0, size=100, path=2)
+    s.replay()
+    s.keepalive(token=3, lane=7, path=2)
+    s.flush()
+    s.data(seq=2, lane=0)
+    s.data(seq=3, lane=3)
+    s.flush(path=1)
+    s.expire(5000)
+    s.main(0, path=1)
+    s.message(source=1)
+    s.data(seq=0, lane=1, path=1)
+    s.flush()
+    s.data(seq=1, lane=2)
+    s.flush()
+    s.main(2)
+    s.data(seq=0, lane=2)
+    s.expire(20000)
+    yield 'secure-lanes', s
+
 
 def regressions():
     # Held packets are copied out of the worker's own receive buffers (the pool's are lent); GRO
@@ -340,6 +381,21 @@ def regressions():
     s.flush()
     s.main(2)
     yield 'reorder-extra-duplicate', s
+
+    # A datagram refused at one of our paths because its sender path belongs to another
+    # (path-mismatch) leaves its counter unused: the same counter at the right path, from a new
+    # source, is accepted and moves the endpoint. The fuzzer took the first refusal for the
+    # counter's only chance.
+    s = Seed(config(SECURE | REORDER, paths=2), True)
+    s.data(seq=0)
+    s.flush(path=1)
+    s.message(source=1)
+    s.keepalive(token=1, counter=0)
+    s.flush(path=0)
+    s.message(source=5)
+    s.keepalive(token=1, counter=0)
+    s.flush()
+    yield 'mismatch-then-right-path', s
 
 
 def main():
