@@ -1087,6 +1087,12 @@ static void op_replay(Fuzz *fz, Input *in) {
         p = &fz->past[(fz->n_past - 1 - which % MIN(fz->n_past, HISTORY)) % HISTORY];
         copy = memdup(p->bytes, p->len ?: 1);
         check(copy, "out of memory");
+        /* A record spoiled in its header after it was sealed (seal()) would be repaired by the
+         * flip that undoes the spoiling, and be accepted: such a record's flips go past the
+         * header (where they fail authentication, as the record says). */
+        if (flip != 0 && p->len > MPT_SECURE_HEADER_SIZE && fz->secure && p->origin >= 0 &&
+            !fz->recs[p->origin].acceptable && where % p->len < MPT_SECURE_HEADER_SIZE)
+                where = (uint16_t) (MPT_SECURE_HEADER_SIZE + where % (p->len - MPT_SECURE_HEADER_SIZE));
         if (flip != 0 && p->len > 0)
                 copy[where % p->len] ^= flip;
         feed(fz, copy, p->len, p->origin);
