@@ -34,27 +34,35 @@ static void send_feedback(Tunnel *t, usec_t now) {
         for (unsigned id = 0; id < MPT_PATHS_MAX; id++) {
                 RxTrack sum = {}, r;
 
-                /* One worker receives a path, but any may have; the newest marker counts. */
+                /* One worker receives a path, but any may have: what they counted adds up (a
+                 * lane's counters that one saw are not the ones another saw), and the marker
+                 * that arrived last counts. */
                 for (unsigned w = 0; w < t->n_workers; w++) {
                         worker_rx_track_read(t->workers[w], id, &r);
                         sum.bytes += r.bytes;
                         sum.packets += r.packets;
+                        sum.sent += r.sent;
                         sum.peak = MAX(sum.peak, MAX(r.peak, r.peak_prev));
-                        if (r.marker > sum.marker) {
+                        if (r.marker != 0 && (sum.marker == 0 || r.arrival > sum.arrival)) {
                                 sum.marker = r.marker;
+                                sum.lane = r.lane;
                                 sum.arrival = r.arrival;
                         }
                 }
-                if (sum.marker == 0 || sum.marker == t->feedback_reported[id])
+                if (sum.marker == 0 ||
+                    (sum.marker == t->feedback_reported[id] && sum.lane == t->feedback_reported_lane[id]))
                         continue;
                 t->feedback_reported[id] = sum.marker;
+                t->feedback_reported_lane[id] = sum.lane;
                 fb.entries[fb.n++] = (MptFeedbackEntry) {
                         .path_id = (uint8_t) id,
+                        .lane = sum.lane,
                         .packets = sum.packets,
                         .bytes = sum.bytes,
                         .marker = sum.marker,
                         .arrival = sum.arrival,
                         .peak_rate = sum.peak,
+                        .sent = sum.sent,
                 };
                 if (fb.n == MPT_FEEDBACK_ENTRIES_MAX) {
                         path_send_feedback(via, &fb);
@@ -163,7 +171,7 @@ void feedback_handle(Tunnel *t, const ControlEvent *ev) {
                         others |= j != e->path_id && t->paths[j]->learn.saturated &&
                                   t->paths[j]->learn.updated + USEC_PER_SEC > now;
                 s = (LearnSample) {
-                        .marker = e->marker,
+                        .datagrams = e->sent,
                         .sent = sent,
                         .arrival = e->arrival,
                         .bytes = e->bytes,

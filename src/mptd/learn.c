@@ -57,7 +57,7 @@ uint64_t learn_rate(const LearnPath *p) {
 bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_saturated, uint64_t tunnel_rate) {
         uint64_t dt_tx, dt_rx, dbytes, dpk_tx, dpk_rx, delivered, old = p->rate, q;
         bool changed_by_peak = false;
-        bool newer = !p->have_prev || (s->marker > p->prev.marker && s->arrival > p->prev.arrival &&
+        bool newer = !p->have_prev || (s->datagrams >= p->prev.datagrams && s->arrival > p->prev.arrival &&
                                        s->sent > p->prev.sent && s->bytes >= p->prev.bytes);
 
         if (!newer)
@@ -82,7 +82,7 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                 return changed_by_peak; /* the span goes on */
         dt_rx = s->arrival - p->prev.arrival;
         dbytes = s->bytes - p->prev.bytes;
-        dpk_tx = s->marker - p->prev.marker;
+        dpk_tx = s->datagrams - p->prev.datagrams;
         dpk_rx = (uint32_t) (s->packets - p->prev.packets);
         /* bytes < 2^64 / 10^6 over any span a feedback frame can describe (18 TB). */
         delivered = dbytes > UINT64_MAX / USEC_PER_SEC ? UINT64_MAX / dt_rx : dbytes * USEC_PER_SEC / dt_rx;

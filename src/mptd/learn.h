@@ -77,8 +77,8 @@
 #define LEARN_SILENCE_USEC (300 * USEC_PER_MSEC)
 
 typedef struct LearnSample {
-        uint64_t marker;  /* the counter the receiver reported */
-        usec_t sent;      /* when we sent it (our clock) */
+        uint64_t datagrams; /* what the receiver counts as sent on the path by then (cumulative) */
+        usec_t sent;      /* when we sent the marker the receiver reported (our clock) */
         uint64_t arrival; /* when it arrived (the receiver's clock, microseconds) */
         uint64_t bytes;   /* bytes received of the path by then (cumulative) */
         uint32_t packets; /* datagrams received by then (cumulative, mod 2^32) */

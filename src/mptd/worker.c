@@ -639,15 +639,33 @@ static bool seq_read_retry(const uint32_t *seq, uint32_t s) {
  * len bytes on the wire, arrived at `arrival`. */
 static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
         RxTrack *r = &w->rx_track[header[2] % MPT_PATHS_MAX];
-        uint64_t counter = 0;
+        unsigned lane = header[3] % MPT_SECURE_LANES;
+        uint64_t epoch = 0, counter = 0;
 
+        for (unsigned i = 4; i < 12; i++)
+                epoch = epoch << 8 | header[i];
         for (unsigned i = 12; i < 20; i++)
                 counter = counter << 8 | header[i];
         seq_write_begin(&r->seq);
         __atomic_store_n(&r->bytes, r->bytes + len, __ATOMIC_RELAXED);
         __atomic_store_n(&r->packets, r->packets + 1, __ATOMIC_RELAXED);
-        if (counter > r->marker) {
+        /* A new epoch of the sender (it restarted) numbers every lane from 1 again; a datagram of
+         * an older one that arrives after it is counted, but tells nothing of what was sent. */
+        if (epoch > r->epoch) {
+                memset(r->lane_top, 0, sizeof r->lane_top);
+                r->epoch = epoch;
+        }
+        if (epoch == r->epoch && counter > r->lane_top[lane]) {
+                /* The lane's counters up to this one were sent (those below it that did not
+                 * arrive were lost, or are still on their way). A jump of more than 2^32 is no
+                 * loss that happened (a sender never skips counters): it counts as that much,
+                 * so that what was sent cannot wrap around. */
+                uint64_t more = r->lane_top[lane] == 0 ? 1 : MIN(counter - r->lane_top[lane], (uint64_t) UINT32_MAX);
+
+                r->lane_top[lane] = counter;
+                __atomic_store_n(&r->sent, r->sent + more, __ATOMIC_RELAXED);
                 __atomic_store_n(&r->marker, counter, __ATOMIC_RELAXED);
+                __atomic_store_n(&r->lane, (uint8_t) lane, __ATOMIC_RELAXED);
                 __atomic_store_n(&r->arrival, arrival, __ATOMIC_RELAXED);
         }
         /* A burst ends at a gap (or when it is long enough); its rate is a peak sample. The
@@ -696,6 +714,8 @@ void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret) {
         do {
                 s = seq_read_begin(&r->seq);
                 ret->marker = __atomic_load_n(&r->marker, __ATOMIC_RELAXED);
+                ret->lane = __atomic_load_n(&r->lane, __ATOMIC_RELAXED);
+                ret->sent = __atomic_load_n(&r->sent, __ATOMIC_RELAXED);
                 ret->arrival = __atomic_load_n(&r->arrival, __ATOMIC_RELAXED);
                 ret->bytes = __atomic_load_n(&r->bytes, __ATOMIC_RELAXED);
                 ret->packets = __atomic_load_n(&r->packets, __ATOMIC_RELAXED);

@@ -38,16 +38,25 @@ typedef struct RxPending {
  * while a write is under way: a sequence lock, no waiting on either side). */
 typedef struct RxTrack {
         uint32_t seq;
-        uint64_t marker;  /* highest counter received */
-        uint64_t arrival; /* when it arrived (CLOCK_MONOTONIC, microseconds) */
+        /* The marker: the counter of the datagram that arrived last of those that were the
+         * highest of their lane so far, its lane, and when it arrived (CLOCK_MONOTONIC,
+         * microseconds). 0: none yet. */
+        uint64_t marker;
+        uint8_t lane;
+        uint64_t arrival;
         uint64_t bytes;   /* datagram bytes received (cumulative) */
         uint32_t packets; /* datagrams received (cumulative) */
+        /* What the sender sent on the path as far as its counters tell (cumulative): per lane
+         * and epoch, the highest counter less the first one seen, plus one, summed. */
+        uint64_t sent;
         /* Bursts: datagrams that arrive less than WORKER_BURST_GAP_USEC apart. The fastest burst
          * of this window (from window_start, WORKER_PEAK_WINDOW_USEC long) and of the last one:
          * the path's bottleneck rate, which a burst leaving the sender at once arrives at. */
         uint64_t peak;
         uint64_t peak_prev;
         /* (the worker's own, not read by others) */
+        uint64_t epoch;                      /* the sender's epoch lane_top is of */
+        uint64_t lane_top[MPT_SECURE_LANES]; /* the highest counter per lane; 0: none yet */
         usec_t burst_first, burst_last, window_start;
         uint64_t burst_bytes; /* of the burst's trains before the current one */
         uint64_t train_bytes; /* of the current train: the datagrams of one arrival time (a GRO train) */

@@ -33,7 +33,8 @@
  *   event with the time its message arrived. In compat mode no feedback reaches the main thread.
  * - Secure mode: the receive tracks of the other end's paths (rx_track(), what the feedback we
  *   send is made of) count every datagram that authenticated, and no other, under its sender
- *   path, with the highest counter and its arrival time; in compat mode they stay empty.
+ *   path, with a marker (counter, lane, arrival time) of a fresh datagram, and what was sent
+ *   growing with every new marker, only with datagrams tracked; in compat mode they stay empty.
  * - With the reorder buffers (one per lane of the other end; compat mode has only lane 0), no
  *   sequence number of a lane is delivered twice, and none below one of its lane delivered before
  *   it unless the buffer counts it as late, between two resynchronisations.
@@ -1492,8 +1493,9 @@ static void check_feedback_event(Fuzz *fz, const ControlEvent *ev, const WorkerR
 
 /* Secure mode: the worker tracks what arrived of each of the other end's paths (rx_track(), for
  * the feedback it sends) with every datagram that authenticated and no other: as many as it
- * counted after authentication, on the sender paths of fresh datagrams, with the highest counter
- * and when it arrived. */
+ * counted after authentication, on the sender paths of fresh datagrams, with a marker (counter,
+ * lane, arrival) one of them had, and what was sent growing with every new marker and only with
+ * datagrams tracked. */
 static void check_rx_tracks(Fuzz *fz, const RxTrack before[static MPT_PATHS_MAX], const WorkerRxMessage *msgs,
                             uint64_t authenticated, uint64_t overflow) {
         uint64_t packets = 0;
@@ -1519,17 +1521,27 @@ static void check_rx_tracks(Fuzz *fz, const RxTrack before[static MPT_PATHS_MAX]
                                 continue;
                         fresh++;
                         fresh_bytes += r->wire_len;
-                        marker_known = marker_known || (r->counter == now.marker &&
+                        marker_known = marker_known || (r->counter == now.marker && r->lane == now.lane &&
                                                         msgs[fz->fresh[i].msg].arrival == now.arrival);
                 }
                 check(n <= fresh && bytes <= fresh_bytes && bytes >= n * (MPT_SECURE_OVERHEAD + 1),
                       "sender path %u: %" PRIu64 " datagrams (%" PRIu64 " bytes) tracked, %" PRIu64
                       " (%" PRIu64 " bytes) could authenticate",
                       id, n, bytes, fresh, fresh_bytes);
-                check(now.marker >= before[id].marker, "sender path %u: the tracked counter went back", id);
-                check(now.marker == before[id].marker || marker_known,
-                      "sender path %u: counter %" PRIu64 " at %" PRIu64 " tracked, which no fresh datagram had", id,
-                      now.marker, now.arrival);
+                check((now.marker == before[id].marker && now.lane == before[id].lane &&
+                       now.arrival == before[id].arrival) ||
+                              marker_known,
+                      "sender path %u: counter %" PRIu64 " of lane %u at %" PRIu64
+                      " tracked, which no fresh datagram had",
+                      id, now.marker, now.lane, now.arrival);
+                /* What was sent only grows: by at least one with every new marker (a datagram
+                 * new in its lane), and only with datagrams that were tracked. */
+                check(now.sent >= before[id].sent, "sender path %u: what was sent went back", id);
+                check(now.sent > before[id].sent || (now.marker == before[id].marker && now.lane == before[id].lane &&
+                                                     now.arrival == before[id].arrival),
+                      "sender path %u: a new marker without anything sent", id);
+                check(n > 0 || now.sent == before[id].sent,
+                      "sender path %u: sent grew by %" PRIu64 " with nothing tracked", id, now.sent - before[id].sent);
         }
         check(!fz->secure || (authenticated <= packets && packets <= authenticated + overflow),
               "%" PRIu64 " datagrams tracked, %" PRIu64 " counted after they authenticated", packets, authenticated);

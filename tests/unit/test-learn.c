@@ -160,7 +160,7 @@ static void sim_step(Sim *sim) {
                         p->delivered_bytes += (uint64_t) DGRAM;
                         p->rx_packets++;
                         p->last = (LearnSample) {
-                                .marker = f->marker,
+                                .datagrams = f->marker, /* one lane, counters from 1 */
                                 .sent = f->sent,
                                 .arrival = f->arrival + RX_OFFSET,
                                 .bytes = p->rx_bytes,
@@ -520,12 +520,12 @@ static void test_queue_delay(void) {
         learn_path_reset(&p);
         g_assert_cmpuint(learn_queue_delay(&p), ==, 0);
         g_assert_cmpuint(learn_rate(&p), ==, LEARN_RATE_INITIAL);
-        learn_sample(&p, &(LearnSample) { .marker = 1, .sent = now, .arrival = 5000000 + now + 20000 }, now, false, 0);
-        learn_sample(&p, &(LearnSample) { .marker = 2, .sent = now + 1000, .arrival = 5000000 + now + 1000 + 50000 },
+        learn_sample(&p, &(LearnSample) { .datagrams = 1, .sent = now, .arrival = 5000000 + now + 20000 }, now, false, 0);
+        learn_sample(&p, &(LearnSample) { .datagrams = 2, .sent = now + 1000, .arrival = 5000000 + now + 1000 + 50000 },
                      now + 1000, false, 0);
         g_assert_cmpuint(learn_queue_delay(&p), ==, 30000);
         /* Reordered or repeated samples change nothing. */
-        g_assert_false(learn_sample(&p, &(LearnSample) { .marker = 1, .sent = now, .arrival = 1 }, now + 2000, false, 0));
+        g_assert_false(learn_sample(&p, &(LearnSample) { .datagrams = 1, .sent = now, .arrival = 1 }, now + 2000, false, 0));
         g_assert_cmpuint(learn_queue_delay(&p), ==, 30000);
 }
 
