@@ -162,8 +162,9 @@ void feedback_handle(Tunnel *t, const ControlEvent *ev) {
                 if (e->path_id >= t->n_paths)
                         continue;
                 p = t->paths[e->path_id];
-                for (unsigned w = 0; w < t->n_workers && !found; w++)
-                        found = worker_tx_mark_find(t->workers[w], e->path_id, e->marker, &sent, &last);
+                /* Worker i sends on lane i, with counters of its own. */
+                if (e->lane < t->n_workers)
+                        found = worker_tx_mark_find(t->workers[e->lane], e->path_id, e->marker, &sent, &last);
                 p->learn_news = now;
                 if (!found)
                         continue; /* a control frame's counter, or one too old to remember */

@@ -388,6 +388,12 @@ static int run(int argc, char *argv[]) {
         }
 
         workers = arg_workers ?: profile->tunnel.workers ?: default_workers();
+        /* Secure mode: each worker sends on its own lane, and the main thread on the last one. */
+        if (profile->tunnel.mode == MPT_MODE_SECURE && workers > MPT_SECURE_LANE_CONTROL) {
+                log_notice("Secure mode runs at most %u workers (a lane each, and one for the control frames), "
+                           "not %u.", MPT_SECURE_LANE_CONTROL, workers);
+                workers = MPT_SECURE_LANE_CONTROL;
+        }
         dataplane_options_load();
 
         r = sd_event_default(&event);

@@ -48,7 +48,11 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
         if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
                 return MPT_DROP_COUNTER_EXHAUSTED;
         *ret_len = mpt_secure_seal(buf, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
-                                   (MptSecureSender) { .path_id = (uint8_t) path, .counter = counter });
+                                   (MptSecureSender) {
+                                           .path_id = (uint8_t) path,
+                                           .lane = MPT_SECURE_LANE_CONTROL,
+                                           .counter = counter,
+                                   });
         return *ret_len == 0 ? MPT_DROP_CIPHER_ERROR : -1;
 }
 
@@ -425,6 +429,15 @@ void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_
         }
 }
 
+uint64_t tunnel_tx_segments(const Tunnel *t) {
+        uint64_t sum = 0;
+
+        for (unsigned w = 0; t->workers && w < t->n_workers; w++)
+                if (t->workers[w])
+                        sum += __atomic_load_n(&t->workers[w]->tx_segments, __ATOMIC_RELAXED);
+        return sum;
+}
+
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
         PathCounters sum = {};
 
@@ -765,6 +778,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         int r;
 
         assert(n_workers >= 1 && n_workers <= MPT_WORKERS_MAX);
+        assert(profile->tunnel.mode != MPT_MODE_SECURE || n_workers <= MPT_SECURE_LANE_CONTROL);
 
         t = calloc(1, sizeof(Tunnel));
         if (!t)
@@ -781,7 +795,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                         t->session = (uint32_t) now_usec();
         while (t->session == 0);
         /* Start the sequence space at a random point: a restarted peer is then told apart from
-         * a slightly reordered one by the receiver's resynchronisation, not by luck. */
+         * a slightly reordered one by the receiver's resynchronisation, not by luck. (Compat
+         * mode's; each worker's lane in secure mode starts at one of its own.) */
         (void) !getrandom(&t->tx_seq, sizeof(uint32_t), 0);
 
         if (profile->tunnel.mode == MPT_MODE_SECURE) {

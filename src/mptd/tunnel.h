@@ -205,11 +205,13 @@ struct Tunnel {
         Snapshot *retired;
         sd_event_source *reclaim_timer;
 
-        uint64_t tx_seq; /* atomic */
-        uint64_t tx_segments; /* atomic: segments sent (all workers), for the adaptive quantum */
-        /* Numbering and sending one TUN packet's segments happen in one step, so that every path
-         * carries its packets in sequence order (the receiver infers loss from that) and the
-         * segments of a flow are numbered in their order. Only taken with several workers. */
+        /* Compat mode's one sequence space (atomic): each sending worker takes a range of it per
+         * window of segments. In secure mode each worker numbers its own lane (Worker.tx_seq). */
+        uint64_t tx_seq;
+        /* Compat mode with sequence numbers and several workers: numbering and sending one TUN
+         * packet's segments happen in one step, so that every path carries its packets in
+         * sequence order (the receiver infers loss from that). Secure mode has a lane per worker
+         * instead, and never takes it. */
         pthread_mutex_t tx_lock;
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
         bool reorder_enabled;
@@ -243,15 +245,16 @@ struct Tunnel {
         uint64_t peer_restarts;
 
         /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
-         * has its own counter (atomic; the nonce is path id and counter), reserved before a
-         * datagram is sealed. Receive state (the peer's epoch, anti-replay windows per sender path
+         * and lane has its own counter (the nonce is path id, lane and counter): the workers'
+         * lanes are theirs (Worker.tx_counter), the control lane's counters are the main
+         * thread's (tx_counter, for tunnel_seal()). Receive state (the peer's epoch, anti-replay windows per sender path
          * and lane) is in rx (rx_shared_set_secure()); keys for the peer's epochs are derived by
          * each worker from the PSK and cached. */
         bool secure;
         bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
         uint64_t epoch;
         MptSecureKeys tx_keys;
-        uint64_t tx_counter[MPT_PATHS_MAX]; /* atomic: next counter per path */
+        uint64_t tx_counter[MPT_PATHS_MAX]; /* next counter per path on the control lane */
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
 
         /* The learned scheduler and feedback (feedback.c). */
@@ -314,6 +317,8 @@ usec_t path_rtt_min(const Path *p);
 /* Sends a feedback frame (secure mode) over the path. */
 void path_send_feedback(Path *p, const MptFeedback *fb);
 
+/* The segments all workers sent so far (for the adaptive quantum; any thread). */
+uint64_t tunnel_tx_segments(const Tunnel *t);
 /* Sums the per-thread counters of one path (index) or, with path == -1, the tunnel's own. */
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 /* The data packets one worker received and sent, over all paths. */
@@ -362,8 +367,9 @@ void tunnel_reset_reorder(Tunnel *t);
 bool tunnel_reorder_has_delivered(Tunnel *t);
 
 /* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
- * the tag after it) for path index path, in place, its length in *ret_len. Returns -1, or the
- * drop reason for the caller to count: counter-exhausted, cipher-error. Any thread. */
+ * the tag after it) for path index path, in place, on the control lane, its length in *ret_len.
+ * Returns -1, or the drop reason for the caller to count: counter-exhausted, cipher-error. Main
+ * thread only (it owns the control lane's counters). */
 int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len);
 /* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
 MptCipher tunnel_tx_cipher(Tunnel *t);

@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <linux/sockios.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -41,6 +42,11 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                 w->registered[i] = -1;
                 w->rx_turn[i] = 1;
         }
+        /* Secure mode: this worker's lane starts its sequence space at a random point (see
+         * tunnel_new()), and its counters at 1. */
+        (void) !getrandom(&w->tx_seq, sizeof w->tx_seq, 0);
+        for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
+                w->tx_counter[i] = 1;
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
         w->run = dataplane_options.run;
@@ -321,8 +327,12 @@ static void update_quiet(Worker *w) {
 
         if (!worker_rx_apart(w))
                 return;
-        tx = __atomic_load_n(&t->tx_segments, __ATOMIC_RELAXED);
         now = now_usec();
+        /* What the tunnel sent is the sum of every worker's count: read only where it can change
+         * the outcome (while quiet, and once per interval). */
+        if (!w->quiet && w->quiet_since != 0 && now < w->quiet_since + SCHED_RATE_INTERVAL_USEC)
+                return;
+        tx = tunnel_tx_segments(t);
         if (w->quiet_since == 0) {
                 w->quiet = true;
                 w->quiet_since = now;
@@ -1164,10 +1174,10 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
 }
 
 /* Secure mode, once per window of segments: the cipher, and for every path that sends some of
- * them as many counters as it needs, reserved at once (*next[p]; UINT64_MAX: the path's counters
- * are exhausted, its segments are dropped). */
+ * them as many counters of this worker's lane as it needs (*next[p]; UINT64_MAX: the path's
+ * counters are exhausted, its segments are dropped). The counters are the worker's own: nothing
+ * is shared with the other workers. */
 static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PATHS_MAX]) {
-        Tunnel *t = w->tunnel;
         uint64_t used = 0;
         usec_t now = now_usec();
 
@@ -1179,15 +1189,23 @@ static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PAT
                 used |= UINT64_C(1) << p;
                 for (int j = i; j < n; j++)
                         k += w->seg_path[j] == p;
-                if (mpt_secure_reserve(&t->tx_counter[p], k, &next[p]) < 0)
+                /* The last usable counter is UINT64_MAX - 1 (as mpt_secure_reserve()). */
+                if (w->tx_counter[p] > UINT64_MAX - 1 - (k - 1))
                         next[p] = UINT64_MAX;
-                else
+                else {
+                        next[p] = w->tx_counter[p];
+                        w->tx_counter[p] += k;
                         tx_mark(w, p, next[p], next[p] + k - 1, now);
+                }
         }
-        return tunnel_tx_cipher(t);
+        return tunnel_tx_cipher(w->tunnel);
 }
 
-/* Numbers w->segs[0..n), assigns them to paths and sends them; tx_lock is held. */
+/* Numbers w->segs[0..n), assigns them to paths and sends them. In secure mode in this worker's
+ * lane: its own sequence numbers and counters. In compat mode the tunnel has one sequence space:
+ * a range of it per window (one atomic addition), under tx_lock with several workers (see
+ * transmit()). Either way the segments of a flow (which stays with one worker) are numbered in
+ * their order, and each path carries a lane's segments in their order. */
 static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow) {
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
@@ -1196,9 +1214,12 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         bool last[OFFLOAD_SEGMENTS_MAX];
         MptCipher cipher = _MPT_CIPHER_INVALID;
 
-        if (s->sequence)
+        if (s->sequence && t->secure) {
+                seq = w->tx_seq;
+                w->tx_seq += (uint32_t) n;
+        } else if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&t->tx_segments, (uint64_t) n, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->tx_segments, w->tx_segments + (uint64_t) n, __ATOMIC_RELAXED);
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
@@ -1247,6 +1268,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                 dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
                                                           t->aes ? MPT_SECURE_FLAG_AES : 0,
                                                           (MptSecureSender) { .path_id = (uint8_t) p,
+                                                                              .lane = (uint8_t) w->id,
                                                                               .counter = next[p]++ });
                                 if (dl == 0)
                                         COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
@@ -1307,9 +1329,15 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         if ((size_t) n < total)
                 memcpy(saved, pkt, MIN(len, sizeof saved));
 
-        /* Numbering and sending in one step (see tx_lock in tunnel.h). A packet of more segments
-         * than fit at once is done a window of OFFLOAD_SEGMENTS_MAX at a time. */
-        if (t->n_workers > 1)
+        /* Compat mode, numbered: the tunnel has one sequence space, and the receiver infers loss
+         * from each path carrying its packets in sequence order (reorder.h). Two workers that
+         * took ranges of it could send them on a path the other way round, and the receiver
+         * would skip the first range and take it late: numbering and sending are one step
+         * (tx_lock). Secure mode needs none: each worker numbers its own lane. A packet of more
+         * segments than fit at once is done a window of OFFLOAD_SEGMENTS_MAX at a time. */
+        bool lock = s->sequence && !t->secure && t->n_workers > 1;
+
+        if (lock)
                 pthread_mutex_lock(&t->tx_lock);
         for (size_t done = 0;;) {
                 transmit_segments(w, s, n, flow);
@@ -1322,7 +1350,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 if (n <= 0) /* cannot happen: the first window checked the packet */
                         break;
         }
-        if (t->n_workers > 1)
+        if (lock)
                 pthread_mutex_unlock(&t->tx_lock);
 }
 
@@ -1368,7 +1396,7 @@ static void update_run(Worker *w, const Snapshot *s) {
         now = now_usec();
         if (now < w->rate_since + SCHED_RATE_INTERVAL_USEC)
                 return;
-        segments = __atomic_load_n(&t->tx_segments, __ATOMIC_RELAXED);
+        segments = tunnel_tx_segments(t);
         if (w->rate_since > 0) {
                 /* Paths that queue locally: a run there waits in the queue as a whole, and the
                  * next path's run is held at the receiver meanwhile, so the quantum stays at

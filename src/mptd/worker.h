@@ -94,7 +94,8 @@ struct Worker {
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
         SchedRuns runs; /* the weighted scheduler's position */
         /* The quantum in segments (see sched_adaptive_run()), and where its rate measurement
-         * started: the time and the tunnel's tx_segments then. min_slots: of the snapshot's vector. */
+         * started: the time and the tunnel's segments sent then (tunnel_tx_segments()). min_slots:
+         * of the snapshot's vector. */
         unsigned run;
         usec_t rate_since;
         uint64_t rate_segments;
@@ -133,14 +134,20 @@ struct Worker {
         uint8_t *gro_stage; /* WORKER_BUFFER_SIZE */
         size_t gro_staged;
         /* A receiving worker of a quiet tunnel writes what it receives through its own TUN
-         * queue (see update_quiet()); the packets it wrote and the tunnel's tx_segments since
+         * queue (see update_quiet()); the packets it wrote and the tunnel's segments sent since
          * quiet_since. */
         bool quiet;
         usec_t quiet_since;
         uint64_t quiet_rx;
         uint64_t quiet_tx;
 
-        /* Send side: one TUN packet, its segments' headers, and per path the iovecs of the
+        /* Send side. Segments sent (atomic: others sum them, tunnel_tx_segments()). Secure mode:
+         * this worker's lane (its index): the next sequence number, and per path the next
+         * counter. */
+        uint64_t tx_segments;
+        uint32_t tx_seq;
+        uint64_t tx_counter[MPT_PATHS_MAX];
+        /* One TUN packet, its segments' headers, and per path the iovecs of the
          * datagrams it carries (GRE+headers, payload) for one UDP GSO send. */
         uint8_t *tx_buffer;
         uint8_t *tx_headers;

@@ -146,7 +146,9 @@ const MptConfKey mpt_conf_keys[] = {
                 .min = 1, .max = MPT_WORKERS_MAX, .flags = MPT_CONF_AUTO, .syntax = "NUMBER|auto",
                 .default_doc = "auto",
                 .doc = "Number of data-plane threads. Each owns one queue of the multi-queue TUN device "
-                       "and its own socket per path. \"auto\" starts one per CPU the process may run on.",
+                       "and its own socket per path. \"auto\" starts one per CPU the process may run on. "
+                       "In secure mode at most 63 run (each sends on a lane of its own, and the main "
+                       "thread on the last one); more are cut to 63 with a notice.",
         },
 
         {
