@@ -49,11 +49,15 @@ static void send_feedback(Tunnel *t, usec_t now) {
                                 sum.arrival = r.arrival;
                         }
                 }
-                if (sum.marker == 0 ||
-                    (sum.marker == t->feedback_reported[id] && sum.lane == t->feedback_reported_lane[id]))
+                /* News of the path: a new marker, or datagrams that arrived since (control frames
+                 * only, maybe: the sender learns that the path is alive). */
+                if (sum.packets == 0 ||
+                    (sum.marker == t->feedback_reported[id] && sum.lane == t->feedback_reported_lane[id] &&
+                     sum.packets == t->feedback_reported_packets[id]))
                         continue;
                 t->feedback_reported[id] = sum.marker;
                 t->feedback_reported_lane[id] = sum.lane;
+                t->feedback_reported_packets[id] = sum.packets;
                 fb.entries[fb.n++] = (MptFeedbackEntry) {
                         .path_id = (uint8_t) id,
                         .lane = sum.lane,

@@ -262,6 +262,7 @@ struct Tunnel {
         uint64_t feedback_rx, feedback_tx;           /* frames */
         uint64_t feedback_reported[MPT_PATHS_MAX];   /* per path id of the other end: the last marker told */
         uint8_t feedback_reported_lane[MPT_PATHS_MAX]; /* and its lane */
+        uint32_t feedback_reported_packets[MPT_PATHS_MAX]; /* and the datagrams received then */
         usec_t learn_saturated_at;                   /* when a path was last saturated; 0: never */
         bool learn_light;                            /* none was for LEARN_LIGHT_AFTER_USEC (at the last publishing) */
         bool learn_by_rates;                         /* the last published weights were the rates (learn_weights()) */

@@ -674,9 +674,15 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
 
                 r->lane_top[lane] = counter;
                 __atomic_store_n(&r->sent, r->sent + more, __ATOMIC_RELAXED);
-                __atomic_store_n(&r->marker, counter, __ATOMIC_RELAXED);
-                __atomic_store_n(&r->lane, (uint8_t) lane, __ATOMIC_RELAXED);
-                __atomic_store_n(&r->arrival, arrival, __ATOMIC_RELAXED);
+                /* The control lane's frames (keepalives, and the feedback that goes over the
+                 * fastest path every 25 ms) are no marker: the sender remembers when it sent its
+                 * data lanes' counters only, and a sample lost to a control frame is one less of
+                 * the path, most often of a path that carries little and needs them to earn more. */
+                if (lane != MPT_SECURE_LANE_CONTROL) {
+                        __atomic_store_n(&r->marker, counter, __ATOMIC_RELAXED);
+                        __atomic_store_n(&r->lane, (uint8_t) lane, __ATOMIC_RELAXED);
+                        __atomic_store_n(&r->arrival, arrival, __ATOMIC_RELAXED);
+                }
         }
         /* A burst ends at a gap (or when it is long enough); its rate is a peak sample. The
          * datagrams of one arrival time (a GRO train: the kernel stamps a train with its first

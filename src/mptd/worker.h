@@ -39,8 +39,8 @@ typedef struct RxPending {
 typedef struct RxTrack {
         uint32_t seq;
         /* The marker: the counter of the datagram that arrived last of those that were the
-         * highest of their lane so far, its lane, and when it arrived (CLOCK_MONOTONIC,
-         * microseconds). 0: none yet. */
+         * highest of their lane so far (of a data lane: not MPT_SECURE_LANE_CONTROL), its lane,
+         * and when it arrived (CLOCK_MONOTONIC, microseconds). 0: none yet. */
         uint64_t marker;
         uint8_t lane;
         uint64_t arrival;

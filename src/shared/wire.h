@@ -163,6 +163,9 @@ typedef struct MptPathStatus {
  *         4  4  datagrams received of that path, all lanes (cumulative, mod 2^32)
  *         8  8  bytes received of it (cumulative; the UDP payloads as they arrived)
  *        16  8  marker: the counter (in its lane) of the datagram of the path that arrived last
+ *               of those that were the highest of their lane so far, on a data lane (mptd: not
+ *               its control lane, 63, whose frames have no sending time the sender keeps); 0:
+ *               none yet (the entry tells only that control frames arrived)
  *        24  8  when the marker arrived (the receiver's clock, as above); the counts are those at
  *               that moment
  *        32  8  peak rate: the fastest the path's datagrams arrived back to back lately, bytes

@@ -1537,6 +1537,8 @@ static void check_rx_tracks(Fuzz *fz, const RxTrack before[static MPT_PATHS_MAX]
                 /* What was sent only grows: by at least one with every new marker (a datagram
                  * new in its lane), and only with datagrams that were tracked. */
                 check(now.sent >= before[id].sent, "sender path %u: what was sent went back", id);
+                check(now.marker == 0 || now.lane != MPT_SECURE_LANE_CONTROL,
+                      "sender path %u: a control frame's counter is the marker", id);
                 check(now.sent > before[id].sent || (now.marker == before[id].marker && now.lane == before[id].lane &&
                                                      now.arrival == before[id].arrival),
                       "sender path %u: a new marker without anything sent", id);
