@@ -117,12 +117,14 @@ lab_exec a ping -c 20 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_sof
 # A new address on p0's interface: the path binds a new socket to the device (SO_BINDTODEVICE).
 lab_exec a ip addr flush dev pa0
 lab_exec a ip addr add 10.77.100.11/24 dev pa0
-ok=
-for _ in $(seq 100); do
-        if MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" show lab 2>/dev/null | grep "local: 10.77.100.11:4754" >/dev/null; then ok=1; break; fi
-        sleep 0.1
-done
-[ -n "$ok" ] || it_soft_fail "mptd as nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a-nobody.log")"
+bound_to() { # RUNTIME_DIR ADDRESS: the mptd there shows a path bound to ADDRESS within 10 s
+        for _ in $(seq 100); do
+                MPT_RUNTIME_DIR="$1" "$MPTCTL" show lab 2>/dev/null | grep "local: $2:4754" >/dev/null && return 0
+                sleep 0.1
+        done
+        return 1
+}
+bound_to "$LAB_DIR/run-nobody" 10.77.100.11 || it_soft_fail "mptd as nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a-nobody.log")"
 lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
 # Only p0 may carry the pings: p1 out of use (the other end is told and stops using it too).
 nobody_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" "$@"; }
@@ -172,12 +174,7 @@ it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "no ping through the tunne
 lab_exec a ping -c 20 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost with mptd --user=nobody"
 lab_exec a ip addr flush dev pa0
 lab_exec a ip addr add 10.77.100.12/24 dev pa0
-ok=
-for _ in $(seq 100); do
-        if lab_ctl a show lab 2>/dev/null | grep "local: 10.77.100.12:4754" >/dev/null; then ok=1; break; fi
-        sleep 0.1
-done
-[ -n "$ok" ] || it_soft_fail "mptd --user=nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a.log")"
+bound_to "$LAB_DIR/run-a" 10.77.100.12 || it_soft_fail "mptd --user=nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a.log")"
 lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
 lab_ctl a path lab p1 down || it_soft_fail "mptctl path lab p1 down (root, mptd --user=nobody) failed"
 it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_state b p1)'"

@@ -25,24 +25,8 @@
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${MPTCTL:?MPTCTL= must name the mptctl binary}"
-command -v python3 > /dev/null || { echo "SKIP: python3 is needed for the fake control socket"; exit 77; }
-
-dir=$(mktemp -d)
-fake=
-cleanup() {
-        local rc=$?
-        if [ -n "$fake" ]; then
-                kill "$fake" 2> /dev/null || true
-                wait "$fake" 2> /dev/null || true
-        fi
-        rm -rf "$dir"
-        exit "$rc"
-}
-trap cleanup EXIT
-fail() {
-        echo "FAIL: $*" >&2
-        exit 1
-}
+# $dir, $fake, cleanup on exit, fail()
+. "$here/../lib/fake-mptd-lib.sh"
 
 export MPT_RUNTIME_DIR=$dir
 python3 "$here/../lib/fake-mptd.py" "$dir" lab p0 p1 &
