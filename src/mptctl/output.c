@@ -333,6 +333,10 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 format_rate(get_u64(r, "delivered_bps"), b, sizeof b);
                                 fprintf(f, "    learned: rate %s, delivered %s, share %.1f%%", a, b,
                                         get_u64(r, "share_permille") / 10.0);
+                                if (get_u64(r, "pace_rate_bps") > 0) {
+                                        format_rate(get_u64(r, "pace_rate_bps"), a, sizeof a);
+                                        fprintf(f, ", paced at %s", a);
+                                }
                                 if (!isempty(get(r, "one_way_delay_us"))) {
                                         format_usec(get(r, "one_way_delay_us"), a, sizeof a);
                                         fprintf(f, ", one-way delay %s", a);

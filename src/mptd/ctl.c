@@ -232,6 +232,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                         ctl_writer_field(w, "learned_rate_bps", "%" PRIu64,
                                          p->learn.rate > 0 ? p->learn.rate * 8 : UINT64_C(0));
                         ctl_writer_field(w, "delivered_bps", "%" PRIu64, p->learn.delivered * 8);
+                        ctl_writer_field(w, "pace_rate_bps", "%" PRIu64, tunnel_path_pace_rate(t, i) * 8);
                         ctl_writer_field(w, "burst_rate_bps", "%" PRIu64, p->learn.peak * 8);
                         ctl_writer_field(w, "queue_delay_us", "%" PRIu64, learn_queue_delay(&p->learn));
                         /* Half the round trip (the path's own delay, if symmetric), and what

@@ -115,6 +115,18 @@ void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret) {
                 t->learn_published[ids[i]] = ret[i];
 }
 
+/* The paths' pace rates (learn_pace_rate()) for the workers: those of the n candidates ids[]; no
+ * other path is paced. */
+static void pace_update(Tunnel *t, const uint8_t *ids, size_t n) {
+        uint64_t paced = 0;
+
+        for (size_t i = 0; i < n && dataplane_options.pace; i++) {
+                __atomic_store_n(&t->pace_rate[ids[i]], learn_pace_rate(&t->paths[ids[i]]->learn), __ATOMIC_RELAXED);
+                paced |= UINT64_C(1) << ids[i];
+        }
+        __atomic_store_n(&t->pace_paths, paced, __ATOMIC_RELAXED);
+}
+
 /* Publishes the vector again when a share moved by more than 1/FEEDBACK_REPUBLISH_DIV (or the
  * paths in it changed weight from or to nothing). */
 static void republish(Tunnel *t) {
@@ -131,6 +143,7 @@ static void republish(Tunnel *t) {
                 pref[i] = MAX(path_effective_weight(t->paths[ids[i]]), 1u);
         }
         bool by_rates = learn_weights(lp, pref, n, t->learn_load, w, NULL);
+        pace_update(t, ids, n);
         for (size_t i = 0; i < n; i++) {
                 sum_new += w[i];
                 sum_old += t->learn_published[ids[i]];

@@ -54,6 +54,18 @@ uint64_t learn_rate(const LearnPath *p) {
         return p->rate > 0 ? p->rate : LEARN_RATE_INITIAL;
 }
 
+uint64_t learn_pace_rate(const LearnPath *p) {
+        uint64_t rate = learn_rate(p), q = learn_queue_delay(p);
+
+        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && p->delivered > 0)
+                return MAX(MIN(rate, p->delivered / LEARN_PACE_DRAIN_DEN * LEARN_PACE_DRAIN_NUM), LEARN_RATE_MIN);
+        if (!p->was_saturated)
+                return rate * LEARN_PACE_START_GAIN;
+        if (q < LEARN_PACE_PROBE_QUEUE_USEC)
+                return rate / LEARN_PACE_PROBE_DEN * LEARN_PACE_PROBE_NUM;
+        return rate;
+}
+
 bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_saturated, uint64_t tunnel_rate) {
         uint64_t dt_tx, dt_rx, dbytes, dpk_tx, dpk_rx, delivered, old = p->rate, q;
         bool changed_by_peak = false;
@@ -102,6 +114,7 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
          * thread held up between its send marks and the send): only a second one in a row says
          * that the path no longer keeps up. */
         p->saturated = p->sat_run >= LEARN_SAT_SPANS;
+        p->was_saturated |= p->saturated;
         if (p->saturated) {
                 int64_t m = owd_min(p);
                 bool busy = m != INT64_MAX && p->prev_owd > m && (uint64_t) (p->prev_owd - m) >= LEARN_BUSY_QUEUE_USEC;

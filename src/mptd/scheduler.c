@@ -123,16 +123,27 @@ static inline uint32_t mix32(uint32_t h, uint32_t v) {
         return h ^ (h >> 15);
 }
 
-void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
-                       uint16_t *ret_paths) {
+void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
+                            uint64_t skip, uint16_t *ret_paths) {
+        bool open = false;
+
         assert(vector_len > 0 && run >= 1);
+        for (size_t k = 0; k < vector_len && skip != 0 && !open; k++)
+                open = !(skip & UINT64_C(1) << vector[k]);
+        if (!open)
+                skip = 0;
         for (size_t i = 0; i < n;) {
                 unsigned chunk = (unsigned) MIN(n - i, (size_t) run);
 
                 /* A path's deficit stays below 2 * run: it is topped up only when it cannot
                  * cover a chunk (< run), so one quantum always suffices. */
-                if (!r->active || r->deficit[r->path] < chunk) {
-                        r->path = vector[r->cursor++ % vector_len];
+                if (!r->active || r->deficit[r->path] < chunk || (skip & UINT64_C(1) << r->path)) {
+                        /* A path not skipped is in the vector: the search ends. */
+                        for (;;) {
+                                r->path = vector[r->cursor++ % vector_len];
+                                if (!(skip & UINT64_C(1) << r->path))
+                                        break;
+                        }
                         r->deficit[r->path] = MIN(r->deficit[r->path], run - 1) + run;
                         r->active = true;
                 }
@@ -141,6 +152,11 @@ void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, u
                         ret_paths[i + k] = r->path;
                 i += chunk;
         }
+}
+
+void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
+                       uint16_t *ret_paths) {
+        sched_assign_runs_skip(r, vector, vector_len, run, n, 0, ret_paths);
 }
 
 unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,

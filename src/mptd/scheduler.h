@@ -103,6 +103,11 @@ size_t sched_vector_min_slots(const uint8_t *vector, size_t vector_len);
 /* Assigns the n segments of one TUN packet to paths (ret_paths[0..n)). */
 void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
                        uint16_t *ret_paths);
+/* The same, passing over the paths in skip (a bit each: paced paths ahead of their pace) to the
+ * vector's next slot of another path; a run on one of them ends. When every path of the vector is
+ * in skip, as if none were. */
+void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
+                            uint64_t skip, uint16_t *ret_paths);
 
 /* A new path table: deficits and the current run start over (the cursor stays). */
 void sched_runs_reset(SchedRuns *r);

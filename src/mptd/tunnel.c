@@ -30,6 +30,12 @@ usec_t now_usec(void) {
         return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
+uint64_t now_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
 static uint64_t now_realtime_nsec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -251,7 +257,7 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
 }
 
 DataplaneOptions dataplane_options = {
-        .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_MMSG,
+        .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_MMSG, .pace = true,
 };
 
 void dataplane_options_load(void) {
@@ -277,6 +283,9 @@ void dataplane_options_load(void) {
         e = getenv("MPT_DEBUG_RX_SPREAD");
         if (e && parse_boolean(e) > 0)
                 dataplane_options.rx_spread = true;
+        e = getenv("MPT_DEBUG_PACE");
+        if (e && parse_boolean(e) == 0)
+                dataplane_options.pace = false;
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
                 dataplane_options.no_aes = true;
@@ -408,6 +417,12 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         }
         free(q);
         return 0;
+}
+
+uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path) {
+        if (path >= MPT_PATHS_MAX || !(__atomic_load_n(&t->pace_paths, __ATOMIC_RELAXED) & UINT64_C(1) << path))
+                return 0;
+        return __atomic_load_n(&t->pace_rate[path], __ATOMIC_RELAXED);
 }
 
 bool tunnel_path_queued_locally(Tunnel *t, unsigned path) {

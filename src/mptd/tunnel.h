@@ -213,6 +213,14 @@ struct Tunnel {
          * sequence order (the receiver infers loss from that). Secure mode has a lane per worker
          * instead, and never takes it. */
         pthread_mutex_t tx_lock;
+        /* Pacing (the learned scheduler's, learn_pace_rate()): the paths paced (a bit each; the
+         * main thread sets them, see pace_update() in feedback.c), per path its rate in bytes per
+         * second and when (CLOCK_MONOTONIC, ns) what was sent on it is due at that rate. A
+         * worker sends no run on a path more than PACE_BURST_NSEC ahead of its pace, and stops
+         * reading the TUN device while every path of the vector is. All atomic. */
+        uint64_t pace_rate[MPT_PATHS_MAX];
+        uint64_t pace_next[MPT_PATHS_MAX];
+        uint64_t pace_paths; /* the paths with a pace rate, a bit each */
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
         bool reorder_enabled;
         /* Receiving and sending workers apart (see path_rx_worker()): the paths are received
@@ -326,6 +334,8 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_t *ret_tx);
 /* Whether a worker saw the path's datagrams wait in a local queue lately (worker.c). */
 bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
+/* The path's pace rate (bytes per second; 0: not paced). */
+uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path);
 
 #define TUN_TX_QUEUE_LEN 4096u
 
@@ -334,7 +344,8 @@ bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
  *   MPT_DEBUG_BATCH=1    one packet per system call: no GSO/GRO, no coalescing, no batching
  *   MPT_DEBUG_RX_TURN=N  a fixed number of receive buffers per recvmmsg() of a ready path (1..8)
  *   MPT_DEBUG_RX_SPREAD=1  every worker receives paths and sends flows (see path_rx_worker())
- *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions */
+ *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions
+ *   MPT_DEBUG_PACE=0     the learned scheduler paces no path (to compare; learn_pace_rate()) */
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
@@ -344,6 +355,7 @@ typedef struct DataplaneOptions {
         bool rx_turn_fixed; /* MPT_DEBUG_RX_TURN: always rx_turn, not by the size of the messages */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
         bool rx_spread; /* MPT_DEBUG_RX_SPREAD: no receiving and sending workers apart */
+        bool pace;      /* MPT_DEBUG_PACE=0: the learned scheduler paces no path (learn_pace_rate()) */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;
@@ -399,3 +411,4 @@ Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 bool path_can_send(const Path *p);
 
 usec_t now_usec(void);
+uint64_t now_nsec(void);

@@ -284,6 +284,12 @@ static void reconcile(Worker *w, const Snapshot *s) {
         /* A run must not go on over a path the new snapshot may have taken out. */
         sched_runs_reset(&w->runs);
         w->min_slots = sched_vector_min_slots(s->vector, s->vector_len);
+        w->vector_paths = 0;
+        memset(w->vector_slots, 0, sizeof w->vector_slots);
+        for (size_t i = 0; i < s->vector_len; i++) {
+                w->vector_paths |= UINT64_C(1) << s->vector[i];
+                w->vector_slots[s->vector[i]]++;
+        }
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
 
@@ -1126,6 +1132,50 @@ static unsigned build_messages(const SnapshotPath *sp, const struct iovec *iov, 
         return m;
 }
 
+/* Pacing: the TUN device leaves the epoll set until its packets are due again (they wait in its
+ * queue meanwhile), or comes back. */
+static void tun_pause(Worker *w, bool pause, uint64_t until) {
+        struct epoll_event ev = { .events = pause ? 0 : EPOLLIN, .data.u64 = EV_TUN };
+
+        if (pause != w->tun_paused && epoll_ctl(w->epoll_fd, EPOLL_CTL_MOD, w->tun_fd, &ev) < 0)
+                return;
+        w->tun_paused = pause;
+        w->tun_resume = until;
+}
+
+/* The paced paths (of paced) more than PACE_BURST_NSEC ahead of their pace at now, and when the
+ * first of those of the vector is no longer (*ret_until, unless NULL; 0 when none is ahead). */
+static uint64_t pace_ahead(const Tunnel *t, uint64_t paced, uint64_t vector_paths, uint64_t now, uint64_t *ret_until) {
+        uint64_t ahead = 0, until = UINT64_MAX;
+
+        for (uint64_t m = paced; m != 0; m &= m - 1) {
+                unsigned p = (unsigned) __builtin_ctzll(m);
+                uint64_t next = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
+
+                if (next <= now + PACE_BURST_NSEC)
+                        continue;
+                ahead |= UINT64_C(1) << p;
+                if (vector_paths & UINT64_C(1) << p)
+                        until = MIN(until, next - PACE_BURST_NSEC);
+        }
+        if (ret_until)
+                *ret_until = until == UINT64_MAX ? 0 : until;
+        return ahead;
+}
+
+/* Charges path p's pace with len bytes sent now. */
+static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len) {
+        uint64_t rate = __atomic_load_n(&t->pace_rate[p], __ATOMIC_RELAXED), cost, old, next;
+
+        if (rate == 0)
+                return;
+        cost = (uint64_t) len * UINT64_C(1000000000) / rate;
+        old = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
+        do
+                next = MAX(old, now) + cost;
+        while (!__atomic_compare_exchange_n(&t->pace_next[p], &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
 /* Sends path p's datagrams of this TUN packet in one sendmmsg(): as UDP GSO sends (at most
  * GSO_SEGMENTS_MAX datagrams each, or w->gso_queued on a path that queues locally), or datagram
  * by datagram when GSO is off or was refused. Returns nothing: failures are counted. */
@@ -1216,7 +1266,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
         size_t crypt_used = 0;
-        uint64_t next[MPT_PATHS_MAX], pending = 0;
+        uint64_t next[MPT_PATHS_MAX], pending = 0, paced_now = 0;
         bool last[OFFLOAD_SEGMENTS_MAX];
         MptCipher cipher = _MPT_CIPHER_INVALID;
 
@@ -1229,9 +1279,17 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
-        else
-                sched_assign_runs(&w->runs, s->vector, s->vector_len, dataplane_options.batch > 1 ? w->run : 1,
-                                  (size_t) n, w->seg_path);
+        else {
+                /* Paths ahead of their pace get no run now: the vector's next path does. */
+                uint64_t paced = __atomic_load_n(&t->pace_paths, __ATOMIC_RELAXED) & w->vector_paths, skip = 0;
+
+                if (paced != 0) {
+                        paced_now = now_nsec();
+                        skip = pace_ahead(t, paced, w->vector_paths, paced_now, NULL);
+                }
+                sched_assign_runs_skip(&w->runs, s->vector, s->vector_len,
+                                       dataplane_options.batch > 1 ? w->run : 1, (size_t) n, skip, w->seg_path);
+        }
         if (t->secure)
                 cipher = reserve_counters(w, n, next);
         /* A path's datagrams go out as soon as its last segment of the window is ready: in secure
@@ -1283,12 +1341,16 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                         iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
                                         iov[1] = (struct iovec) {};
                                         w->path_segs[p]++;
+                                        if (paced_now != 0)
+                                                pace_charge(t, p, paced_now, dl);
                                 }
                         }
                 } else {
                         iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
                         iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
                         w->path_segs[p]++;
+                        if (paced_now != 0)
+                                pace_charge(t, p, paced_now, iov[0].iov_len + iov[1].iov_len);
                 }
                 if (last[i] && w->path_segs[p] > 0) {
                         send_path(w, s, p, &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX], w->path_segs[p]);
@@ -1429,9 +1491,26 @@ static void update_run(Worker *w, const Snapshot *s) {
 static void worker_tx(Worker *w, const Snapshot *s) {
         /* Headroom in front: a packet that is not split gets its GRE header right before it. */
         uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
+        uint64_t paced = __atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) & w->vector_paths;
 
         update_run(w, s);
         for (unsigned n = 0; n < dataplane_options.batch; n++) {
+                /* Paths with half the vector's slots or more are ahead of their pace: the
+                 * packets wait in the TUN device's queue until one of them is due again. Fewer
+                 * are passed over (transmit_segments()): a path with a small share, or one
+                 * whose pace is slow for the slots it has (a vector has at least one slot per
+                 * path), must not hold back the others. */
+                if (paced != 0) {
+                        uint64_t until, ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now_nsec(), &until);
+                        size_t slots = 0;
+
+                        for (uint64_t m = ahead; m != 0; m &= m - 1)
+                                slots += w->vector_slots[__builtin_ctzll(m)];
+                        if (ahead != 0 && slots * 2 >= s->vector_len) {
+                                tun_pause(w, true, until);
+                                break;
+                        }
+                }
                 ssize_t k = read(w->tun_fd, buf, WORKER_BUFFER_SIZE);
                 if (k < 0) {
                         if (errno == EINTR)
@@ -1460,11 +1539,12 @@ static usec_t expire_deadline(const Worker *w) {
 }
 
 static int timeout_ms(const Worker *w) {
-        usec_t deadline, now;
+        usec_t deadline = USEC_INFINITY, now;
 
-        if (!w->tunnel->reorder_enabled)
-                return -1;
-        deadline = expire_deadline(w);
+        if (w->tunnel->reorder_enabled)
+                deadline = expire_deadline(w);
+        if (w->tun_paused)
+                deadline = MIN(deadline, w->tun_resume / NSEC_PER_USEC);
         if (deadline == USEC_INFINITY)
                 return -1;
         now = now_usec();
@@ -1535,6 +1615,10 @@ static void *worker_main(void *userdata) {
                 }
                 worker_rx_ready(w, s, ready, n_ready);
                 expire_reorder(w);
+                if (w->tun_paused && now_nsec() >= w->tun_resume) {
+                        tun_pause(w, false, 0);
+                        worker_tx(w, s);
+                }
         }
         return NULL;
 }

@@ -15,6 +15,8 @@
  * moment it has moved more than WORKER_BUSY_PACKETS within one (4000 a second). */
 #define WORKER_QUIET_PACKETS 10u
 #define WORKER_BUSY_PACKETS 40u
+/* Pacing (Tunnel.pace_rate): how far ahead of its pace the tunnel may send, as a burst. */
+#define PACE_BURST_NSEC (5 * UINT64_C(1000000))
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
 /* Sealed datagrams of one TUN packet: its bytes, and per segment the headers and overhead. */
 #define WORKER_CRYPT_SIZE \
@@ -100,6 +102,8 @@ struct Worker {
         usec_t rate_since;
         uint64_t rate_segments;
         size_t min_slots;
+        uint64_t vector_paths; /* the paths in the snapshot's vector, a bit each */
+        uint16_t vector_slots[MPT_PATHS_MAX]; /* and their slots in it */
         /* Paths that queue locally (see sample_queues()): when each was last seen so (atomic:
          * mptctl reads it), those that count as queueing now (a bit per path), and the most
          * datagrams per UDP GSO send there (sized in time, SCHED_GSO_TIME_USEC). */
@@ -145,6 +149,10 @@ struct Worker {
          * this worker's lane (its index): the next sequence number, and per path the next
          * counter. */
         uint64_t tx_segments;
+        /* Pacing (Tunnel.pace_rate): the TUN device is out of the epoll set until tun_resume
+         * (CLOCK_MONOTONIC, ns) while tun_paused. */
+        bool tun_paused;
+        uint64_t tun_resume;
         uint32_t tx_seq;
         uint64_t tx_counter[MPT_PATHS_MAX];
         /* One TUN packet, its segments' headers, and per path the iovecs of the

@@ -529,6 +529,40 @@ static void test_queue_delay(void) {
         g_assert_cmpuint(learn_queue_delay(&p), ==, 30000);
 }
 
+/* Pacing (learn_pace_rate()): twice the credit until the path was first saturated, then 5/4 of
+ * it with hardly a queue, the credit with some, and below what it delivered with a long one. */
+static void test_pace_rate(void) {
+        LearnPath p;
+        usec_t now = 100 * USEC_PER_SEC;
+
+        learn_path_reset(&p);
+        g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_INITIAL * LEARN_PACE_START_GAIN);
+        p.rate = 10 * UINT64_C(125000);
+        p.was_saturated = true;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate / 4 * 5);
+        /* A queue of 5 ms: the credit as it is. */
+        learn_sample(&p, &(LearnSample) { .datagrams = 1, .sent = now, .arrival = 5000000 + now + 20000 }, now, false, 0);
+        learn_sample(&p, &(LearnSample) { .datagrams = 2, .sent = now + 1000, .arrival = 5000000 + now + 1000 + 25000 },
+                     now + 1000, false, 0);
+        g_assert_cmpuint(learn_queue_delay(&p), ==, 5000);
+        p.rate = 10 * UINT64_C(125000);
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        /* Of 30 ms: 15/16 of what it delivered, when that is less than the credit. */
+        learn_sample(&p, &(LearnSample) { .datagrams = 3, .sent = now + 2000, .arrival = 5000000 + now + 2000 + 50000 },
+                     now + 2000, false, 0);
+        g_assert_cmpuint(learn_queue_delay(&p), ==, 30000);
+        p.rate = 10 * UINT64_C(125000);
+        p.delivered = 8 * UINT64_C(125000);
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.delivered / 16 * 15);
+        p.delivered = 20 * UINT64_C(125000);
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        /* Nothing delivered (no span yet): the credit; never below the least. */
+        p.delivered = 0;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        p.delivered = 1000;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_MIN);
+}
+
 static double share_of(const uint32_t *w, size_t n, size_t i) {
         double sum = 0;
 
@@ -653,6 +687,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/learn/weights", test_weights);
         g_test_add_func("/mpt/learn/restart", test_restart);
         g_test_add_func("/mpt/learn/queue-delay", test_queue_delay);
+        g_test_add_func("/mpt/learn/pace-rate", test_pace_rate);
         g_test_add_func("/mpt/learn/two-unequal", test_two_unequal);
         g_test_add_func("/mpt/learn/three-lossy", test_three_lossy);
         g_test_add_func("/mpt/learn/capacity-step", test_capacity_step);

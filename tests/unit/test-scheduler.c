@@ -599,6 +599,45 @@ static void test_hash_symmetric(void) {
         g_assert_cmphex(sched_flow_hash_symmetric(a, 10), ==, 0);
 }
 
+/* Pacing's skipping: a path ahead of its pace gets no run; its run in progress ends; with every
+ * path skipped the vector goes on as if none were. */
+static void test_assign_runs_skip(void) {
+        static const uint32_t w[3] = { 3, 2, 1 };
+        uint8_t vec[MPT_VECTOR_MAX];
+        size_t len = sched_build_vector(w, 3, vec);
+        uint16_t paths[64];
+        unsigned total[3] = {};
+        SchedRuns r = {};
+
+        for (unsigned b = 0; b < 100; b++) {
+                sched_assign_runs_skip(&r, vec, len, 4, 7, UINT64_C(1) << 0, paths);
+                for (size_t i = 0; i < 7; i++)
+                        total[paths[i]]++;
+        }
+        g_assert_cmpuint(total[0], ==, 0);
+        g_assert_cmpuint(total[1], >, 0);
+        g_assert_cmpuint(total[2], >, 0);
+        /* Path 1 carries twice what path 2 does, as the vector says of them (within a run). */
+        g_assert_cmpint(abs((int) total[1] - 2 * (int) total[2]), <=, 8);
+
+        /* A run on path 0 in progress ends when it is skipped. */
+        r = (SchedRuns) {};
+        sched_assign_runs(&r, vec, len, 16, 1, paths);
+        g_assert_cmpuint(paths[0], ==, 0);
+        sched_assign_runs_skip(&r, vec, len, 16, 1, UINT64_C(1) << 0, paths);
+        g_assert_cmpuint(paths[0], !=, 0);
+
+        /* Everything skipped: the vector's order, as without skipping. */
+        SchedRuns a = {}, b = {};
+        uint16_t pa[32], pb[32];
+        for (unsigned k = 0; k < 10; k++) {
+                sched_assign_runs(&a, vec, len, 4, 5, pa);
+                sched_assign_runs_skip(&b, vec, len, 4, 5, UINT64_C(7), pb);
+                for (size_t i = 0; i < 5; i++)
+                        g_assert_cmpuint(pa[i], ==, pb[i]);
+        }
+}
+
 /* Runs: each vector slot grants its path `run` consecutive packets, carried across calls; over
  * time the shares are exactly the vector's. */
 static void test_assign_runs(void) {
@@ -809,6 +848,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/scheduler/flow-hash/spread", test_hash_spread);
         g_test_add_func("/mpt/scheduler/flow-hash/symmetric", test_hash_symmetric);
         g_test_add_func("/mpt/scheduler/assign-runs", test_assign_runs);
+        g_test_add_func("/mpt/scheduler/assign-runs-skip", test_assign_runs_skip);
         g_test_add_func("/mpt/scheduler/adaptive-run", test_adaptive_run);
         g_test_add_func("/mpt/scheduler/adaptive-gso", test_adaptive_gso);
         g_test_add_func("/mpt/scheduler/queued-run", test_queued_run);
