@@ -280,6 +280,11 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                         streq(get(r, "split"), "rates") ? "the paths' rates" : "filling by Weight=",
                                         get(r, "load"), a, get(r, "feedback_rx"), get(r, "feedback_tx"));
                         }
+                        if (!isempty(get(r, "repair.asked")))
+                                fprintf(f, "  loss repair: asked the other end for %s datagrams; it asked for %s, "
+                                        "%s sent again, %s no longer kept\n",
+                                        get(r, "repair.asked"), get(r, "repair.requested"), get(r, "repair.sent"),
+                                        get(r, "repair.missed"));
                         if (!isempty(get(r, "reorder_hold_us"))) {
                                 format_usec(get(r, "reorder_hold_us"), a, sizeof a);
                                 format_usec(get(r, "reorder_spread_us"), b, sizeof b);

@@ -163,6 +163,12 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         }
         tunnel_sum_counters(t, -1, &pc);
         write_counters(w, &pc, false);
+        if (t->repair) {
+                ctl_writer_field(w, "repair.asked", "%" PRIu64, pc.repair_asked);
+                ctl_writer_field(w, "repair.requested", "%" PRIu64, pc.repair_requested);
+                ctl_writer_field(w, "repair.sent", "%" PRIu64, pc.repair_sent);
+                ctl_writer_field(w, "repair.missed", "%" PRIu64, pc.repair_missed);
+        }
         /* Which workers move the data: packets each received and sent, over all paths. */
         for (unsigned k = 0; k < t->n_workers; k++) {
                 uint64_t rx, tx;

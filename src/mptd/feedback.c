@@ -29,6 +29,8 @@ static void send_feedback(Tunnel *t, usec_t now) {
         Path *via = fastest_path(t);
         MptFeedback fb = { .now = now };
 
+        /* The workers send repair requests and repairs there too. */
+        __atomic_store_n(&t->repair_via, via ? (int) via->index : -1, __ATOMIC_RELAXED);
         if (!via)
                 return;
         for (unsigned id = 0; id < MPT_PATHS_MAX; id++) {
@@ -267,8 +269,13 @@ usec_t feedback_reorder_hold(const Tunnel *t, usec_t *ret_spread) {
                 *ret_spread = max;
                 return max;
         }
-        /* Half the round trips' spread is the one-way spread of symmetric paths. */
-        spread = MIN((hi - lo) / 2 + 2 * var + FEEDBACK_SPREAD_MARGIN_USEC, max);
+        /* Half the round trips' spread is the one-way spread of symmetric paths. A gap that loss
+         * repair may fill waits a round trip of the fastest path longer: the request and what is
+         * sent again take it. */
+        spread = (hi - lo) / 2 + 2 * var + FEEDBACK_SPREAD_MARGIN_USEC;
+        if (t->repair)
+                spread += lo + FEEDBACK_REPAIR_MARGIN_USEC;
+        spread = MIN(spread, max);
         *ret_spread = spread;
         return CLAMP(2 * spread + FEEDBACK_HOLD_MARGIN_USEC, MIN(FEEDBACK_HOLD_MIN_USEC, max), max);
 }

@@ -22,9 +22,13 @@
 #define FEEDBACK_LOAD_WINDOW_USEC (100 * USEC_PER_MSEC)
 /* The reorder buffer's waits (tunnel_set_reorder_hold()): a gap may be inferred lost after the
  * paths' one-way delay spread (half the spread of their round trips, plus twice their jitter and
- * FEEDBACK_SPREAD_MARGIN_USEC); it is given up at the latest after twice that and
+ * FEEDBACK_SPREAD_MARGIN_USEC, and with loss repair the fastest round trip and
+ * FEEDBACK_REPAIR_MARGIN_USEC); it is given up at the latest after twice that and
  * FEEDBACK_HOLD_MARGIN_USEC, at least FEEDBACK_HOLD_MIN_USEC. Both at most ReorderMaxDelay=. */
 #define FEEDBACK_SPREAD_MARGIN_USEC (2 * USEC_PER_MSEC)
+/* With loss repair (mptd(8), LOSS REPAIR), inference waits the fastest path's round trip and this
+ * much longer: what is sent again comes in time. */
+#define FEEDBACK_REPAIR_MARGIN_USEC (5 * USEC_PER_MSEC)
 #define FEEDBACK_HOLD_MARGIN_USEC (20 * USEC_PER_MSEC)
 #define FEEDBACK_HOLD_MIN_USEC (20 * USEC_PER_MSEC)
 

@@ -258,6 +258,7 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
 
 DataplaneOptions dataplane_options = {
         .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_MMSG, .pace = true,
+        .repair = true,
 };
 
 void dataplane_options_load(void) {
@@ -283,6 +284,9 @@ void dataplane_options_load(void) {
         e = getenv("MPT_DEBUG_RX_SPREAD");
         if (e && parse_boolean(e) > 0)
                 dataplane_options.rx_spread = true;
+        e = getenv("MPT_DEBUG_REPAIR");
+        if (e && parse_boolean(e) == 0)
+                dataplane_options.repair = false;
         e = getenv("MPT_DEBUG_PACE");
         if (e && parse_boolean(e) == 0)
                 dataplane_options.pace = false;
@@ -464,6 +468,10 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
                 dst.rx_bytes += COUNTER_READ(src.rx_bytes);                             \
                 dst.keepalives_tx += COUNTER_READ(src.keepalives_tx);                   \
                 dst.keepalives_rx += COUNTER_READ(src.keepalives_rx);                   \
+                dst.repair_asked += COUNTER_READ(src.repair_asked);                     \
+                dst.repair_requested += COUNTER_READ(src.repair_requested);             \
+                dst.repair_sent += COUNTER_READ(src.repair_sent);                       \
+                dst.repair_missed += COUNTER_READ(src.repair_missed);                   \
                 for (size_t _i = 0; _i < _MPT_DROP_MAX; _i++)                           \
                         dst.drops[_i] += COUNTER_READ(src.drops[_i]);                   \
         } while (0)
@@ -878,6 +886,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 t->reorder_hold = t->reorder_spread = profile->tunnel.reorder_max_delay;
                 t->reorder_enabled = true;
         }
+        t->repair = t->secure && t->reorder_enabled && dataplane_options.repair;
+        t->repair_via = -1;
         if (n_workers > 1 && t->reorder_enabled && !dataplane_options.rx_spread)
                 t->rx_workers = t->secure ? n_workers / 2 : 1;
         if (worker_pool_setup(t) < 0)

@@ -64,6 +64,10 @@ typedef struct PathCounters {
         uint64_t tx_packets, tx_bytes;
         uint64_t rx_packets, rx_bytes;
         uint64_t keepalives_tx, keepalives_rx;
+        /* Loss repair (the tunnel's counters only): datagrams of the other end we asked for, its
+         * requests for ours, ours we sent again, and those asked for that we no longer had (or
+         * had no path for). */
+        uint64_t repair_asked, repair_requested, repair_sent, repair_missed;
         uint64_t drops[_MPT_DROP_MAX];
 } PathCounters;
 
@@ -221,6 +225,11 @@ struct Tunnel {
         uint64_t pace_rate[MPT_PATHS_MAX];
         uint64_t pace_next[MPT_PATHS_MAX];
         uint64_t pace_paths; /* the paths with a pace rate, a bit each */
+        /* Loss repair (secure mode with reordering; MPT_DEBUG_REPAIR=0: none; mptd(8), LOSS
+         * REPAIR): our path with the shortest round trip, for repair requests and what we send
+         * again (the main thread sets it every FEEDBACK_INTERVAL_USEC; -1: none). Atomic. */
+        bool repair;
+        int repair_via;
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
         bool reorder_enabled;
         /* Receiving and sending workers apart (see path_rx_worker()): the paths are received
@@ -345,7 +354,8 @@ uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path);
  *   MPT_DEBUG_RX_TURN=N  a fixed number of receive buffers per recvmmsg() of a ready path (1..8)
  *   MPT_DEBUG_RX_SPREAD=1  every worker receives paths and sends flows (see path_rx_worker())
  *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions
- *   MPT_DEBUG_PACE=0     the learned scheduler paces no path (to compare; learn_pace_rate()) */
+ *   MPT_DEBUG_PACE=0     the learned scheduler paces no path (to compare; learn_pace_rate())
+ *   MPT_DEBUG_REPAIR=0   no loss repair in secure mode (to compare) */
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
@@ -356,6 +366,7 @@ typedef struct DataplaneOptions {
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */
         bool rx_spread; /* MPT_DEBUG_RX_SPREAD: no receiving and sending workers apart */
         bool pace;      /* MPT_DEBUG_PACE=0: the learned scheduler paces no path (learn_pace_rate()) */
+        bool repair;    /* MPT_DEBUG_REPAIR=0: no loss repair */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;

@@ -27,6 +27,10 @@
 #define EV_TUN UINT64_C(0xffffffff)
 #define EV_WAKE UINT64_C(0xfffffffe)
 
+static void tx_mark(Worker *w, unsigned p, uint64_t first, uint64_t last, usec_t now);
+static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len);
+static void repair_request(Worker *w, const MptRepair *r);
+
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         Worker *w;
         struct epoll_event ev = { .events = EPOLLIN };
@@ -87,6 +91,15 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                                 goto oom;
                 }
         }
+        if (t->repair) {
+                /* Touched only as far as used. */
+                w->keep = malloc(WORKER_KEEP_BYTES);
+                w->keep_slots = calloc((size_t) MAX(t->n_paths, (size_t) 1) * WORKER_KEEP_SLOTS, sizeof(KeepSlot));
+                if (!w->keep || !w->keep_slots)
+                        goto oom;
+                pthread_mutex_init(&w->repair_lock, NULL);
+                w->repair_lock_init = true;
+        }
         if (t->secure) {
                 w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
                 w->tx_marks = calloc((size_t) MAX(t->n_paths, (size_t) 1) * WORKER_TX_MARKS, sizeof(TxMark));
@@ -130,6 +143,10 @@ Worker *worker_free(Worker *w) {
         free(w->path_iov);
         free(w->tx_crypt);
         free(w->tx_marks);
+        free(w->keep);
+        free(w->keep_slots);
+        if (w->repair_lock_init)
+                pthread_mutex_destroy(&w->repair_lock);
         free(w->pending);
         free(w->pool_released);
         free(w->pool_released_list);
@@ -609,6 +626,19 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
                 tunnel_queue_event(w->tunnel, &ev);
                 return;
         }
+        if (f.kind == MPT_FRAME_REPAIR) {
+                MptRepair r;
+                /* Only authenticated requests are served: in compat mode there are none. */
+                reason = w->tunnel->secure ? mpt_repair_decode(&f, &r) : MPT_DROP_BAD_REPAIR;
+                if (reason >= 0) {
+                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        return;
+                }
+                if (new_endpoint)
+                        report_endpoint(w, (unsigned) p, src, 0);
+                repair_request(w, &r);
+                return;
+        }
         if (new_endpoint)
                 report_endpoint(w, (unsigned) p, src, 0);
         if (f.kind == MPT_FRAME_PATH_STATUS) {
@@ -625,6 +655,176 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
         COUNTER_ADD(w->path_counters[p].rx_packets, 1);
         COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) len);
         handle_data(w, (unsigned) p, lane, &f, now);
+}
+
+/* ---- loss repair (mptd(8), LOSS REPAIR) ---- */
+
+/* Sending side: keeps the plaintext of the datagram with counter `counter` of path p. */
+static void keep_store(Worker *w, unsigned p, uint64_t counter, const uint8_t *m, size_t len) {
+        uint64_t pos = w->keep_pos;
+        KeepSlot *slot;
+
+        if (len > WORKER_BUFFER_SIZE || p >= w->tunnel->n_paths)
+                return;
+        /* A plaintext is never split: one that would not fit before the ring's end starts over. */
+        if (pos % WORKER_KEEP_BYTES + len > WORKER_KEEP_BYTES)
+                pos += WORKER_KEEP_BYTES - pos % WORKER_KEEP_BYTES;
+        memcpy(w->keep + pos % WORKER_KEEP_BYTES, m, len);
+        slot = &w->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
+        *slot = (KeepSlot) { .counter = counter, .pos = pos, .len = (uint32_t) len };
+        w->keep_pos = pos + len;
+}
+
+/* The plaintext of path p's datagram `counter`, if still kept. */
+static const uint8_t *keep_find(const Worker *w, unsigned p, uint64_t counter, size_t *ret_len) {
+        const KeepSlot *slot;
+
+        if (p >= w->tunnel->n_paths)
+                return NULL;
+        slot = &w->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
+        /* Overwritten once the ring was written past a whole turn after it. */
+        if (slot->counter != counter || slot->len == 0 || w->keep_pos > slot->pos + WORKER_KEEP_BYTES)
+                return NULL;
+        *ret_len = slot->len;
+        return w->keep + slot->pos % WORKER_KEEP_BYTES;
+}
+
+/* Seals a frame or a kept plaintext (len bytes at m) on path q in this worker's lane and sends
+ * it; returns its length on the wire, or 0 when it could not. */
+static size_t repair_send(Worker *w, const Snapshot *s, unsigned q, const uint8_t *m, size_t len, uint8_t *out,
+                          uint64_t *first, uint64_t *last) {
+        Tunnel *t = w->tunnel;
+        const SnapshotPath *sp;
+        size_t dl;
+        int fd;
+
+        if (q >= s->n_paths || q >= t->n_paths || (fd = s->paths[q].fds[w->id]) < 0 ||
+            w->tx_counter[q] >= UINT64_MAX - 1)
+                return 0;
+        sp = &s->paths[q];
+        dl = mpt_secure_seal_from(out, m, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                  (MptSecureSender) { .path_id = (uint8_t) q, .lane = (uint8_t) w->id,
+                                                      .counter = w->tx_counter[q] });
+        if (dl == 0)
+                return 0;
+        if (*first == 0)
+                *first = w->tx_counter[q];
+        *last = w->tx_counter[q]++;
+        if (sendto(fd, out, dl, MSG_DONTWAIT, (const struct sockaddr *) &sp->remote, sp->remote_len) < 0) {
+                COUNTER_ADD(w->path_counters[q].drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
+                                                                                            : MPT_DROP_SEND_ERROR],
+                            1);
+                return 0;
+        }
+        COUNTER_ADD(w->path_counters[q].tx_packets, 1);
+        COUNTER_ADD(w->path_counters[q].tx_bytes, dl);
+        return dl;
+}
+
+/* The repair path now: the main thread's choice, if this snapshot has it. */
+static int repair_path(const Worker *w, const Snapshot *s) {
+        int q = __atomic_load_n(&w->tunnel->repair_via, __ATOMIC_RELAXED);
+
+        return q >= 0 && (unsigned) q < s->n_paths && s->paths[q].fds[w->id] >= 0 ? q : -1;
+}
+
+/* Receiving side: asks the other end for what the gaps of this batch miss, over our repair path
+ * (in this worker's lane: its counters are its own). */
+static void repair_ask_flush(Worker *w, const Snapshot *s) {
+        uint8_t frame[MPT_REPAIR_SIZE_MAX], out[MPT_REPAIR_SIZE_MAX + MPT_SECURE_OVERHEAD];
+        uint64_t first = 0, last = 0, asked = 0;
+        int q = repair_path(w, s);
+        size_t len;
+
+        if (w->repair_ask.n == 0)
+                return;
+        for (unsigned i = 0; i < w->repair_ask.n; i++)
+                asked += w->repair_ask.entries[i].count;
+        len = mpt_repair_encode(frame, sizeof frame, w->tunnel->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP,
+                                &w->repair_ask);
+        w->repair_ask.n = 0;
+        if (q < 0 || len == 0 || repair_send(w, s, (unsigned) q, frame, len, out, &first, &last) == 0)
+                return;
+        tx_mark(w, (unsigned) q, first, last, now_usec());
+        COUNTER_ADD(w->tunnel_counters.repair_asked, asked);
+}
+
+static void repair_ask_add(Worker *w, unsigned path_id, unsigned lane, uint64_t first, unsigned count) {
+        const Snapshot *s;
+
+        if (w->repair_ask.n == MPT_REPAIR_ENTRIES_MAX) {
+                s = __atomic_load_n(&w->tunnel->snapshot, __ATOMIC_ACQUIRE);
+                repair_ask_flush(w, s);
+        }
+        w->repair_ask.entries[w->repair_ask.n++] = (MptRepairEntry) {
+                .path_id = (uint8_t) path_id, .lane = (uint8_t) lane, .count = (uint16_t) count, .first = first,
+        };
+}
+
+/* Sending side: the other end's requests, for the workers whose lanes they name. */
+static void repair_request(Worker *w, const MptRepair *r) {
+        Tunnel *t = w->tunnel;
+
+        for (unsigned i = 0; i < r->n; i++) {
+                const MptRepairEntry *e = &r->entries[i];
+                Worker *to;
+
+                COUNTER_ADD(w->tunnel_counters.repair_requested, e->count);
+                if (e->lane >= t->n_workers || !t->workers[e->lane]->keep) {
+                        COUNTER_ADD(w->tunnel_counters.repair_missed, e->count);
+                        continue;
+                }
+                to = t->workers[e->lane];
+                pthread_mutex_lock(&to->repair_lock);
+                if (to->repair_queued < WORKER_REPAIR_QUEUE) {
+                        to->repair_queue[to->repair_queued] = *e;
+                        __atomic_store_n(&to->repair_queued, to->repair_queued + 1, __ATOMIC_RELEASE);
+                        e = NULL;
+                }
+                pthread_mutex_unlock(&to->repair_lock);
+                if (e)
+                        COUNTER_ADD(w->tunnel_counters.repair_missed, r->entries[i].count);
+                else if (to != w)
+                        worker_wake(to);
+        }
+}
+
+/* Sends again what the requests for this worker's lane ask for, sealed anew on the repair path. */
+static void repair_serve(Worker *w, const Snapshot *s) {
+        MptRepairEntry q[WORKER_REPAIR_QUEUE];
+        uint64_t first = 0, last = 0, paced_now = 0;
+        unsigned n;
+        int via;
+
+        if (__atomic_load_n(&w->repair_queued, __ATOMIC_ACQUIRE) == 0)
+                return;
+        pthread_mutex_lock(&w->repair_lock);
+        n = w->repair_queued;
+        memcpy(q, w->repair_queue, n * sizeof q[0]);
+        __atomic_store_n(&w->repair_queued, 0, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&w->repair_lock);
+
+        via = repair_path(w, s);
+        if (__atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) != 0)
+                paced_now = now_nsec();
+        for (unsigned i = 0; i < n; i++)
+                for (uint64_t c = q[i].first; c < q[i].first + q[i].count; c++) {
+                        const uint8_t *m;
+                        size_t len, dl = 0;
+
+                        m = keep_find(w, q[i].path_id, c, &len);
+                        if (m && via >= 0)
+                                dl = repair_send(w, s, (unsigned) via, m, len, w->tx_crypt, &first, &last);
+                        if (dl == 0) {
+                                COUNTER_ADD(w->tunnel_counters.repair_missed, 1);
+                                continue;
+                        }
+                        COUNTER_ADD(w->tunnel_counters.repair_sent, 1);
+                        if (paced_now != 0)
+                                pace_charge(w->tunnel, (unsigned) via, paced_now, dl);
+                }
+        if (first != 0)
+                tx_mark(w, (unsigned) via, first, last, now_usec());
 }
 
 /* ---- what arrived and what went out, for the learned scheduler (sequence locks) ---- */
@@ -677,6 +877,11 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
                  * loss that happened (a sender never skips counters): it counts as that much,
                  * so that what was sent cannot wrap around. */
                 uint64_t more = r->lane_top[lane] == 0 ? 1 : MIN(counter - r->lane_top[lane], (uint64_t) UINT32_MAX);
+
+                /* A gap in a data lane: ask for it (a long one is an outage, not worth it). */
+                if (w->tunnel->repair && lane != MPT_SECURE_LANE_CONTROL && r->lane_top[lane] != 0 && more > 1 &&
+                    more - 1 <= MPT_REPAIR_COUNT_MAX)
+                        repair_ask_add(w, header[2] % MPT_PATHS_MAX, lane, r->lane_top[lane] + 1, (unsigned) more - 1);
 
                 r->lane_top[lane] = counter;
                 __atomic_store_n(&r->sent, r->sent + more, __ATOMIC_RELAXED);
@@ -975,6 +1180,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
         }
         deliver_pending(w);
         gro_flush(w);
+        repair_ask_flush(w, s);
         if (t->reorder_enabled) {
                 /* Written: what the reorder buffers delivered out of the pool may be reused. */
                 pool_released_flush(w);
@@ -1329,6 +1535,8 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         if (next[p] == UINT64_MAX)
                                 COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
                         else {
+                                if (w->keep)
+                                        keep_store(w, p, next[p], m, front + sg->payload_len);
                                 dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
                                                           t->aes ? MPT_SECURE_FLAG_AES : 0,
                                                           (MptSecureSender) { .path_id = (uint8_t) p,
@@ -1614,6 +1822,8 @@ static void *worker_main(void *userdata) {
                                 ready[n_ready++] = (unsigned) tag;
                 }
                 worker_rx_ready(w, s, ready, n_ready);
+                if (w->keep)
+                        repair_serve(w, s);
                 expire_reorder(w);
                 if (w->tun_paused && now_nsec() >= w->tun_resume) {
                         tun_pause(w, false, 0);

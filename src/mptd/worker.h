@@ -82,6 +82,19 @@ typedef struct TxMark {
         usec_t time;
 } TxMark;
 
+/* Loss repair (mptd(8), LOSS REPAIR), sending side: the plaintexts of the datagrams a worker sent
+ * (a ring of WORKER_KEEP_BYTES: about 320 ms at 100 Mbit/s), found by path and counter (a slot
+ * per counter modulo WORKER_KEEP_SLOTS per path); the repair requests for its lane, at most
+ * WORKER_REPAIR_QUEUE entries waiting (more are counted as missed). */
+#define WORKER_KEEP_BYTES (4u << 20)
+#define WORKER_KEEP_SLOTS 4096u
+#define WORKER_REPAIR_QUEUE 256u
+typedef struct KeepSlot {
+        uint64_t counter; /* 0: none */
+        uint64_t pos;     /* where it begins in the ring (of all bytes ever written) */
+        uint32_t len;
+} KeepSlot;
+
 struct Worker {
         Tunnel *tunnel;
         unsigned id;
@@ -176,6 +189,18 @@ struct Worker {
          * peer's current epoch, and one being tried for a newer epoch (derived at most as often
          * as the limit allows). */
         uint8_t *tx_crypt;
+        /* Loss repair: what was sent (see KeepSlot; keep_pos: the ring's bytes ever written),
+         * the requests for this worker's lane (any receiving worker adds, under repair_lock;
+         * repair_queued is read without it to tell whether there are any), and the gaps the
+         * datagrams received in the current batch revealed, to ask for at its end. */
+        uint8_t *keep;
+        uint64_t keep_pos;
+        KeepSlot *keep_slots; /* n_paths x WORKER_KEEP_SLOTS */
+        pthread_mutex_t repair_lock;
+        bool repair_lock_init;
+        MptRepairEntry repair_queue[WORKER_REPAIR_QUEUE];
+        unsigned repair_queued;
+        MptRepair repair_ask;
         MptSecureKeys rx_keys;     /* epoch 0: none yet */
         MptSecureKeys rx_try_keys;
         MptSecureLimit rx_derive_limit; /* derivations of rx_try_keys */

@@ -39,6 +39,7 @@ static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
         [MPT_DROP_BAD_FEEDBACK] = "bad-feedback",
         [MPT_DROP_PATH_MISMATCH] = "path-mismatch",
         [MPT_DROP_EPOCH_LIMITED] = "epoch-limited",
+        [MPT_DROP_BAD_REPAIR] = "bad-repair",
 };
 DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
 
@@ -146,6 +147,8 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
                         f.kind = MPT_FRAME_PATH_STATUS;
                 else if (f.payload[0] == MPT_CONTROL_FEEDBACK)
                         f.kind = MPT_FRAME_FEEDBACK;
+                else if (f.payload[0] == MPT_CONTROL_REPAIR)
+                        f.kind = MPT_FRAME_REPAIR;
                 else
                         return MPT_DROP_UNKNOWN_CONTROL;
         } else {
@@ -346,5 +349,60 @@ int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret) {
                 x->sent = rd64be(e + 40);
         }
         *ret = fb;
+        return -1;
+}
+
+size_t mpt_repair_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptRepair *r) {
+        size_t len = MPT_REPAIR_HEADER_SIZE + (size_t) r->n * MPT_REPAIR_ENTRY_SIZE;
+
+        if (r->n == 0 || r->n > MPT_REPAIR_ENTRIES_MAX || size < len)
+                return 0;
+        memset(buf, 0, len);
+        wr16be(buf + 2, protocol);
+        buf[4] = MPT_CONTROL_REPAIR;
+        buf[5] = MPT_REPAIR_VERSION;
+        buf[6] = (uint8_t) r->n;
+        buf[7] = MPT_REPAIR_ENTRY_SIZE;
+        for (unsigned i = 0; i < r->n; i++) {
+                uint8_t *e = buf + MPT_REPAIR_HEADER_SIZE + (size_t) i * MPT_REPAIR_ENTRY_SIZE;
+                const MptRepairEntry *x = &r->entries[i];
+
+                if (x->path_id >= MPT_WIRE_PATHS_MAX || x->lane >= MPT_WIRE_LANES_MAX || x->count == 0 ||
+                    x->count > MPT_REPAIR_COUNT_MAX || x->first == 0)
+                        return 0;
+                e[0] = x->path_id;
+                e[1] = x->lane;
+                wr16be(e + 2, x->count);
+                wr64be(e + 4, x->first);
+        }
+        return len;
+}
+
+int mpt_repair_decode(const MptFrame *frame, MptRepair *ret) {
+        const uint8_t *p = frame->payload; /* the code byte */
+        size_t len = frame->payload_len, n, size;
+        MptRepair r = {};
+
+        if (frame->kind != MPT_FRAME_REPAIR || frame->has_seq || len < MPT_REPAIR_HEADER_SIZE - 4)
+                return MPT_DROP_BAD_REPAIR;
+        n = p[2];
+        size = p[3];
+        if (p[1] != MPT_REPAIR_VERSION || n == 0 || n > MPT_REPAIR_ENTRIES_MAX || size < MPT_REPAIR_ENTRY_SIZE ||
+            len != MPT_REPAIR_HEADER_SIZE - 4 + n * size)
+                return MPT_DROP_BAD_REPAIR;
+        r.n = (unsigned) n;
+        for (size_t i = 0; i < n; i++) {
+                const uint8_t *e = p + MPT_REPAIR_HEADER_SIZE - 4 + i * size;
+                MptRepairEntry *x = &r.entries[i];
+
+                x->path_id = e[0];
+                x->lane = e[1];
+                x->count = rd16be(e + 2);
+                x->first = rd64be(e + 4);
+                if (x->path_id >= MPT_WIRE_PATHS_MAX || x->lane >= MPT_WIRE_LANES_MAX || x->count == 0 ||
+                    x->count > MPT_REPAIR_COUNT_MAX || x->first == 0)
+                        return MPT_DROP_BAD_REPAIR;
+        }
+        *ret = r;
         return -1;
 }

@@ -31,6 +31,14 @@
 #define MPT_FEEDBACK_HEADER_SIZE 16u /* GRE 4, code, version, count, entry size, receiver's clock 8 */
 #define MPT_FEEDBACK_ENTRY_SIZE 48u  /* of version 2; a later one may append fields */
 #define MPT_FEEDBACK_ENTRIES_MAX 16u
+/* Our extension, secure mode only: counters of our paths that did not arrive; please send them
+ * again (see MptRepair). */
+#define MPT_CONTROL_REPAIR 0xB0u
+#define MPT_REPAIR_VERSION 1u
+#define MPT_REPAIR_HEADER_SIZE 8u  /* GRE 4, code, version, count, entry size */
+#define MPT_REPAIR_ENTRY_SIZE 12u  /* of version 1; a later one may append fields */
+#define MPT_REPAIR_ENTRIES_MAX 32u
+#define MPT_REPAIR_SIZE_MAX (MPT_REPAIR_HEADER_SIZE + MPT_REPAIR_ENTRIES_MAX * MPT_REPAIR_ENTRY_SIZE)
 #define MPT_WIRE_PATHS_MAX 64u /* path ids on the wire: 0..63 (MPT_PATHS_MAX) */
 #define MPT_WIRE_LANES_MAX 64u /* lanes of the secure format: 0..63 (MPT_SECURE_LANES) */
 #define MPT_FEEDBACK_SIZE_MAX (MPT_FEEDBACK_HEADER_SIZE + MPT_FEEDBACK_ENTRIES_MAX * MPT_FEEDBACK_ENTRY_SIZE)
@@ -74,6 +82,7 @@ typedef enum MptDropReason {
         MPT_DROP_BAD_FEEDBACK,    /* a path feedback frame that is malformed, of another version, or in compat mode */
         MPT_DROP_PATH_MISMATCH,   /* its sender path id belongs to another path of ours (moved there) */
         MPT_DROP_EPOCH_LIMITED,   /* of a new epoch, while key derivations for new epochs are rate-limited */
+        MPT_DROP_BAD_REPAIR,      /* a repair request that is malformed, of another version, or in compat mode */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;
@@ -85,6 +94,7 @@ typedef enum MptFrameKind {
         MPT_FRAME_KEEPALIVE,
         MPT_FRAME_PATH_STATUS,
         MPT_FRAME_FEEDBACK,
+        MPT_FRAME_REPAIR,
 } MptFrameKind;
 
 typedef struct MptFrame {
@@ -194,6 +204,42 @@ typedef struct MptFeedback {
         unsigned n;
         MptFeedbackEntry entries[MPT_FEEDBACK_ENTRIES_MAX];
 } MptFeedback;
+
+/* Our extension, secure mode only: a receiver asks the sender to send again datagrams of one of
+ * the sender's paths that did not arrive (mptd(8), LOSS REPAIR). The counters of a path and lane
+ * are consecutive, so a datagram whose counter is more than one above the lane's highest so far
+ * tells of a gap: those in between were lost (or come later, reordered on the path). The sender
+ * keeps what it sent for a while and sends it again, sealed anew, over its fastest path; the
+ * reorder buffer puts it in its place when it comes before the gap is given up. The frame, after
+ * a GRE header without sequence number:
+ *
+ *   0  1  code B0            1  1  version (1)      2  1  entries N (1..32)
+ *   3  1  entry size E (12 in version 1; entries of a later version may be longer: the first 12
+ *         bytes keep their meaning, the rest is skipped)
+ *   4  N x E entries, each:
+ *         0  1  path id: the sender's, as in its datagrams' secure headers (< 64)
+ *         1  1  lane (< 64)
+ *         2  2  count: how many consecutive counters (1..MPT_REPAIR_COUNT_MAX)
+ *         4  8  the first of them (not 0)
+ * All big endian. */
+#define MPT_REPAIR_COUNT_MAX 64u
+typedef struct MptRepairEntry {
+        uint8_t path_id;
+        uint8_t lane;
+        uint16_t count;
+        uint64_t first;
+} MptRepairEntry;
+
+typedef struct MptRepair {
+        unsigned n;
+        MptRepairEntry entries[MPT_REPAIR_ENTRIES_MAX];
+} MptRepair;
+
+/* Whole datagram (GRE header included), MPT_REPAIR_HEADER_SIZE + n * MPT_REPAIR_ENTRY_SIZE bytes;
+ * 0 if size is too small, the frame has no entry or too many, or an entry is out of range. */
+size_t mpt_repair_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptRepair *r);
+/* -1 on success, else MPT_DROP_BAD_REPAIR. */
+int mpt_repair_decode(const MptFrame *frame, MptRepair *ret);
 
 /* Whole datagram (GRE header included), MPT_FEEDBACK_HEADER_SIZE + n * MPT_FEEDBACK_ENTRY_SIZE
  * bytes; 0 if size is too small or the frame has no entry or too many. */

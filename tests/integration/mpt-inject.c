@@ -4,7 +4,7 @@
  *
  *   mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX]
  *              [--own-epoch HEX] [--count N] [--counter N] [--path-id N] [--interval-us N] CASE
- * (--key and --epoch are needed by every case but garbage, compat and feedback.)
+ * (--key and --epoch are needed by every case but garbage, compat, feedback and repair.)
  *
  * CASE (and the drop reason mptd must count for it in secure mode):
  *   garbage      100 random bytes, first byte FF                        bad-version
@@ -16,6 +16,9 @@
  *   feedback     a well-formed feedback frame, plain GRE-in-UDP: compat-packet in secure mode,
  *                bad-feedback in compat mode (no feedback without authentication)
  *   feedback-bad a feedback frame of version 9, sealed with --key           bad-feedback
+ *   repair       a well-formed repair request, plain GRE-in-UDP: compat-packet in secure mode,
+ *                bad-repair in compat mode (nothing is sent again without authentication)
+ *   repair-bad   a repair request of version 9, sealed with --key (path id 58) bad-repair
  *   wrong-key    sealed with a random key under --epoch                   auth-failed
  *   stale        sealed with --key under --epoch minus 1                  stale-epoch
  *   own-epoch    sealed with --key under --own-epoch (the receiver's)     own-epoch
@@ -119,6 +122,17 @@ static size_t feedback_frame(uint8_t *buf, size_t size, uint8_t version) {
         return len;
 }
 
+/* A repair request for counters 1..64 of path 0, lane 0; version: its version byte. */
+static size_t repair_frame(uint8_t *buf, size_t size, uint8_t version) {
+        MptRepair r = { .n = 1 };
+        size_t len;
+
+        r.entries[0] = (MptRepairEntry) { .path_id = 0, .lane = 0, .count = MPT_REPAIR_COUNT_MAX, .first = 1 };
+        len = mpt_repair_encode(buf, size, MPT_ETH_P_IP, &r);
+        buf[5] = version;
+        return len;
+}
+
 /* A GRE header (no flags) and an ICMP echo request, as compat mode would carry it. */
 static size_t compat_frame(uint8_t *buf, uint16_t protocol) {
         static const uint8_t icmp[] = {
@@ -216,6 +230,7 @@ int main(int argc, char *argv[]) {
                 }
         if (optind + 1 != argc || !have_to ||
             ((!psk.set || epoch == 0) && !(optind < argc && (streq(argv[optind], "compat") || streq(argv[optind], "feedback") ||
+                                                              streq(argv[optind], "repair") ||
                                                               streq(argv[optind], "garbage"))))) {
                 fprintf(stderr, "usage: mpt-inject --to ADDR:PORT [--spoof ADDR:PORT] [--key BASE64 --epoch HEX] "
                                 "[--own-epoch HEX] [--count N] [--counter N] [--path-id N] "
@@ -296,6 +311,14 @@ int main(int argc, char *argv[]) {
                                 return 1;
                         len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
                                               (MptSecureSender) { .path_id = 60, .counter = counter + i });
+                } else if (streq(what, "repair")) {
+                        len = repair_frame(buf, sizeof buf, MPT_REPAIR_VERSION);
+                } else if (streq(what, "repair-bad")) {
+                        plain = repair_frame(buf + MPT_SECURE_HEADER_SIZE, sizeof buf - MPT_SECURE_HEADER_SIZE - 64, 9);
+                        if (mpt_secure_derive(psk.bytes, epoch, false, &keys) < 0)
+                                return 1;
+                        len = mpt_secure_seal(buf, plain, &keys, MPT_CIPHER_CHACHA20_POLY1305, 0,
+                                              (MptSecureSender) { .path_id = 58, .counter = counter + i });
                 } else {
                         fprintf(stderr, "mpt-inject: unknown case '%s'\n", what);
                         return 2;

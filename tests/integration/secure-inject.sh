@@ -8,7 +8,8 @@
 # moved one also come from a new source port.
 #
 # Asserts, for each case (garbage, truncated, oversized, bad-version, bad-header, compat,
-# feedback (plain), feedback-bad (sealed, version 9), wrong-key, stale, own-epoch, replay, moved
+# feedback (plain), feedback-bad (sealed, version 9), repair (plain), repair-bad (sealed, version
+# 9), wrong-key, stale, own-epoch, replay, moved
 # (authentic, sealed as a's path p1 seals, far ahead of its counters)):
 #   - the named drop counter of path p0 at b goes up by exactly the number of datagrams sent
 #     (replay: the first copy is authentic and counts as gre-protocol, every re-sent copy as
@@ -120,6 +121,9 @@ inject compat compat-packet 5 --spoof
 # Feedback moves traffic: unauthenticated it is nothing, authenticated but malformed it is named.
 inject feedback compat-packet 5 --spoof
 inject feedback-bad bad-feedback 5 --spoof
+# So does a repair request (it makes the sender send again): the same.
+inject repair compat-packet 5 --spoof
+inject repair-bad bad-repair 5 --spoof
 inject wrong-key auth-failed 5 --spoof
 inject stale stale-epoch 5 --spoof
 inject own-epoch own-epoch 5 --spoof

@@ -148,6 +148,7 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_BAD_FEEDBACK] = "bad-feedback",
         [MPT_DROP_PATH_MISMATCH] = "path-mismatch",
         [MPT_DROP_EPOCH_LIMITED] = "epoch-limited",
+        [MPT_DROP_BAD_REPAIR] = "bad-repair",
 };
 
 static void test_drop_reason_enum(void) {
@@ -594,6 +595,83 @@ static void test_feedback_bad(const void *data) {
         g_assert_cmpint(mpt_frame_decode(buf, n, &f), ==, -1);
         g_assert_cmpint(f.kind, ==, MPT_FRAME_FEEDBACK);
         g_assert_cmpint(mpt_feedback_decode(&f, &got), ==, MPT_DROP_BAD_FEEDBACK);
+}
+
+/* Repair requests: byte for byte as mptd(8) describes them, and back. */
+static void test_repair(void) {
+        MptRepair r = { .n = 2 }, got;
+        uint8_t buf[MPT_REPAIR_SIZE_MAX], want[64];
+        size_t n, wn;
+        MptFrame f;
+
+        r.entries[0] = (MptRepairEntry) { .path_id = 3, .lane = 1, .count = 2, .first = 0x0102030405060708 };
+        r.entries[1] = (MptRepairEntry) { .path_id = 63, .lane = 63, .count = MPT_REPAIR_COUNT_MAX, .first = 1 };
+        n = mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r);
+        wn = unhex_into("00000800" "b0" "01" "02" "0c" "03010002" "0102030405060708" "3f3f0040" "0000000000000001",
+                        want, sizeof want);
+        g_assert_cmpuint(n, ==, wn);
+        g_assert_cmpmem(buf, n, want, wn);
+        g_assert_cmpint(mpt_frame_decode(buf, n, &f), ==, -1);
+        g_assert_cmpint(f.kind, ==, MPT_FRAME_REPAIR);
+        g_assert_cmpint(mpt_repair_decode(&f, &got), ==, -1);
+        g_assert_cmpuint(got.n, ==, 2);
+        for (unsigned i = 0; i < 2; i++) {
+                g_assert_cmpuint(got.entries[i].path_id, ==, r.entries[i].path_id);
+                g_assert_cmpuint(got.entries[i].lane, ==, r.entries[i].lane);
+                g_assert_cmpuint(got.entries[i].count, ==, r.entries[i].count);
+                g_assert_cmpuint(got.entries[i].first, ==, r.entries[i].first);
+        }
+        /* Too small a buffer, no entry, too many, or an entry out of range: nothing. */
+        g_assert_cmpuint(mpt_repair_encode(buf, n - 1, MPT_ETH_P_IP, &r), ==, 0);
+        r.n = 0;
+        g_assert_cmpuint(mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r), ==, 0);
+        r.n = MPT_REPAIR_ENTRIES_MAX + 1;
+        g_assert_cmpuint(mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r), ==, 0);
+        r.n = 1;
+        r.entries[0].count = 0;
+        g_assert_cmpuint(mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r), ==, 0);
+        r.entries[0].count = 1;
+        r.entries[0].path_id = 64;
+        g_assert_cmpuint(mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r), ==, 0);
+
+        /* Entries of a later version, longer: the first 12 bytes count, the rest is skipped. */
+        wn = unhex_into("00000800" "b0" "01" "01" "10" "03010002" "0000000000000009" "ffffffff", want, sizeof want);
+        g_assert_cmpint(mpt_frame_decode(want, wn, &f), ==, -1);
+        g_assert_cmpint(mpt_repair_decode(&f, &got), ==, -1);
+        g_assert_cmpuint(got.n, ==, 1);
+        g_assert_cmpuint(got.entries[0].first, ==, 9);
+        g_assert_cmpuint(got.entries[0].count, ==, 2);
+}
+
+#define RP_GRE "00000800"
+#define RP_ENTRY "03010002" "0000000000000009"
+static const FeedbackVector bad_repair[] = {
+        { "version-0", RP_GRE "b0" "00" "01" "0c" RP_ENTRY },
+        { "version-2", RP_GRE "b0" "02" "01" "0c" RP_ENTRY },
+        { "no-entry", RP_GRE "b0" "01" "00" "0c" },
+        { "33-entries", RP_GRE "b0" "01" "21" "0c" RP_ENTRY },
+        { "entry-11", RP_GRE "b0" "01" "01" "0b" "030100020000000000000009" },
+        { "short", RP_GRE "b0" "01" "02" "0c" RP_ENTRY },
+        { "long", RP_GRE "b0" "01" "01" "0c" RP_ENTRY "00" },
+        { "header-only", RP_GRE "b0" "01" "01" },
+        { "path-id-64", RP_GRE "b0" "01" "01" "0c" "40010002" "0000000000000009" },
+        { "lane-64", RP_GRE "b0" "01" "01" "0c" "03400002" "0000000000000009" },
+        { "count-0", RP_GRE "b0" "01" "01" "0c" "03010000" "0000000000000009" },
+        { "count-65", RP_GRE "b0" "01" "01" "0c" "03010041" "0000000000000009" },
+        { "counter-0", RP_GRE "b0" "01" "01" "0c" "03010002" "0000000000000000" },
+        { "with-sequence", "10000800" "00000001" "b0" "01" "01" "0c" RP_ENTRY },
+};
+
+static void test_repair_bad(const void *data) {
+        const FeedbackVector *v = data;
+        uint8_t buf[MPT_REPAIR_SIZE_MAX + 64];
+        size_t n = unhex_into(v->hex, buf, sizeof buf);
+        MptRepair got;
+        MptFrame f;
+
+        g_assert_cmpint(mpt_frame_decode(buf, n, &f), ==, -1);
+        g_assert_cmpint(f.kind, ==, MPT_FRAME_REPAIR);
+        g_assert_cmpint(mpt_repair_decode(&f, &got), ==, MPT_DROP_BAD_REPAIR);
 }
 
 static void test_keepalive_truncation(void) {
@@ -1171,6 +1249,14 @@ static void test_garbage(void) {
                                         g_assert_true(fb.n >= 1 && fb.n <= MPT_FEEDBACK_ENTRIES_MAX);
                                 else
                                         g_assert_cmpint(r, ==, MPT_DROP_BAD_FEEDBACK);
+                        } else if (f.kind == MPT_FRAME_REPAIR) {
+                                MptRepair rp;
+                                g_assert_cmphex(f.payload[0], ==, MPT_CONTROL_REPAIR);
+                                r = mpt_repair_decode(&f, &rp);
+                                if (r == -1)
+                                        g_assert_true(rp.n >= 1 && rp.n <= MPT_REPAIR_ENTRIES_MAX);
+                                else
+                                        g_assert_cmpint(r, ==, MPT_DROP_BAD_REPAIR);
                         } else {
                                 MptKeepalive ka;
                                 g_assert_cmpint(f.kind, ==, MPT_FRAME_KEEPALIVE);
@@ -1221,6 +1307,11 @@ int main(int argc, char *argv[]) {
         for (size_t i = 0; i < G_N_ELEMENTS(bad_feedback); i++) {
                 g_autofree char *p = g_strdup_printf("/mpt/wire/feedback/bad/%s", bad_feedback[i].name);
                 g_test_add_data_func(p, &bad_feedback[i], test_feedback_bad);
+        }
+        g_test_add_func("/mpt/wire/repair", test_repair);
+        for (size_t i = 0; i < G_N_ELEMENTS(bad_repair); i++) {
+                g_autofree char *p = g_strdup_printf("/mpt/wire/repair/bad/%s", bad_repair[i].name);
+                g_test_add_data_func(p, &bad_repair[i], test_repair_bad);
         }
         for (size_t i = 0; i < G_N_ELEMENTS(drop_vectors); i++) {
                 g_autofree char *p = g_strdup_printf("/mpt/wire/drop/%s", drop_vectors[i].name);
