@@ -1378,7 +1378,7 @@ static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len) {
         cost = (uint64_t) len * UINT64_C(1000000000) / rate;
         old = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
         do
-                next = MAX(old, now) + cost;
+                next = MIN(MAX(old, now) + cost, now + PACE_AHEAD_MAX_NSEC);
         while (!__atomic_compare_exchange_n(&t->pace_next[p], &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
@@ -1703,19 +1703,19 @@ static void worker_tx(Worker *w, const Snapshot *s) {
 
         update_run(w, s);
         for (unsigned n = 0; n < dataplane_options.batch; n++) {
-                /* Paths with half the vector's slots or more are ahead of their pace: the
-                 * packets wait in the TUN device's queue until one of them is due again. Fewer
-                 * are passed over (transmit_segments()): a path with a small share, or one
-                 * whose pace is slow for the slots it has (a vector has at least one slot per
-                 * path), must not hold back the others. */
+                /* Paths with more than half the vector's slots are ahead of their pace: the
+                 * packets wait in the TUN device's queue until one of them is due again (or
+                 * PACE_PAUSE_MAX_NSEC). Fewer are passed over (transmit_segments()): a path
+                 * with a small share, or one whose pace is slow for the slots it has (a vector
+                 * has at least one slot per path), must not hold back the others. */
                 if (paced != 0) {
-                        uint64_t until, ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now_nsec(), &until);
+                        uint64_t now = now_nsec(), until, ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now, &until);
                         size_t slots = 0;
 
                         for (uint64_t m = ahead; m != 0; m &= m - 1)
                                 slots += w->vector_slots[__builtin_ctzll(m)];
-                        if (ahead != 0 && slots * 2 >= s->vector_len) {
-                                tun_pause(w, true, until);
+                        if (ahead != 0 && slots * 2 > s->vector_len) {
+                                tun_pause(w, true, MIN(until, now + PACE_PAUSE_MAX_NSEC));
                                 break;
                         }
                 }

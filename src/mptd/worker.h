@@ -15,8 +15,13 @@
  * moment it has moved more than WORKER_BUSY_PACKETS within one (4000 a second). */
 #define WORKER_QUIET_PACKETS 10u
 #define WORKER_BUSY_PACKETS 40u
-/* Pacing (Tunnel.pace_rate): how far ahead of its pace the tunnel may send, as a burst. */
+/* Pacing (Tunnel.pace_rate): how far ahead of its pace a path may be sent on, as a burst; how far
+ * ahead it may get at all (a window of segments on a path whose pace is slow would otherwise keep
+ * it out of use for seconds, and a pause for as long); the longest pause of the TUN device before
+ * a worker looks again (the vector or the paces may have changed). */
 #define PACE_BURST_NSEC (5 * UINT64_C(1000000))
+#define PACE_AHEAD_MAX_NSEC (50 * UINT64_C(1000000))
+#define PACE_PAUSE_MAX_NSEC (10 * UINT64_C(1000000))
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
 /* Sealed datagrams of one TUN packet: its bytes, and per segment the headers and overhead. */
 #define WORKER_CRYPT_SIZE \
