@@ -36,7 +36,11 @@ repair() {
 # udp_run LABEL: UDP a -> b; sets LOST SENT (and the loss in per mille, PERMILLE).
 udp_run() {
         local out
-        out=$(it_iperf_udp "$b_tun" 5 20M)
+        # iperf3 once (of about 20 runs) ended without a result here (no sum_received): once more.
+        out=$(it_iperf_udp "$b_tun" 5 20M) || {
+                it_note "$1: iperf3 gave no result; once more"
+                out=$(it_iperf_udp "$b_tun" 5 20M)
+        }
         read -r LOST SENT _ <<<"$out"
         PERMILLE=$(python3 -c "print('%.2f' % ($LOST * 1000 / max($SENT, 1)))")
         it_note "$1: $LOST of $SENT datagrams missing ($PERMILLE per mille)"
