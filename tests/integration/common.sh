@@ -314,3 +314,17 @@ for side in ("a", "b"):
 print(total, " ".join(parts))
 EOF
 }
+
+# it_inject_plain CASE REASON WHAT: mpt-inject (MPT_INJECT=) sends 5 plain CASE frames from a's
+# path p0 (forged source) at b's p0; b must count exactly 5 more drops of REASON on p0.
+# WHAT names them in the messages.
+it_inject_plain() {
+        local what=$1 reason=$2 name=$3 before after
+        before=$(lab_json b "p['p0']['drops']['$reason']")
+        lab_exec a "$MPT_INJECT" --to "$(lab_path_addr b 0 4):4754" --spoof "$(lab_path_addr a 0 4):4754" --count 5 "$what" ||
+                it_fail "mpt-inject failed"
+        sleep 0.3
+        after=$(lab_json b "p['p0']['drops']['$reason']")
+        it_note "compat: b dropped $((after - before)) of 5 $name as $reason"
+        [ $((after - before)) = 5 ] || it_soft_fail "compat: expected 5 $reason drops at b, got $((after - before))"
+}
