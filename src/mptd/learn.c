@@ -78,8 +78,10 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
         p->span_queue_max = MAX(p->span_queue_max, learn_queue_delay(p));
         p->peak = s->peak;
         /* A peak rate credits the path at once (no span needed), unless a saturated span was
-         * more recent than it can be. */
-        if (s->peak > 0 && now >= p->peak_ignore_until && s->peak / 8 * 7 > p->rate) {
+         * more recent than it can be. It only ever raises the credit: before the first span, a
+         * burst of a few datagrams of light traffic (a ping, a handshake) is no measure of the
+         * path, and must not put it below the initial credit of the others. */
+        if (s->peak > 0 && now >= p->peak_ignore_until && s->peak / 8 * 7 > learn_rate(p)) {
                 p->rate = MAX(s->peak / 8 * 7, LEARN_RATE_MIN);
                 changed_by_peak = true;
         }
@@ -139,15 +141,25 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                  * the initial credit: a trickle at the start says nothing). */
                 uint64_t cur = MAX(learn_rate(p), MAX(delivered, LEARN_RATE_MIN));
 
+                /* Growth goes no further than a little above what the path was seen to carry,
+                 * over the span or in a burst (whose rate is the bottleneck's when the burst
+                 * queued there), once the receiver reports bursts: a credit far above both is a
+                 * guess that the next split turns into a standing queue, and the cut after it
+                 * into a swing. */
+                uint64_t limit = p->peak == 0 ? UINT64_MAX
+                                              : MAX(MIN(MAX(p->peak, delivered), UINT64_MAX / 8) /
+                                                            LEARN_GROW_LIMIT_DEN * LEARN_GROW_LIMIT_NUM,
+                                                    learn_rate(p));
+
                 if (cur >= UINT64_MAX / 4 || delivered < cur / 2)
                         ; /* it did not even use what it is credited with */
                 else if (others_saturated)
                         /* It kept up where another did not: it is owed more of the traffic. */
-                        cur += cur / 4 + MIN(tunnel_rate, UINT64_MAX / 4) / 32;
+                        cur = MIN(cur + cur / 4 + MIN(tunnel_rate, UINT64_MAX / 4) / 32, limit);
                 else if (p->capped && delivered >= cur / 8 * 5 && q < LEARN_BUSY_QUEUE_USEC)
                         /* Water-filling wants to give it more than its credit (it is preferred),
                          * and it carried most of what it got without a queue: try more. */
-                        cur = cur / 8 * 9;
+                        cur = MIN(cur / 8 * 9, limit);
                 /* Otherwise the credit does not grow by itself: splitting by the rates needs
                  * only how they compare, which saturations (and burst rates) tell; credits that
                  * grew with what each path happened to be given would drift apart when the

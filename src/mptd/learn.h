@@ -66,6 +66,11 @@
 #define LEARN_PEAK_IGNORE_USEC (10 * USEC_PER_SEC)
 /* A saturated path is credited with at least 1/LEARN_PEAK_FLOOR_DIV of its current burst rate. */
 #define LEARN_PEAK_FLOOR_DIV 2u
+/* While the receiver reports a burst rate for the path, its credit grows (learn_sample()) to at
+ * most LEARN_GROW_LIMIT_NUM/LEARN_GROW_LIMIT_DEN of the larger of that and what the path
+ * delivered over the span (it is never cut for that: a credit that stood higher stays). */
+#define LEARN_GROW_LIMIT_NUM 5u
+#define LEARN_GROW_LIMIT_DEN 4u
 /* The one-way delay's minimum is taken over this window (two halves, as a rolling minimum). */
 #define LEARN_OWD_WINDOW_USEC (10 * USEC_PER_SEC)
 /* Rates are bytes per second; a path is never credited with less than this. */

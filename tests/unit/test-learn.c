@@ -345,6 +345,7 @@ static void test_three_lossy(void) {
 static void test_capacity_step(void) {
         Sim sim;
         double share[PATHS];
+        usec_t waited;
 
         sim_init(&sim, 2);
         sim_path(&sim, 0, 50, 20, 0);
@@ -366,13 +367,19 @@ static void test_capacity_step(void) {
         g_assert_cmpfloat(share[0], <=, 0.25);
 
         /* Back up: nothing changes while the sender needs no more than the other path carries
-         * (the elastic sender ramps up slowly after its last loss); once it does, the path that
+         * (the elastic sender ramps up slowly after its last loss, which may have been just
+         * before the path came back); once it does (the other path saturates), the path that
          * came back is learned again within about half a second. */
         sim_run(&sim, 8 * USEC_PER_SEC);
         sim_path(&sim, 0, 50, 20, 0);
-        sim_run(&sim, 2 * USEC_PER_SEC);
+        for (waited = 0; !sim.p[1].learn.saturated; waited += 10 * USEC_PER_MSEC) {
+                g_assert_cmpuint(waited, <, 8 * USEC_PER_SEC);
+                sim_run(&sim, 10 * USEC_PER_MSEC);
+        }
+        sim_run(&sim, USEC_PER_SEC);
         sim_shares(&sim, USEC_PER_SEC, share);
-        g_test_message("2 s after the path came back: shares %.3f %.3f, delivered %.1f Mbit/s", share[0], share[1], sim_delivered(&sim, USEC_PER_SEC));
+        g_test_message("the path came back; the other saturated %.2f s later; 1 s after that: shares %.3f %.3f, delivered %.1f Mbit/s",
+                       waited / 1e6, share[0], share[1], sim_delivered(&sim, USEC_PER_SEC));
         assert_share(share[0], 0.5, 0.08, "the path that came back");
         sim_done(&sim);
 }
@@ -682,10 +689,34 @@ static void test_restart(void) {
         g_assert_false(p.have_prev);
 }
 
+/* Peak rates only raise a path's credit: a slow burst of light traffic before the first span (a
+ * ping's two datagrams) leaves it at the initial credit, which the other paths start with too;
+ * a fast one raises it at once. */
+static void test_peak_raises_only(void) {
+        LearnPath p;
+        LearnSample s = { .datagrams = 2, .sent = 1000, .arrival = 5000, .bytes = 200, .packets = 2,
+                          .peak = 64000 /* 512 kbit/s */ };
+
+        learn_path_reset(&p);
+        learn_sample(&p, &s, 10 * USEC_PER_MSEC, false, 0);
+        g_assert_cmpuint(learn_rate(&p), ==, LEARN_RATE_INITIAL);
+        g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_INITIAL * LEARN_PACE_START_GAIN);
+        s.datagrams++, s.sent += 1000, s.arrival += 1000, s.bytes += 1400, s.packets++;
+        s.peak = 8 * LEARN_RATE_INITIAL;
+        g_assert_true(learn_sample(&p, &s, 20 * USEC_PER_MSEC, false, 0));
+        g_assert_cmpuint(learn_rate(&p), ==, 7 * LEARN_RATE_INITIAL);
+        /* and a later slow burst does not take it back */
+        s.datagrams++, s.sent += 1000, s.arrival += 1000, s.bytes += 1400, s.packets++;
+        s.peak = 64000;
+        g_assert_false(learn_sample(&p, &s, 30 * USEC_PER_MSEC, false, 0));
+        g_assert_cmpuint(learn_rate(&p), ==, 7 * LEARN_RATE_INITIAL);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/mpt/learn/weights", test_weights);
         g_test_add_func("/mpt/learn/restart", test_restart);
+        g_test_add_func("/mpt/learn/peak-raises-only", test_peak_raises_only);
         g_test_add_func("/mpt/learn/queue-delay", test_queue_delay);
         g_test_add_func("/mpt/learn/pace-rate", test_pace_rate);
         g_test_add_func("/mpt/learn/two-unequal", test_two_unequal);
