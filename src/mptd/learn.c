@@ -104,11 +104,21 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                               ? (uint32_t) ((dpk_tx - dpk_rx) * 1000000 / dpk_tx)
                               : 0;
         q = learn_queue_delay(p);
+        /* Loss over a span in which no queue stood is the path's own (radio, a lossy line): its
+         * average is the floor above which loss says that a queue overflowed. */
+        if (p->span_queue_max < LEARN_QUEUE_SAT_USEC && dpk_tx >= LEARN_LOSS_FLOOR_MIN_DATAGRAMS) {
+                if (!p->have_loss_floor)
+                        p->loss_floor_ppm = p->loss_ppm;
+                else
+                        p->loss_floor_ppm = p->loss_floor_ppm - p->loss_floor_ppm / LEARN_LOSS_FLOOR_DIV +
+                                            p->loss_ppm / LEARN_LOSS_FLOOR_DIV;
+                p->have_loss_floor = true;
+        }
         /* The receiver took longer than we did for the same datagrams: they queued. */
         if (dt_rx * LEARN_STRETCH_DIV > dt_tx * (LEARN_STRETCH_DIV + 1) ||
             (q > LEARN_QUEUE_SAT_USEC && q > 4 * p->owd_jitter) ||
-            (p->loss_ppm >= LEARN_LOSS_SAT_PPM && p->span_queue_max > LEARN_QUEUE_SAT_USEC &&
-             p->span_queue_max > 2 * p->owd_jitter))
+            ((uint64_t) p->loss_ppm >= LEARN_LOSS_SAT_PPM + 2 * (uint64_t) p->loss_floor_ppm &&
+             p->span_queue_max > LEARN_QUEUE_SAT_USEC && p->span_queue_max > 2 * p->owd_jitter))
                 p->sat_run++;
         else
                 p->sat_run = 0;

@@ -59,6 +59,13 @@
  * and drops at its tail no longer grows, and its delay swings as TCP backs off and comes again,
  * so that neither of the first two may see it; random loss comes without a queue. */
 #define LEARN_LOSS_SAT_PPM 5000u
+/* ... above twice the path's own loss: the average loss (weight 1/LEARN_LOSS_FLOOR_DIV per span)
+ * of spans in which no queue of LEARN_QUEUE_SAT_USEC stood (and that sent at least
+ * LEARN_LOSS_FLOOR_MIN_DATAGRAMS): a radio link or a noisy line loses that much at any load, and
+ * its random loss next to a queue of a few ms must not read as an overflow (which would cut it,
+ * and grow the others past what they carry). */
+#define LEARN_LOSS_FLOOR_DIV 8u
+#define LEARN_LOSS_FLOOR_MIN_DATAGRAMS 20u
 /* After a span that was saturated throughout, peak rates are not trusted for this long: what
  * the path delivered while busy is a better measure than a burst's rate, which the receiving
  * thread's scheduling can inflate (a batch read late looks like a fast burst); a path whose
@@ -102,6 +109,8 @@ typedef struct LearnPath {
         uint64_t rate;         /* learned: bytes per second the path can take; 0 before any sample */
         uint64_t delivered;    /* measured over the last span, bytes per second */
         uint32_t loss_ppm;     /* datagrams lost over the last span, parts per million */
+        bool have_loss_floor;
+        uint32_t loss_floor_ppm; /* the path's own loss, without a queue (LEARN_LOSS_FLOOR_DIV) */
         bool saturated;        /* over the last LEARN_SAT_SPANS spans */
         bool was_saturated;    /* at some span since the last reset: its rate was measured full */
         unsigned sat_run;      /* spans in a row that looked saturated */

@@ -712,11 +712,61 @@ static void test_peak_raises_only(void) {
         g_assert_cmpuint(learn_rate(&p), ==, 7 * LEARN_RATE_INITIAL);
 }
 
+/* Feeds the path a span of 100 ms in four feedback samples 25 ms apart, 100 datagrams of 1000
+ * bytes sent, `lost` of them lost; `spike` (us) of queueing delay at the second sample only. */
+static void feed_span(LearnPath *p, LearnSample *s, usec_t *now, unsigned lost, usec_t spike) {
+        for (unsigned i = 0; i < 4; i++) {
+                unsigned rx = 25 - (i < lost % 4 ? lost / 4 + 1 : lost / 4);
+
+                *now += 25 * USEC_PER_MSEC;
+                s->datagrams += 25;
+                s->sent = *now - 20 * USEC_PER_MSEC;
+                s->arrival = *now + RX_OFFSET + (i == 1 ? spike : 0);
+                s->bytes += 1000 * rx;
+                s->packets += rx;
+                learn_sample(p, s, *now, false, 0);
+        }
+}
+
+/* Random loss (a radio link) is the path's own: the same loss next to a short queue is no
+ * overflow; much more than it is. */
+static void test_loss_floor(void) {
+        LearnPath p;
+        LearnSample s = {};
+        usec_t now = USEC_PER_SEC;
+
+        learn_path_reset(&p);
+        for (unsigned i = 0; i < 20; i++)
+                feed_span(&p, &s, &now, 2, 0); /* 2 %, no queue */
+        g_assert_true(p.have_loss_floor);
+        g_assert_cmpuint(p.loss_floor_ppm, >=, 15000);
+        g_assert_cmpuint(p.loss_floor_ppm, <=, 25000);
+        g_assert_false(p.saturated);
+        for (unsigned i = 0; i < 3; i++) {
+                feed_span(&p, &s, &now, 2, 12 * USEC_PER_MSEC);
+                g_assert_false(p.saturated);
+        }
+        for (unsigned i = 0; i < 3; i++) /* the spans of learn_sample() begin a sample later */
+                feed_span(&p, &s, &now, 8, 12 * USEC_PER_MSEC);
+        g_assert_true(p.saturated);
+
+        /* Without a floor (a clean path), 2 % next to the same queue is an overflow. */
+        learn_path_reset(&p);
+        s = (LearnSample) {};
+        for (unsigned i = 0; i < 20; i++)
+                feed_span(&p, &s, &now, 0, 0);
+        g_assert_cmpuint(p.loss_floor_ppm, ==, 0);
+        for (unsigned i = 0; i < 3; i++)
+                feed_span(&p, &s, &now, 2, 12 * USEC_PER_MSEC);
+        g_assert_true(p.saturated);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/mpt/learn/weights", test_weights);
         g_test_add_func("/mpt/learn/restart", test_restart);
         g_test_add_func("/mpt/learn/peak-raises-only", test_peak_raises_only);
+        g_test_add_func("/mpt/learn/loss-floor", test_loss_floor);
         g_test_add_func("/mpt/learn/queue-delay", test_queue_delay);
         g_test_add_func("/mpt/learn/pace-rate", test_pace_rate);
         g_test_add_func("/mpt/learn/two-unequal", test_two_unequal);
