@@ -195,8 +195,10 @@ void feedback_handle(Tunnel *t, const ControlEvent *ev) {
                 p->learn_news = now;
                 if (!found)
                         continue; /* a control frame's counter, or one too old to remember */
+                /* Saturated, or at its capacity with a queue at this host (learn.h). */
                 for (size_t j = 0; j < t->n_paths; j++)
-                        others |= j != e->path_id && t->paths[j]->learn.saturated &&
+                        others |= j != e->path_id &&
+                                  (t->paths[j]->learn.saturated || t->paths[j]->learn.queued_locally) &&
                                   t->paths[j]->learn.updated + USEC_PER_SEC > now;
                 s = (LearnSample) {
                         .datagrams = e->sent,
@@ -205,6 +207,7 @@ void feedback_handle(Tunnel *t, const ControlEvent *ev) {
                         .bytes = e->bytes,
                         .packets = e->packets,
                         .peak = e->peak_rate,
+                        .queued_locally = tunnel_path_queued_locally(t, e->path_id),
                 };
                 if (learn_sample(&p->learn, &s, now, others, total))
                         changed = true;

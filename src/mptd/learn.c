@@ -177,6 +177,9 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                  * sent. */
                 p->rate = cur;
         }
+        if (s->queued_locally && p->prev.queued_locally)
+                p->rate = MIN(p->rate, MAX(delivered / LEARN_LOCAL_CEIL_DEN * LEARN_LOCAL_CEIL_NUM, LEARN_RATE_MIN));
+        p->queued_locally = s->queued_locally && p->prev.queued_locally;
         p->delivered = delivered;
         p->span_queue_max = q;
         p->prev = *s;

@@ -73,6 +73,16 @@
 #define LEARN_PEAK_IGNORE_USEC (10 * USEC_PER_SEC)
 /* A saturated path is credited with at least 1/LEARN_PEAK_FLOOR_DIV of its current burst rate. */
 #define LEARN_PEAK_FLOOR_DIV 2u
+/* A path whose datagrams wait in a queue of this host (a qdisc, the driver: tbf on the veths of
+ * tests/lab's equal paths, a slow local link) at both ends of a span was busy throughout, and its
+ * bottleneck is here, out of sight of the one-way delays and of loss: what it delivered is what
+ * it carries. It is credited with at most LEARN_LOCAL_CEIL_NUM/LEARN_LOCAL_CEIL_DEN of that, and
+ * counts as saturated for the others' growth (feedback.c), so that a path with room takes more
+ * until it queues too. Without it, credits ran to 2-5 times such a path's rate on burst rates
+ * alone, and the path with the largest share bounded the tunnel (tests/lab/mpt-lab, 4 x 100
+ * Mbit/s: one run in three or four at 225-320 Mbit/s). */
+#define LEARN_LOCAL_CEIL_NUM 9u
+#define LEARN_LOCAL_CEIL_DEN 8u
 /* While the receiver reports a burst rate for the path, its credit grows (learn_sample()) to at
  * most LEARN_GROW_LIMIT_NUM/LEARN_GROW_LIMIT_DEN of the larger of that and what the path
  * delivered over the span (it is never cut for that: a credit that stood higher stays). */
@@ -95,6 +105,7 @@ typedef struct LearnSample {
         uint64_t bytes;   /* bytes received of the path by then (cumulative) */
         uint32_t packets; /* datagrams received by then (cumulative, mod 2^32) */
         uint64_t peak;    /* the receiver's peak rate of the path lately (bytes/s; 0: unknown) */
+        bool queued_locally; /* our datagrams of the path wait in a queue of this host now */
 } LearnSample;
 
 typedef struct LearnPath {
@@ -115,6 +126,7 @@ typedef struct LearnPath {
         bool was_saturated;    /* at some span since the last reset: its rate was measured full */
         unsigned sat_run;      /* spans in a row that looked saturated */
         bool capped;           /* the last split wanted to give it more than its credit */
+        bool queued_locally;   /* at the start and the end of the last span (LearnSample) */
         usec_t updated;        /* our clock at the last span's end; 0: never */
         uint64_t peak;         /* the receiver's latest peak rate */
         usec_t peak_ignore_until;
@@ -199,7 +211,10 @@ uint64_t learn_pace_rate(const LearnPath *p);
  * delay of the paths) / (Q + its own), at least 1/2: a path whose queue stands longer than the
  * others' (its credit ran ahead of it, or the load grew past it first) gets less until the queues
  * stand alike, so that they fill, and overflow, together. */
-#define LEARN_QUEUE_BALANCE_USEC (10 * USEC_PER_MSEC)
+/* Q is 25 ms: with 10 ms, a path whose queue swung between 3 and 20 ms (the feedback takes a round
+ * trip to show the effect of a split) swung between 23 % and 11 % of the traffic in scenario A
+ * (100 + 20 Mbit/s), half a round trip behind its queue, and delivered 91 % of what it carries. */
+#define LEARN_QUEUE_BALANCE_USEC (25 * USEC_PER_MSEC)
 #define LEARN_HEADROOM_DIV 4u /* plus a quarter */
 bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,
                    bool *ret_capped);

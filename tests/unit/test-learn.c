@@ -609,20 +609,22 @@ static void test_weights(void) {
                 g_assert_cmpuint(w[2], ==, 50 * mbit / LEARN_WEIGHT_UNIT);
         }
         /* Queue balance: 20 ms of queue on the 100 Mbit/s path, 5 on the others: it gets
-         * (10 + 5) / (10 + 20) = 1/2 of its rate; 40 ms would give 15/50, but not below 1/2. */
+         * (B + 5) / (B + 20) of its rate (B = LEARN_QUEUE_BALANCE_USEC, 25 ms: 2/3); with 8 ms,
+         * (B + 5) / (B + 8); 60 ms would give 30/85, but not below 1/2. */
         a.have_owd = b.have_owd = c.have_owd = true;
         a.owd_min[0] = b.owd_min[0] = c.owd_min[0] = 1000;
         a.owd = 1000 + 20000;
         b.owd = c.owd = 1000 + 5000;
         learn_weights(lp, pref, 3, 0, w, NULL);
-        g_assert_cmpuint(w[0], ==, 50 * mbit / LEARN_WEIGHT_UNIT);
+        g_assert_cmpuint(w[0], ==, 100 * mbit * (LEARN_QUEUE_BALANCE_USEC + 5000) / (LEARN_QUEUE_BALANCE_USEC + 20000) / LEARN_WEIGHT_UNIT);
+        g_assert_cmpuint(w[0], <, 100 * mbit * 3 / 4 / LEARN_WEIGHT_UNIT);
         g_assert_cmpuint(w[1], ==, 20 * mbit / LEARN_WEIGHT_UNIT);
-        a.owd = 1000 + 40000;
+        a.owd = 1000 + 60000;
         learn_weights(lp, pref, 3, 0, w, NULL);
         g_assert_cmpuint(w[0], ==, 50 * mbit / LEARN_WEIGHT_UNIT);
         a.owd = 1000 + 8000;
         learn_weights(lp, pref, 3, 0, w, NULL);
-        g_assert_cmpuint(w[0], ==, 100 * mbit * 15 / 18 / LEARN_WEIGHT_UNIT);
+        g_assert_cmpuint(w[0], ==, 100 * mbit * (LEARN_QUEUE_BALANCE_USEC + 5000) / (LEARN_QUEUE_BALANCE_USEC + 8000) / LEARN_WEIGHT_UNIT);
         learn_path_reset(&a);
         learn_path_reset(&b);
         learn_path_reset(&c);
@@ -761,12 +763,38 @@ static void test_loss_floor(void) {
         g_assert_true(p.saturated);
 }
 
+/* A path whose datagrams queue at this host is credited with little more than it delivers, however
+ * high its burst rates took it; only a queue at both ends of a span counts. */
+static void test_local_queue(void) {
+        LearnPath p;
+        LearnSample s = {};
+        usec_t now = USEC_PER_SEC;
+
+        learn_path_reset(&p);
+        p.rate = 200 * UINT64_C(125000); /* 200 Mbit/s */
+        for (unsigned i = 0; i < 8; i++) /* 100 datagrams of 1000 bytes per 100 ms: 8 Mbit/s */
+                feed_span(&p, &s, &now, 0, 0);
+        g_assert_cmpuint(p.rate, ==, 200 * UINT64_C(125000));
+        g_assert_false(p.queued_locally);
+        s.queued_locally = true; /* from the next sample on: the span that ends at it began without */
+        feed_span(&p, &s, &now, 0, 0);
+        feed_span(&p, &s, &now, 0, 0);
+        g_assert_true(p.queued_locally);
+        g_assert_cmpuint(p.rate, >=, 8 * UINT64_C(125000));
+        g_assert_cmpuint(p.rate, <=, 8 * UINT64_C(125000) / LEARN_LOCAL_CEIL_DEN * LEARN_LOCAL_CEIL_NUM + 1000);
+        g_assert_false(p.saturated);
+        s.queued_locally = false;
+        feed_span(&p, &s, &now, 0, 0);
+        g_assert_false(p.queued_locally);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/mpt/learn/weights", test_weights);
         g_test_add_func("/mpt/learn/restart", test_restart);
         g_test_add_func("/mpt/learn/peak-raises-only", test_peak_raises_only);
         g_test_add_func("/mpt/learn/loss-floor", test_loss_floor);
+        g_test_add_func("/mpt/learn/local-queue", test_local_queue);
         g_test_add_func("/mpt/learn/queue-delay", test_queue_delay);
         g_test_add_func("/mpt/learn/pace-rate", test_pace_rate);
         g_test_add_func("/mpt/learn/two-unequal", test_two_unequal);
