@@ -38,6 +38,7 @@
 #include "devclass.h"
 #include "netdev.h"
 #include "profile.h"
+#include "show-fields.h"
 #include "tunnel.h"
 #include "wire.h"
 
@@ -533,7 +534,7 @@ static void bold_words(const char *l, Words *ret) {
 /* Field keys that ctl_write_show() writes: the string literal after every "ctl_writer_field(w, ";
  * and the groups of keys built at run time from a format ("drop.%s", "worker_rx.%u"), as "drop.",
  * "worker_rx.". */
-static size_t show_fields(const char *ctl_c, Words *ret, Words *ret_groups) {
+static size_t ctl_show_fields(const char *ctl_c, Words *ret, Words *ret_groups) {
         static const char call[] = "ctl_writer_field(w, \"";
         _cleanup_free_ char *buf = NULL;
         size_t size;
@@ -580,7 +581,7 @@ static void check_show_fields(const Page *p, const char *ctl_c, const char *cons
         Words fields = {}, groups = {}, tags = {}, bold = {};
         size_t b, e, sb, se;
 
-        if (show_fields(ctl_c, &fields, &groups) == 0) {
+        if (ctl_show_fields(ctl_c, &fields, &groups) == 0) {
                 words_done(&groups);
                 return;
         }
@@ -616,6 +617,36 @@ static void check_show_fields(const Page *p, const char *ctl_c, const char *cons
                 if (!words_has(&tags, groups.w[i]))
                         problem("%s: show fields '%s*' (built from a format in %s) have no entry in OUTPUT/Dump",
                                 p->filename, groups.w[i], ctl_c);
+        /* Code <-> the table of show fields (show-fields.h), which gives mptctl's JSON its types. */
+        for (size_t i = 0; i < fields.n; i++)
+                if (!show_field_lookup("tunnel", fields.w[i]) && !show_field_lookup("path", fields.w[i]))
+                        problem("%s: show field '%s' is not in the table of show fields (src/shared/show-fields.c)",
+                                ctl_c, fields.w[i]);
+        for (size_t i = 0; i < groups.n; i++) {
+                char member[128];
+                snprintf(member, sizeof member, "%sx", groups.w[i]);
+                if (!show_field_lookup("tunnel", member) && !show_field_lookup("path", member))
+                        problem("%s: show fields '%s*' are not in the table of show fields (src/shared/show-fields.c)",
+                                ctl_c, groups.w[i]);
+        }
+        for (size_t i = 0; i < show_fields_n; i++) {
+                const char *n = show_fields[i].name;
+                size_t len = strlen(n);
+                bool written;
+
+                if (len >= 2 && streq(n + len - 2, ".*")) {
+                        _cleanup_free_ char *group = strndup(n, len - 1);
+                        if (!group)
+                                abort();
+                        written = words_has(&groups, group);
+                        for (size_t k = 0; !written && k < fields.n; k++)
+                                written = startswith(fields.w[k], group);
+                } else
+                        written = words_has(&fields, n);
+                if (!written)
+                        problem("src/shared/show-fields.c: the table has %s field '%s', but %s writes no such field",
+                                show_fields[i].record, n, ctl_c);
+        }
         /* Page -> code: nothing documented that is not written any more. */
         for (size_t i = 0; i < tags.n; i++) {
                 const char *t = tags.w[i];

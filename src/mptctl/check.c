@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include "mptctl.h"
+#include "show-fields.h"
 #include "netdev.h"
 #include "profile.h"
 
@@ -127,6 +128,36 @@ int verb_keys(int argc, char **argv) {
                         fputs("}", stdout);
                 } else
                         printf("[%s] %s=%s  (default: %s)\n", mpt_section_to_string(k->section), k->name, k->syntax, def);
+        }
+        if (arg_json)
+                fputs("\n]\n", stdout);
+        return 0;
+}
+
+/* mptctl fields : the fields of mptctl show, from the table of show fields (show-fields.h). */
+int verb_fields(int argc, char **argv) {
+        if (argc != 1) {
+                fprintf(stderr, "mptctl: usage: mptctl fields\n");
+                return -EINVAL;
+        }
+        if (arg_json)
+                fputs("[", stdout);
+        for (size_t i = 0; i < show_fields_n; i++) {
+                const ShowField *f = &show_fields[i];
+
+                if (arg_json) {
+                        printf("%s\n  {\"record\": \"%s\", \"field\": ", i ? "," : "", f->record);
+                        json_string(stdout, f->name);
+                        printf(", \"type\": \"%s\", \"unit\": ", show_type_to_string(f->type));
+                        if (f->unit)
+                                json_string(stdout, f->unit);
+                        else
+                                fputs("null", stdout);
+                        fputs("}", stdout);
+                } else if (f->unit)
+                        printf("%-7s %-26s %-8s %s\n", f->record, f->name, show_type_to_string(f->type), f->unit);
+                else
+                        printf("%-7s %-26s %s\n", f->record, f->name, show_type_to_string(f->type));
         }
         if (arg_json)
                 fputs("\n]\n", stdout);

@@ -31,6 +31,7 @@ static void help(void) {
                "  path TUNNEL PATH up|down           Take a path out of or back into use\n"
                "  check [--strict] FILE...           Check profiles; every problem as FILE:LINE\n"
                "  keys                               List the profile keys\n"
+               "  fields                             List the fields of show, with types and units\n"
                "  genkey                             Print a new private key (X25519), as wg genkey\n"
                "  pubkey                             Print the public key of the private key on stdin\n"
                "  genpsk                             Print a new pre-shared key for Key= or KeyFile=\n"
@@ -67,6 +68,7 @@ static const struct {
         { "path", verb_path, NULL },
         { "check", verb_check, check_options },
         { "keys", verb_keys, NULL },
+        { "fields", verb_fields, NULL },
         { "genkey", verb_genkey, NULL },
         { "genpsk", verb_genpsk, NULL },
         { "pubkey", verb_pubkey, NULL },

@@ -104,11 +104,13 @@ int verb_monitor(int argc, char **argv) {
                                         up++;
                                 format_usec(ctl_record_get(rec, "rtt_us"), rtt, sizeof rtt);
                                 loss = ctl_record_get(rec, "loss_rx");
-                                if (arg_json)
-                                        printf("%s{\"name\": \"%s\", \"state\": \"%s\", \"tx_mbit\": %.3f, "
-                                               "\"rx_mbit\": %.3f}",
-                                               k ? ", " : "", cur[k].name, strempty(ctl_record_get(rec, "state")), tx, rx);
-                                else {
+                                if (arg_json) {
+                                        printf("%s{\"name\": ", k ? ", " : "");
+                                        json_string(stdout, cur[k].name);
+                                        fputs(", \"state\": ", stdout);
+                                        json_string(stdout, strempty(ctl_record_get(rec, "state")));
+                                        printf(", \"tx_mbit\": %.3f, \"rx_mbit\": %.3f}", tx, rx);
+                                } else {
                                         const char *loss_tx = ctl_record_get(rec, "loss_tx");
                                         char lossbuf[32];
                                         snprintf(lossbuf, sizeof lossbuf, "%s/%s",

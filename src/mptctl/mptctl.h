@@ -32,6 +32,7 @@ int verb_path(int argc, char **argv);
 int verb_check(int argc, char **argv);
 int verb_monitor(int argc, char **argv);
 int verb_keys(int argc, char **argv);
+int verb_fields(int argc, char **argv);
 int verb_genkey(int argc, char **argv);
 int verb_genpsk(int argc, char **argv);
 int verb_pubkey(int argc, char **argv);

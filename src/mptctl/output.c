@@ -5,6 +5,7 @@
 
 #include "mptctl.h"
 #include "parse-util.h"
+#include "show-fields.h"
 
 void format_bytes(uint64_t b, char *buf, size_t size) {
         static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -76,38 +77,42 @@ void json_string(FILE *f, const char *s) {
         fputc('"', f);
 }
 
-static bool looks_integer(const char *v) {
-        if (isempty(v))
-                return false;
-        if (v[0] == '0' && v[1] != 0)
-                return false; /* "0042": an identifier, not a number */
-        for (const char *p = v; *p; p++)
-                if (!isdigit((unsigned char) *p))
-                        return false;
-        return true;
-}
+/* A value as its field's type says (show-fields.h); a field the table does not know (from a newer
+ * mptd), or a value not of its type, is a string: text is never taken for a number. */
+static void json_value(FILE *f, const char *record, const char *key, const char *v) {
+        const ShowField *field = show_field_lookup(record, key);
+        ShowType type = field && show_value_valid(field->type, v) ? field->type : SHOW_STRING;
 
-static bool looks_decimal(const char *v) {
-        const char *dot = strchr(v, '.');
-        if (!dot || dot == v || dot[1] == 0)
-                return false;
-        for (const char *p = v; *p; p++)
-                if (!isdigit((unsigned char) *p) && p != dot)
-                        return false;
-        return true;
-}
-
-static void json_value(FILE *f, const char *v) {
-        if (isempty(v))
-                fputs("null", f);
-        else if (looks_integer(v) || looks_decimal(v))
+        if (isempty(v)) {
+                fputs(type == SHOW_LIST ? "[]" : "null", f);
+                return;
+        }
+        switch (type) {
+        case SHOW_INTEGER:
+        case SHOW_DECIMAL:
                 fputs(v, f);
-        else if (streq(v, "yes"))
-                fputs("true", f);
-        else if (streq(v, "no"))
-                fputs("false", f);
-        else
+                break;
+        case SHOW_BOOLEAN:
+                fputs(streq(v, "yes") ? "true" : "false", f);
+                break;
+        case SHOW_LIST:
+                fputc('[', f);
+                for (const char *p = v; p;) {
+                        const char *comma = strchr(p, ',');
+                        _cleanup_free_ char *item = comma ? strndup(p, (size_t) (comma - p)) : strdup(p);
+
+                        if (!item)
+                                break; /* out of memory: the array ends early */
+                        if (p != v)
+                                fputs(", ", f);
+                        json_string(f, item);
+                        p = comma ? comma + 1 : NULL;
+                }
+                fputc(']', f);
+                break;
+        default:
                 json_string(f, v);
+        }
 }
 
 /* Fields named "group.key" are collected into an object "group" (drops, reorder). The object is
@@ -135,7 +140,7 @@ static void json_record(FILE *f, const CtlRecord *rec, const char *indent, bool 
                 fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
                 json_string(f, k);
                 fputs(": ", f);
-                json_value(f, rec->fields[i].value);
+                json_value(f, rec->type, k, rec->fields[i].value);
                 first = false;
         }
         for (size_t g = 0; g < n_groups; g++) {
@@ -157,7 +162,7 @@ static void json_record(FILE *f, const CtlRecord *rec, const char *indent, bool 
                         fprintf(f, "%s ", gfirst ? "" : ",");
                         json_string(f, k + glen + 1);
                         fputs(": ", f);
-                        json_value(f, rec->fields[i].value);
+                        json_value(f, rec->type, k, rec->fields[i].value);
                         gfirst = false;
                 }
                 fputs(" }", f);

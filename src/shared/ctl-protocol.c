@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "ctl-protocol.h"
+#include "show-fields.h"
 #include "parse-util.h"
 
 #define MAX_WORDS 8
@@ -253,6 +254,19 @@ int ctl_writer_begin(CtlWriter *w, int error, const char *message) {
 
 void ctl_writer_record(CtlWriter *w, const char *type) {
         fprintf(w->f, "\n%s", type);
+        w->record = type;
+}
+
+static void check_field(CtlWriter *w, const char *key, const char *value) {
+        const ShowField *f;
+
+        if (!w->record || (!streq(w->record, "tunnel") && !streq(w->record, "path")))
+                return;
+        f = show_field_lookup(w->record, key);
+        if (f && show_value_valid(f->type, value))
+                return;
+        if (w->bad++ == 0)
+                snprintf(w->bad_key, sizeof w->bad_key, "%s.%s%s", w->record, key, f ? " (value not of its type)" : "");
 }
 
 void ctl_writer_field(CtlWriter *w, const char *key, const char *fmt, ...) {
@@ -267,6 +281,7 @@ void ctl_writer_field(CtlWriter *w, const char *key, const char *fmt, ...) {
                 buf = NULL;
                 return; /* the memstream fails too and ctl_writer_finish() reports it */
         }
+        check_field(w, key, buf);
         fprintf(w->f, "\t%s=", key);
         /* Percent-encode what would break the framing, and '%' itself. */
         for (const unsigned char *p = (const unsigned char *) buf; *p; p++)

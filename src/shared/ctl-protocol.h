@@ -67,11 +67,17 @@ int ctl_reply_parse(const char *buf, size_t len, CtlReply *ret);
 void ctl_reply_done(CtlReply *reply);
 const char *ctl_record_get(const CtlRecord *rec, const char *key);
 
-/* Building replies. ctl_writer_field() percent-encodes the value. */
+/* Building replies. ctl_writer_field() percent-encodes the value, and checks fields of the show
+ * records ("tunnel", "path") against the table of show fields (show-fields.h): one it has not,
+ * or a value not of the field's type, is counted in bad (the first one's key kept), for the
+ * caller to report; it is written all the same. */
 typedef struct CtlWriter {
         FILE *f;
         char *buf;
         size_t size;
+        const char *record; /* the current record's type (a literal), NULL before the first */
+        size_t bad;
+        char bad_key[64];
 } CtlWriter;
 
 int ctl_writer_begin(CtlWriter *w, int error, const char *message);

@@ -65,11 +65,11 @@ expect() {
         echo "ok: mptctl $*<TAB>: $got"
 }
 
-expect "check genkey genpsk keys monitor path pubkey show" ""
+expect "check fields genkey genpsk keys monitor path pubkey show" ""
 expect "show" sh
 expect "--help --json --version -h -j" -
 expect "--json" --j
-expect "check genkey genpsk keys monitor path pubkey show" --json ""
+expect "check fields genkey genpsk keys monitor path pubkey show" --json ""
 
 expect "dump lab other" show ""
 expect "lab" --json show l
@@ -102,6 +102,7 @@ expect "--strict" check --s
 expect "-x.conf" check -- -
 expect "-x.conf a.conf b.netdev sub.d" check --strict a.conf ""
 expect "" keys ""
+expect "" fields ""
 expect "" genkey ""
 expect "" genpsk ""
 expect "" pubkey ""
