@@ -25,6 +25,7 @@ static void help(void) {
                "\n"
                "Commands:\n"
                "  show [TUNNEL] [dump]               Paths, state, counters, drops by reason\n"
+               "  showconf TUNNEL                    The running configuration, as a profile\n"
                "  monitor TUNNEL [--interval=S] [--count=N]\n"
                "                                     Live per-path rates\n"
                "  path TUNNEL PATH set weight N      Change a path's weight (0: backup)\n"
@@ -64,6 +65,7 @@ static const struct {
         const struct option *options;
 } verbs[] = {
         { "show", verb_show, NULL },
+        { "showconf", verb_showconf, NULL },
         { "monitor", verb_monitor, monitor_options },
         { "path", verb_path, NULL },
         { "check", verb_check, check_options },

@@ -33,6 +33,7 @@ int verb_check(int argc, char **argv);
 int verb_monitor(int argc, char **argv);
 int verb_keys(int argc, char **argv);
 int verb_fields(int argc, char **argv);
+int verb_showconf(int argc, char **argv);
 int verb_genkey(int argc, char **argv);
 int verb_genpsk(int argc, char **argv);
 int verb_pubkey(int argc, char **argv);

@@ -256,6 +256,78 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         }
 }
 
+/* Root or mptd's own user (not a member of the control group). */
+static bool peer_privileged(int fd) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred)
+                return false;
+        return cred.uid == 0 || cred.uid == geteuid();
+}
+
+typedef struct ShowconfContext {
+        Tunnel *t;
+        bool show_key;
+} ShowconfContext;
+
+static int showconf_override(const MptConfKey *k, size_t path_index, void *userdata, char **value) {
+        ShowconfContext *ctx = userdata;
+
+        if (path_index == SIZE_MAX) {
+                /* The key itself only to root and mptd's own user, not to a control group. */
+                if (!ctx->show_key && k->type == MPT_CONF_KEY) {
+                        *value = NULL;
+                        return 1;
+                }
+                return 0;
+        }
+        if (path_index < ctx->t->n_paths && ctx->t->paths[path_index]->weight_runtime_set &&
+            streq(k->name, "Weight"))
+                return asprintf(value, "%" PRIu32, ctx->t->paths[path_index]->weight_runtime) < 0 ? -ENOMEM : 1;
+        return 0;
+}
+
+/* The one field of a showconf "line" record (not a show field: see show-fields.h). */
+#define SHOWCONF_TEXT "text"
+
+/* mptctl showconf: the running configuration as a profile, one "line" record per line: the
+ * profile as mptd read it, with the weights set at run time (mptctl path ... set weight); a path
+ * taken down by mptctl gets a comment. */
+static int ctl_write_showconf(Tunnel *t, CtlWriter *w, bool show_key) {
+        ShowconfContext ctx = { .t = t, .show_key = show_key };
+        _cleanup_free_ char *text = NULL;
+        char *line, *save = NULL;
+        int r;
+
+        r = profile_to_text_with(t->profile, showconf_override, &ctx, &text);
+        if (r < 0)
+                return r;
+        for (line = text; line; line = save) {
+                save = strchr(line, '\n');
+                if (save)
+                        *save++ = 0;
+                if (!save && *line == 0)
+                        break; /* after the last newline */
+                ctl_writer_record(w, "line");
+                ctl_writer_field(w, SHOWCONF_TEXT, "%s", line);
+                if (startswith(line, "Name="))
+                        for (size_t i = 0; i < t->n_paths; i++)
+                                if (t->paths[i]->admin_down && streq(t->paths[i]->name, line + 5)) {
+                                        ctl_writer_record(w, "line");
+                                        ctl_writer_field(w, SHOWCONF_TEXT, "%s",
+                                                         "# taken down with mptctl path ... down (not a profile key)");
+                                }
+        }
+        if (t->profile->tunnel.key.set && !show_key) {
+                ctl_writer_record(w, "line");
+                ctl_writer_field(w, SHOWCONF_TEXT, "%s", "");
+                ctl_writer_record(w, "line");
+                ctl_writer_field(w, SHOWCONF_TEXT, "%s", "# Key= is left out: only root and mptd's own user see it");
+        }
+        return 0;
+}
+
 static void handle_request(CtlConnection *c, const char *buf, size_t len, bool authorized) {
         Tunnel *t = c->server->tunnel;
         char denied[160];
@@ -282,7 +354,7 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
                 r = -EPERM, err = denied;
         } else {
                 r = ctl_request_parse(buf, len, &req, &err);
-                if (r >= 0 && req.command != CTL_COMMAND_SHOW) {
+                if (r >= 0 && req.command != CTL_COMMAND_SHOW && req.command != CTL_COMMAND_SHOWCONF) {
                         Path *p = tunnel_find_path(t, req.path);
                         if (!p) {
                                 r = -ENOENT;
@@ -309,6 +381,14 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
                         log_tunnel_error_errno(t, 0, "BUG: %zu show field%s not in the table of show fields, the first: %s",
                                          w.bad, w.bad == 1 ? "" : "s", w.bad_key);
                         reported = true;
+                }
+        }
+        if (r >= 0 && req.command == CTL_COMMAND_SHOWCONF) {
+                r = ctl_write_showconf(t, &w, peer_privileged(c->fd));
+                if (r < 0) {
+                        ctl_writer_abandon(&w);
+                        if (ctl_writer_begin(&w, r, strerror(-r)) < 0)
+                                return;
                 }
         }
         if (ctl_writer_finish(&w, &reply, &reply_len) < 0)

@@ -59,6 +59,8 @@ int ctl_request_parse(const char *buf, size_t len, CtlRequest *ret, const char *
 
         if (streq(words[1], "show") && n == 2)
                 req.command = CTL_COMMAND_SHOW;
+        else if (streq(words[1], "showconf") && n == 2)
+                req.command = CTL_COMMAND_SHOWCONF;
         else if (streq(words[1], "path") && n >= 4) {
                 if (!object_name_valid(words[2])) {
                         *reterr = "invalid path name";
@@ -95,6 +97,9 @@ int ctl_request_format(const CtlRequest *req, char *buf, size_t size) {
         switch (req->command) {
         case CTL_COMMAND_SHOW:
                 r = snprintf(buf, size, MPT_CTL_MAGIC " show");
+                break;
+        case CTL_COMMAND_SHOWCONF:
+                r = snprintf(buf, size, MPT_CTL_MAGIC " showconf");
                 break;
         case CTL_COMMAND_PATH_WEIGHT:
                 r = snprintf(buf, size, MPT_CTL_MAGIC " path %s weight %u", req->path, req->weight);

@@ -8,12 +8,15 @@
  *
  * Request:  "MPT/1 <command> [<argument>...]" (words separated by single spaces):
  *             MPT/1 show
+ *             MPT/1 showconf
  *             MPT/1 path NAME weight N
  *             MPT/1 path NAME up|down
  * Reply:    first line "MPT/1 ok" or "MPT/1 error ERRNO MESSAGE", then one record per line:
  *           "TYPE<TAB>key=value<TAB>key=value...". Keys contain no whitespace and no '='. Values
  *           are percent-encoded: every byte <= 0x20, 0x7f and '%' itself as %XX (upper-case hex);
- *           a value may be empty. Record types of "show": "tunnel" (one), "path" (one per path).
+ *           a value may be empty. Record types of "show": "tunnel" (one), "path" (one per path);
+ *           of "showconf": "line" (one per line of the running configuration, as a profile: its
+ *           field "text").
  */
 
 #include "macro.h"
@@ -29,6 +32,7 @@ typedef enum CtlCommand {
         CTL_COMMAND_PATH_WEIGHT,
         CTL_COMMAND_PATH_UP,
         CTL_COMMAND_PATH_DOWN,
+        CTL_COMMAND_SHOWCONF,
         _CTL_COMMAND_MAX,
         _CTL_COMMAND_INVALID = -EINVAL,
 } CtlCommand;

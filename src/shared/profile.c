@@ -981,15 +981,27 @@ int profile_format_value_shown(const MptConfKey *k, const void *config, char **r
         return profile_format_value(k, config, ret);
 }
 
-static int write_section(FILE *f, MptSection section, const void *config, const unsigned *key_line) {
+static int write_section(FILE *f, MptSection section, const void *config, const unsigned *key_line,
+                         ProfileTextOverride override, void *userdata, size_t path_index) {
         fprintf(f, "[%s]\n", mpt_section_to_string(section));
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
                 _cleanup_free_ char *v = NULL;
-                int r;
+                int r = 0;
 
                 if (k->section != section)
                         continue;
+                if (override) {
+                        r = override(k, path_index, userdata, &v);
+                        if (r < 0)
+                                return r;
+                }
+                if (r > 0) {
+                        /* The caller's value, or (NULL) none. */
+                        if (v)
+                                fprintf(f, "%s=%s\n", k->name, v);
+                        continue;
+                }
                 /* Write what was set explicitly, and always the name. */
                 if (!key_line[conf_key_index(k)] && !streq(k->name, "Name"))
                         continue;
@@ -1011,6 +1023,10 @@ static int write_section(FILE *f, MptSection section, const void *config, const 
 }
 
 int profile_to_text(const MptProfile *p, char **ret) {
+        return profile_to_text_with(p, NULL, NULL, ret);
+}
+
+int profile_to_text_with(const MptProfile *p, ProfileTextOverride override, void *userdata, char **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         FILE *f;
@@ -1019,10 +1035,10 @@ int profile_to_text(const MptProfile *p, char **ret) {
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        r = write_section(f, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line);
+        r = write_section(f, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line, override, userdata, SIZE_MAX);
         for (size_t i = 0; r >= 0 && i < p->n_paths; i++) {
                 fputc('\n', f);
-                r = write_section(f, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line);
+                r = write_section(f, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line, override, userdata, i);
         }
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;

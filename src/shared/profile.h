@@ -207,6 +207,11 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d);
 int profile_format_value(const MptConfKey *k, const void *config, char **ret);
 /* A complete native profile for p (only keys that differ from their defaults, plus Name=). */
 int profile_to_text(const MptProfile *p, char **ret);
+/* The same, but asking override(k, path_index (SIZE_MAX: the tunnel section), userdata, &value)
+ * for every key first: > 0 writes *value instead of what the profile has (a NULL *value: no
+ * line at all), 0 goes on as profile_to_text() does, < 0 fails with that. */
+typedef int (*ProfileTextOverride)(const MptConfKey *k, size_t path_index, void *userdata, char **value);
+int profile_to_text_with(const MptProfile *p, ProfileTextOverride override, void *userdata, char **ret);
 
 const MptPathConfig *profile_find_path(const MptProfile *p, const char *name);
 

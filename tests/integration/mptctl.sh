@@ -14,7 +14,10 @@
 #   - `path lab p0 set weight 3` takes effect at once: weight 3 (source "runtime"), and under a
 #     TCP load the shares follow 3:1:1 within ±5 % (relative to the expected share);
 #   - `path lab p1 down`: p1 is "admin-down" at a, "peer-down" at b (within 1 s), and neither end
-#     sends data on it (tx_bytes growth 0 under load); `path lab p1 up`: "up" again on both
+#     sends data on it (tx_bytes growth 0 under load);
+#   - `showconf lab` then prints a profile that `mptctl check` accepts, with Weight=3 in p0's
+#     section, a "taken down" comment in p1's, the profile's keys (and its Key=, as root);
+#   - `path lab p1 up`: "up" again on both
 #     ends and p1 carries traffic again;
 #   - errors exit with status 1 and say why: unknown path ("tunnel 'lab' has no path ..."),
 #     unknown tunnel ("... is not running"), weight 10001, -1 or "abc" ("invalid weight"),
@@ -130,6 +133,25 @@ for side in a b; do
                 [ "$d" -gt 0 ] || it_fail "$p at $side: expected tx_bytes to grow under load, it did not"
         done
 done
+
+# ---- showconf: the running configuration, with the runtime weight and the downed path ----
+(umask 077; lab_ctl a showconf lab > "$LAB_DIR/showconf.conf")
+# The [Path] section of p0 (from its Name= to the next section) has Weight=3, the one of p1 the
+# comment; every key of a's profile file is there with its value (as the parser writes it back).
+awk '/^\[/ { sec = $0 } /^Name=/ { name = $0 } sec == "[Path]" && name == "Name=p0" && $0 == "Weight=3" { w = 1 }
+     sec == "[Path]" && name == "Name=p1" && /^# taken down/ { d = 1 } END { exit !(w && d) }' "$LAB_DIR/showconf.conf" ||
+        it_fail "mptctl showconf lab: expected Weight=3 for p0 and a 'taken down' comment for p1, got: $(cat "$LAB_DIR/showconf.conf")"
+for key in Name Address Peer Scheduler KeepaliveInterval DeadTime Remote Interface; do
+        grep -q "^$key=" "$LAB_DIR/showconf.conf" || it_fail "mptctl showconf lab: no $key= line in: $(cat "$LAB_DIR/showconf.conf")"
+done
+if grep -q '^Key=' "$LAB_DIR/a.conf"; then
+        grep -qxF "$(grep '^Key=' "$LAB_DIR/a.conf")" "$LAB_DIR/showconf.conf" ||
+                it_fail "mptctl showconf lab (as root): the profile's Key= is missing"
+fi
+out=$(lab_ctl a check "$LAB_DIR/showconf.conf") || it_fail "mptctl check of showconf's output: $out"
+[ "$out" = "$LAB_DIR/showconf.conf: OK (tunnel 'lab', 3 paths)" ] ||
+        it_fail "mptctl check of showconf's output: expected OK with 3 paths, got '$out'"
+it_note "showconf: $(wc -l < "$LAB_DIR/showconf.conf") lines, a valid profile; p0 Weight=3, p1 marked down"
 
 # ---- path up ----
 lab_ctl a path lab p1 up

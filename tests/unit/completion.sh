@@ -65,17 +65,19 @@ expect() {
         echo "ok: mptctl $*<TAB>: $got"
 }
 
-expect "check fields genkey genpsk keys monitor path pubkey show" ""
-expect "show" sh
+expect "check fields genkey genpsk keys monitor path pubkey show showconf" ""
+expect "show showconf" sh
 expect "--help --json --version -h -j" -
 expect "--json" --j
-expect "check fields genkey genpsk keys monitor path pubkey show" --json ""
+expect "check fields genkey genpsk keys monitor path pubkey show showconf" --json ""
 
 expect "dump lab other" show ""
 expect "lab" --json show l
 expect "dump" show lab ""
 expect "" show lab dump ""
 
+expect "lab other" showconf ""
+expect "" showconf lab ""
 expect "lab other" monitor ""
 expect "--count --interval" monitor lab --
 expect "" monitor --interval ""
