@@ -99,6 +99,16 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+int client_request(const char *tunnel, const CtlRequest *req, CtlReply *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = client_connect(tunnel, &fd);
+        if (r < 0)
+                return r;
+        return client_call(fd, req, ret);
+}
+
 int client_list_tunnels(char ***ret, size_t *ret_n) {
         DIR *d;
         struct dirent *de;

@@ -13,6 +13,8 @@ extern bool arg_strict;     /* check --strict: warnings are problems */
 /* client.c: talking to mptd. Errors are printed here, once. */
 int client_connect(const char *tunnel, int *ret_fd);
 int client_call(int fd, const CtlRequest *req, CtlReply *ret);
+/* Both: one request to the tunnel's socket, then the connection is closed. */
+int client_request(const char *tunnel, const CtlRequest *req, CtlReply *ret);
 /* Names of the tunnels with a control socket in the runtime directory, sorted. */
 int client_list_tunnels(char ***ret, size_t *ret_n);
 void strv_free_n(char **l, size_t n);

@@ -5,7 +5,6 @@
 
 /* mptctl path TUNNEL PATH set weight N | up | down */
 int verb_path(int argc, char **argv) {
-        _cleanup_close_ int fd = -EBADF;
         CtlRequest req = {};
         CtlReply reply = {};
         int r;
@@ -37,10 +36,7 @@ int verb_path(int argc, char **argv) {
                 return -EINVAL;
         }
 
-        r = client_connect(argv[1], &fd);
-        if (r < 0)
-                return r;
-        r = client_call(fd, &req, &reply);
+        r = client_request(argv[1], &req, &reply);
         if (r < 0)
                 return r;
         ctl_reply_done(&reply);

@@ -4,7 +4,6 @@
 
 /* mptctl showconf TUNNEL: the running configuration, as a profile (mptd's "line" records). */
 int verb_showconf(int argc, char **argv) {
-        _cleanup_close_ int fd = -EBADF;
         CtlRequest req = { .command = CTL_COMMAND_SHOWCONF };
         CtlReply reply = {};
         int r;
@@ -13,10 +12,7 @@ int verb_showconf(int argc, char **argv) {
                 fprintf(stderr, "mptctl: usage: mptctl showconf TUNNEL\n");
                 return -EINVAL;
         }
-        r = client_connect(argv[1], &fd);
-        if (r < 0)
-                return r;
-        r = client_call(fd, &req, &reply);
+        r = client_request(argv[1], &req, &reply);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < reply.n_records; i++)
