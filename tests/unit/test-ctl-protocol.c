@@ -29,6 +29,7 @@ typedef struct {
 static const RequestVector request_vectors[] = {
         { "show", "MPT/1 show", 0, 0, CTL_COMMAND_SHOW, "" },
         { "show-newline", "MPT/1 show\n", 0, 0, CTL_COMMAND_SHOW, "" },
+        { "showconf", "MPT/1 showconf", 0, 0, CTL_COMMAND_SHOWCONF, "" },
         { "weight", "MPT/1 path wan0 weight 5", 0, 0, CTL_COMMAND_PATH_WEIGHT, "wan0", 5 },
         { "weight-0", "MPT/1 path wan0 weight 0", 0, 0, CTL_COMMAND_PATH_WEIGHT, "wan0", 0 },
         { "weight-max", "MPT/1 path wan0 weight 10000", 0, 0, CTL_COMMAND_PATH_WEIGHT, "wan0", 10000 },
@@ -61,6 +62,7 @@ static const RequestVector request_vectors[] = {
           -EINVAL, .error = MALFORMED },
         { "unknown", "MPT/1 frobnicate", 0, -EINVAL, .error = UNKNOWN },
         { "show-extra", "MPT/1 show all", 0, -EINVAL, .error = UNKNOWN },
+        { "showconf-extra", "MPT/1 showconf lab", 0, -EINVAL, .error = UNKNOWN },
         { "show-case", "MPT/1 SHOW", 0, -EINVAL, .error = UNKNOWN },
         { "path-alone", "MPT/1 path", 0, -EINVAL, .error = UNKNOWN },
         { "path-no-command", "MPT/1 path wan0", 0, -EINVAL, .error = UNKNOWN },
@@ -138,6 +140,7 @@ typedef struct {
 
 static const FormatVector format_vectors[] = {
         { { CTL_COMMAND_SHOW }, "MPT/1 show" },
+        { { CTL_COMMAND_SHOWCONF }, "MPT/1 showconf" },
         { { CTL_COMMAND_PATH_WEIGHT, "wan0", 7 }, "MPT/1 path wan0 weight 7" },
         { { CTL_COMMAND_PATH_WEIGHT, "ABCDEFGHIJKLMNO", 10000 }, "MPT/1 path ABCDEFGHIJKLMNO weight 10000" },
         { { CTL_COMMAND_PATH_UP, "lte" }, "MPT/1 path lte up" },
