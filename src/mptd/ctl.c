@@ -65,7 +65,7 @@ static void write_counters(CtlWriter *w, const PathCounters *c, bool traffic) {
 }
 
 static const char *weight_source(const Path *p) {
-        const MptConfKey *k = conf_key_lookup(MPT_SECTION_PATH, "Weight");
+        const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
         if (p->weight_runtime_set)
                 return "runtime";
         if (p->config->key_line[conf_key_index(k)] > 0)
@@ -276,7 +276,7 @@ static int showconf_override(const MptConfKey *k, size_t path_index, void *userd
 
         if (path_index == SIZE_MAX) {
                 /* The key itself only to root and mptd's own user, not to a control group. */
-                if (!ctx->show_key && k->type == MPT_CONF_KEY) {
+                if (!ctx->show_key && (k->flags & MPT_CONF_SECRET)) {
                         *value = NULL;
                         return 1;
                 }

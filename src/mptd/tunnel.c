@@ -70,7 +70,7 @@ Path *tunnel_find_path(Tunnel *t, const char *name) {
 }
 
 uint32_t path_effective_weight(const Path *p) {
-        const MptConfKey *k = conf_key_lookup(MPT_SECTION_PATH, "Weight");
+        const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
 
         if (p->weight_runtime_set)
                 return p->weight_runtime;
@@ -86,7 +86,7 @@ bool path_is_backup(const Path *p) {
          * device-class default applies while nobody chose a weight; too much loss demotes. */
         if (p->demoted || path_effective_weight(p) == 0)
                 return true;
-        if (p->weight_runtime_set && !path_config_is_set(p->config, "Backup"))
+        if (p->weight_runtime_set && !path_config_is_set(p->config, MPT_KEY_PATH_BACKUP))
                 return false;
         return path_config_is_backup(p->config, p->devclass);
 }

@@ -216,7 +216,7 @@ static const ConfCallbacks netdev_callbacks = {
 static void check_device(NetdevState *s, MptDiagnostics *d) {
         MptProfile *p = s->profile;
         const char *file = p->filename;
-        const MptConfKey *name_key = conf_key_lookup(MPT_SECTION_TUNNEL, "Name");
+        const MptConfKey *name_key = conf_key(MPT_KEY_TUNNEL_NAME);
         unsigned mpt_name_line = p->tunnel.key_line[conf_key_index(name_key)];
 
         if (s->netdev_line == 0)

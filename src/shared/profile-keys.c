@@ -4,6 +4,7 @@
  * mpt.conf(5) (generated from this table at build time) and the other front ends all read
  * it. A unit test fails when a key has no documentation. */
 
+#include <assert.h>
 #include <stddef.h>
 
 #include "profile.h"
@@ -15,7 +16,7 @@
 
 const MptConfKey mpt_conf_keys[] = {
         /* [Tunnel] */
-        {
+        [MPT_KEY_TUNNEL_NAME] = {
                 .name = "Name", .section = T(name), .type = MPT_CONF_NAME,
                 .syntax = "NAME",
                 .default_doc = "the profile's file name without \".conf\"",
@@ -26,7 +27,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "(for example one created by systemd-networkd); mptd attaches to it and leaves it "
                        "in place when it exits. Otherwise mptd creates the device and removes it on exit.",
         },
-        {
+        [MPT_KEY_TUNNEL_MODE] = {
                 .name = "Mode", .section = T(mode), .type = MPT_CONF_MODE,
                 .def = MPT_MODE_SECURE, .syntax = "secure|compat",
                 .doc = "\"secure\": every datagram, data and keepalives alike, is authenticated and "
@@ -37,7 +38,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "confidentiality, for talking to original MPT peers; it must be chosen explicitly "
                        "and takes no key. Both ends must use the same mode.",
         },
-        {
+        [MPT_KEY_TUNNEL_KEY] = {
                 .name = "Key", .section = T(key), .type = MPT_CONF_KEY,
                 .flags = MPT_CONF_SECRET, .syntax = "KEY",
                 .default_doc = "none",
@@ -48,7 +49,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "profile itself is private: mptd and mptctl check warn when its group or others can "
                        "read it (mptctl check --strict refuses it). Key= and KeyFile= exclude each other.",
         },
-        {
+        [MPT_KEY_TUNNEL_KEY_FILE] = {
                 .name = "KeyFile", .section = T(key_file), .type = MPT_CONF_PATH,
                 .syntax = "PATH",
                 .default_doc = "none",
@@ -57,7 +58,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "of the profile. The file must be a regular file that is not readable by everyone "
                        "(for example mode 0600, owned by root); otherwise the profile is refused.",
         },
-        {
+        [MPT_KEY_TUNNEL_ADDRESS] = {
                 .name = "Address", .section = T(addresses), .type = MPT_CONF_PREFIX_LIST,
                 .syntax = "ADDRESS[/PREFIXLEN]",
                 .default_doc = "none",
@@ -67,7 +68,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "independent of the paths' IP versions. Leave it empty when something else "
                        "(systemd-networkd, NetworkManager) configures the addresses.",
         },
-        {
+        [MPT_KEY_TUNNEL_PEER] = {
                 .name = "Peer", .section = T(peers), .type = MPT_CONF_PREFIX_LIST, .flags = MPT_CONF_HOST,
                 .syntax = "ADDRESS",
                 .default_doc = "none",
@@ -75,7 +76,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "keepalive frames (which carry both tunnel addresses, as in the original MPT), and "
                        "keepalives that name a different pair of tunnel addresses are dropped.",
         },
-        {
+        [MPT_KEY_TUNNEL_ROUTE] = {
                 .name = "Route", .section = T(routes), .type = MPT_CONF_PREFIX_LIST,
                 .syntax = "PREFIX/LENGTH",
                 .default_doc = "none",
@@ -83,7 +84,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "interface, added when the tunnel starts and removed when it stops). May be given "
                        "several times; an empty value clears the list.",
         },
-        {
+        [MPT_KEY_TUNNEL_MTU] = {
                 .name = "MTU", .section = T(mtu), .type = MPT_CONF_UINT32,
                 .min = 576, .max = 65535, .flags = MPT_CONF_AUTO,
                 .syntax = "BYTES|auto",
@@ -94,19 +95,19 @@ const MptConfKey mpt_conf_keys[] = {
                        "ReorderWindow= is not 0). For 1500-byte links that is 1464 over IPv4 and 1444 "
                        "over IPv6. A tunnel with an IPv6 address needs at least 1280.",
         },
-        {
+        [MPT_KEY_TUNNEL_LOCAL_PORT] = {
                 .name = "LocalPort", .section = T(local_port), .type = MPT_CONF_PORT,
                 .def = MPT_DEFAULT_PORT, .syntax = "PORT",
                 .doc = "Local UDP port of every path socket (the data port). Keepalives use the same "
                        "port. The default is the IANA port for GRE-in-UDP.",
         },
-        {
+        [MPT_KEY_TUNNEL_REMOTE_PORT] = {
                 .name = "RemotePort", .section = T(remote_port), .type = MPT_CONF_PORT,
                 .def = MPT_DEFAULT_PORT, .syntax = "PORT",
                 .doc = "UDP port on the other end that data and keepalives are sent to, unless a path "
                        "sets its own RemotePort=.",
         },
-        {
+        [MPT_KEY_TUNNEL_REORDER_WINDOW] = {
                 .name = "ReorderWindow", .section = T(reorder_window), .type = MPT_CONF_UINT32,
                 .min = 0, .max = 65536, .def = 4096, .syntax = "PACKETS",
                 .doc = "Size of the receive reorder window in packets. When it is not 0 (and "
@@ -116,7 +117,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "delivered a later packet (each path keeps its order), so a lost packet costs no "
                        "waiting. 0 turns sequence numbers and reordering off.",
         },
-        {
+        [MPT_KEY_TUNNEL_REORDER_MAX_DELAY] = {
                 .name = "ReorderMaxDelay", .section = T(reorder_max_delay), .type = MPT_CONF_DURATION,
                 .min = 1 * MS, .max = 10 * S, .def = 500 * MS, .syntax = "DURATION",
                 .doc = "Longest time a packet is ever held in the reorder buffer while an earlier packet "
@@ -126,7 +127,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "at the same time on the fastest), which it learns from the paths' round-trip times "
                        "(mptd(8), REORDERING). This is the bound.",
         },
-        {
+        [MPT_KEY_TUNNEL_SCHEDULER] = {
                 .name = "Scheduler", .section = T(scheduler), .type = MPT_CONF_SCHEDULER,
                 .def = MPT_SCHEDULER_LEARNED, .syntax = "learned|weighted|flow",
                 .default_doc = "learned (weighted in compat mode)",
@@ -141,7 +142,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "one path, and flows are spread by weight; no reordering is needed, but one flow "
                        "cannot use more than one path.",
         },
-        {
+        [MPT_KEY_TUNNEL_WORKERS] = {
                 .name = "Workers", .section = T(workers), .type = MPT_CONF_UINT32,
                 .min = 1, .max = MPT_WORKERS_MAX, .flags = MPT_CONF_AUTO, .syntax = "NUMBER|auto",
                 .default_doc = "auto",
@@ -151,7 +152,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "thread on the last one); more are cut to 63 with a notice.",
         },
 
-        {
+        [MPT_KEY_TUNNEL_FIREWALL] = {
                 .name = "Firewall", .section = T(firewall), .type = MPT_CONF_BOOL,
                 .def = 1, .syntax = "BOOLEAN",
                 .doc = "Whether mptd keeps an nftables table \"inet mpt-NAME\" for the tunnel while it runs "
@@ -168,7 +169,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "that mark in the host firewall, or accept the data port there (see mptd(8), "
                        "\"Firewall and MTU\"). \"no\" leaves nftables alone.",
         },
-        {
+        [MPT_KEY_TUNNEL_FIREWALL_MARK] = {
                 .name = "FirewallMark", .section = T(firewall_mark), .type = MPT_CONF_UINT32,
                 .min = 0, .max = UINT32_MAX, .def = 0, .syntax = "MARK",
                 .default_doc = "0 (no mark)",
@@ -179,13 +180,13 @@ const MptConfKey mpt_conf_keys[] = {
         },
 
         /* [Path] */
-        {
+        [MPT_KEY_PATH_NAME] = {
                 .name = "Name", .section = P(name), .type = MPT_CONF_NAME,
                 .syntax = "NAME",
                 .default_doc = "the value of Interface=, or \"pathN\" (N counting from 0)",
                 .doc = "Name of the path, unique within the tunnel. mptctl and the log use it.",
         },
-        {
+        [MPT_KEY_PATH_INTERFACE] = {
                 .name = "Interface", .section = P(interface), .type = MPT_CONF_IFNAME,
                 .syntax = "IFNAME",
                 .default_doc = "none",
@@ -194,7 +195,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "routing table says, and two paths may share a remote address. Either "
                        "Interface= or LocalAddress= must be set.",
         },
-        {
+        [MPT_KEY_PATH_LOCAL_ADDRESS] = {
                 .name = "LocalAddress", .section = P(local), .type = MPT_CONF_ADDRESS,
                 .syntax = "ADDRESS",
                 .default_doc = "an address of Interface= of the same family as Remote=",
@@ -202,20 +203,20 @@ const MptConfKey mpt_conf_keys[] = {
                        "When it is not set, mptd uses the first usable (global, then other) address of "
                        "the family of Remote= on Interface=.",
         },
-        {
+        [MPT_KEY_PATH_REMOTE] = {
                 .name = "Remote", .section = P(remote), .type = MPT_CONF_ADDRESS,
                 .flags = MPT_CONF_REQUIRED, .syntax = "ADDRESS",
                 .default_doc = "none (required)",
                 .doc = "Address of the other end of this path (an IPv4 or IPv6 address; host names are "
                        "not resolved).",
         },
-        {
+        [MPT_KEY_PATH_REMOTE_PORT] = {
                 .name = "RemotePort", .section = P(remote_port), .type = MPT_CONF_PORT,
                 .syntax = "PORT",
                 .default_doc = "the tunnel's RemotePort=",
                 .doc = "UDP port of the other end of this path.",
         },
-        {
+        [MPT_KEY_PATH_WEIGHT] = {
                 .name = "Weight", .section = P(weight), .type = MPT_CONF_UINT32,
                 .min = 0, .max = MPT_WEIGHT_MAX, .def = 1, .syntax = "0..10000",
                 .default_doc = "the weight the peer advertises for this path (its ReceiveWeight=), or 1",
@@ -230,7 +231,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "load. 0 makes the path a backup path (see Backup=) with either "
                        "scheduler.",
         },
-        {
+        [MPT_KEY_PATH_RECEIVE_WEIGHT] = {
                 .name = "ReceiveWeight", .section = P(receive_weight), .type = MPT_CONF_UINT32,
                 .min = 0, .max = MPT_WEIGHT_MAX, .def = 0, .syntax = "0..10000",
                 .default_doc = "0 (nothing advertised)",
@@ -238,7 +239,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "advertised in keepalives, and the other end uses it for a path whose Weight= is "
                        "not set in its own profile. 0 advertises nothing.",
         },
-        {
+        [MPT_KEY_PATH_KEEPALIVE_INTERVAL] = {
                 .name = "KeepaliveInterval", .section = P(keepalive_interval), .type = MPT_CONF_DURATION,
                 .min = 100 * MS, .max = 3600 * S, .def = 1 * S, .flags = MPT_CONF_ZERO_OFF,
                 .syntax = "DURATION",
@@ -249,7 +250,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "here (interface, link, address and route), since nothing tells whether the other "
                        "end hears it.",
         },
-        {
+        [MPT_KEY_PATH_DEAD_TIME] = {
                 .name = "DeadTime", .section = P(dead_time), .type = MPT_CONF_DURATION,
                 .min = 300 * MS, .max = 24 * 3600 * S, .flags = MPT_CONF_ZERO_OFF,
                 .syntax = "DURATION",
@@ -259,7 +260,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "keepalives arrive again. Must be longer than KeepaliveInterval=. 0 never declares "
                        "the path dead (for peers that send no keepalives).",
         },
-        {
+        [MPT_KEY_PATH_BACKUP] = {
                 .name = "Backup", .section = P(backup), .type = MPT_CONF_BOOL,
                 .def = 0, .syntax = "BOOLEAN",
                 .default_doc = "yes for a cellular (wwan) interface unless Weight= is set, otherwise no",
@@ -270,7 +271,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "modem driver provides) is a backup path, because such links are usually metered; "
                        "mptctl show prints each path's device class.",
         },
-        {
+        [MPT_KEY_PATH_PIN_REMOTE] = {
                 .name = "PinRemote", .section = P(pin_remote), .type = MPT_CONF_BOOL,
                 .def = 0, .syntax = "BOOLEAN",
                 .doc = "By default, when well-formed traffic of this path starts arriving from a new address "
@@ -283,7 +284,7 @@ const MptConfKey mpt_conf_keys[] = {
                        "share a local socket (same interface and local address) follow a new source only "
                        "when a keepalive from it names the path by its token.",
         },
-        {
+        [MPT_KEY_PATH_LOSS_THRESHOLD] = {
                 .name = "LossThreshold", .section = P(loss_threshold), .type = MPT_CONF_PERCENT,
                 .min = 0, .max = 1000, .def = 0, .syntax = "PERCENT",
                 .default_doc = "0 (never demoted)",
@@ -294,3 +295,4 @@ const MptConfKey mpt_conf_keys[] = {
 };
 
 const size_t mpt_conf_keys_n = ELEMENTSOF(mpt_conf_keys);
+static_assert(ELEMENTSOF(mpt_conf_keys) == _MPT_KEY_MAX, "every MptKeyId has its entry in the key table");

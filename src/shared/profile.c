@@ -469,20 +469,18 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         return 0;
 }
 
-static bool is_rejected(uint32_t rejected, MptSection section, const char *key) {
-        const MptConfKey *k = conf_key_lookup(section, key);
-        return k && (rejected & (UINT32_C(1) << conf_key_index(k)));
+static bool is_rejected(uint32_t rejected, MptKeyId id) {
+        return rejected & (UINT32_C(1) << conf_key_index(conf_key(id)));
 }
 
-static unsigned line_of(const unsigned *key_line, MptSection section, const char *key, unsigned fallback) {
-        const MptConfKey *k = conf_key_lookup(section, key);
-        unsigned l = k ? key_line[conf_key_index(k)] : 0;
+static unsigned line_of(const unsigned *key_line, MptKeyId id, unsigned fallback) {
+        unsigned l = key_line[conf_key_index(conf_key(id))];
         return l ?: fallback;
 }
 
-#define TLINE(p, key) line_of((p)->tunnel.key_line, MPT_SECTION_TUNNEL, key, (p)->tunnel.line)
-#define PLINE(path, key) line_of((path)->key_line, MPT_SECTION_PATH, key, (path)->line)
-#define IS_SET(kl, section, key) (line_of((kl), section, key, 0) > 0)
+#define TLINE(p, id) line_of((p)->tunnel.key_line, id, (p)->tunnel.line)
+#define PLINE(path, id) line_of((path)->key_line, id, (path)->line)
+#define IS_SET(kl, id) (line_of((kl), id, 0) > 0)
 
 static char *default_tunnel_name(const char *filename) {
         _cleanup_free_ char *copy = NULL;
@@ -587,20 +585,20 @@ static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
 static void verify_key(MptProfile *p, MptDiagnostics *d) {
         const char *file = p->filename ?: "<input>";
         const MptTunnelConfig *t = &p->tunnel;
-        bool rejected = is_rejected(t->key_rejected, MPT_SECTION_TUNNEL, "Key") ||
-                        is_rejected(t->key_rejected, MPT_SECTION_TUNNEL, "KeyFile") ||
-                        is_rejected(t->key_rejected, MPT_SECTION_TUNNEL, "Mode");
+        bool rejected = is_rejected(t->key_rejected, MPT_KEY_TUNNEL_KEY) ||
+                        is_rejected(t->key_rejected, MPT_KEY_TUNNEL_KEY_FILE) ||
+                        is_rejected(t->key_rejected, MPT_KEY_TUNNEL_MODE);
 
         explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
         if (t->mode == MPT_MODE_COMPAT) {
                 if (t->key.set || t->key_file)
-                        diag_add(d, file, TLINE(p, t->key.set ? "Key" : "KeyFile"),
+                        diag_add(d, file, TLINE(p, t->key.set ? MPT_KEY_TUNNEL_KEY : MPT_KEY_TUNNEL_KEY_FILE),
                                  "Mode=compat sends everything in the clear and takes no key; remove %s= "
                                  "or use Mode=secure", t->key.set ? "Key" : "KeyFile");
                 return;
         }
         if (t->key.set && t->key_file) {
-                diag_add(d, file, TLINE(p, "KeyFile"), "Key= and KeyFile= are both set; use one of them");
+                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "Key= and KeyFile= are both set; use one of them");
                 return;
         }
         if (t->key.set) {
@@ -613,13 +611,13 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                 if (r == -ENOMEM)
                         d->oom = true;
                 else if (r < 0)
-                        diag_add(d, file, TLINE(p, "KeyFile"), "%s", err ?: "cannot read KeyFile=");
+                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "%s", err ?: "cannot read KeyFile=");
                 return;
         }
         /* A file without a tunnel section is reported as such; one message is enough. Front
          * doors without sections (line 0) must still call this with tunnel.line set. */
         if (!rejected && p->tunnel.line > 0)
-                diag_add(d, file, TLINE(p, "Mode"),
+                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_MODE),
                          "secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or "
                          "Mode=compat for original MPT peers");
 }
@@ -629,7 +627,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         size_t errors = diag_count(d);
         bool has_v6 = false;
 
-        if (!p->tunnel.name && !is_rejected(p->tunnel.key_rejected, MPT_SECTION_TUNNEL, "Name")) {
+        if (!p->tunnel.name && !is_rejected(p->tunnel.key_rejected, MPT_KEY_TUNNEL_NAME)) {
                 p->tunnel.name = default_tunnel_name(p->filename);
                 if (!p->tunnel.name)
                         diag_add(d, file, p->tunnel.line,
@@ -642,8 +640,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         /* The learned scheduler needs the other end's feedback, which only secure mode carries
          * (an original MPT peer sends none, and nothing unauthenticated may move traffic). */
         if (p->tunnel.mode == MPT_MODE_COMPAT && p->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
-                if (IS_SET(p->tunnel.key_line, MPT_SECTION_TUNNEL, "Scheduler"))
-                        diag_add(d, file, TLINE(p, "Scheduler"),
+                if (IS_SET(p->tunnel.key_line, MPT_KEY_TUNNEL_SCHEDULER))
+                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_SCHEDULER),
                                  "Scheduler=learned needs the other end's feedback, which only secure mode "
                                  "carries: use Scheduler=weighted (with Weight=) in compat mode");
                 else
@@ -654,7 +652,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
                         has_v6 = true;
         if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < 1280)
-                diag_add(d, file, TLINE(p, "MTU"), "MTU=%u is below 1280, the minimum for a tunnel with "
+                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_MTU), "MTU=%u is below 1280, the minimum for a tunnel with "
                          "an IPv6 address", p->tunnel.mtu);
 
         for (int family = AF_INET; family <= AF_INET6; family += AF_INET6 - AF_INET) {
@@ -663,17 +661,17 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         if (p->tunnel.peers.items[i].family == family)
                                 n++;
                 if (n > 1)
-                        diag_add(d, file, TLINE(p, "Peer"), "more than one %s Peer= address",
+                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_PEER), "more than one %s Peer= address",
                                  family == AF_INET ? "IPv4" : "IPv6");
         }
         for (size_t i = 0; i < p->tunnel.peers.n; i++) {
                 const MptPrefix *pf = &p->tunnel.peers.items[i];
                 if (pf->prefixlen != family_address_size(pf->family) * 8)
-                        diag_add(d, file, TLINE(p, "Peer"), "Peer= takes an address without a prefix length");
+                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_PEER), "Peer= takes an address without a prefix length");
         }
 
         if (p->tunnel.firewall_mark != 0 && !p->tunnel.firewall)
-                diag_add(d, file, TLINE(p, "FirewallMark"), "FirewallMark= needs Firewall=yes");
+                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_FIREWALL_MARK), "FirewallMark= needs Firewall=yes");
 
         if (p->n_paths == 0)
                 diag_add(d, file, 0, "no [%s] section: a tunnel needs at least one path",
@@ -696,35 +694,35 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         }
                 }
 
-                if (!address_is_set(&path->remote) && !is_rejected(path->key_rejected, MPT_SECTION_PATH, "Remote"))
+                if (!address_is_set(&path->remote) && !is_rejected(path->key_rejected, MPT_KEY_PATH_REMOTE))
                         diag_add(d, file, path->line, "path '%s' has no Remote= address", path->name);
                 if (path->interface && p->tunnel.name && streq(path->interface, p->tunnel.name))
-                        diag_add(d, file, PLINE(path, "Interface"),
+                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_INTERFACE),
                                  "path '%s': Interface=%s is the tunnel's own interface", path->name, path->interface);
                 if (!path->interface && !address_is_set(&path->local) &&
-                    !is_rejected(path->key_rejected, MPT_SECTION_PATH, "Interface") &&
-                    !is_rejected(path->key_rejected, MPT_SECTION_PATH, "LocalAddress"))
+                    !is_rejected(path->key_rejected, MPT_KEY_PATH_INTERFACE) &&
+                    !is_rejected(path->key_rejected, MPT_KEY_PATH_LOCAL_ADDRESS))
                         diag_add(d, file, path->line, "path '%s' needs Interface= or LocalAddress=", path->name);
                 if (address_is_set(&path->local) && address_is_set(&path->remote) &&
                     path->local.family != path->remote.family)
-                        diag_add(d, file, PLINE(path, "LocalAddress"),
+                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_LOCAL_ADDRESS),
                                  "path '%s': LocalAddress= is %s but Remote= is %s", path->name,
                                  path->local.family == AF_INET ? "IPv4" : "IPv6",
                                  path->remote.family == AF_INET ? "IPv4" : "IPv6");
 
-                if (!IS_SET(path->key_line, MPT_SECTION_PATH, "DeadTime"))
+                if (!IS_SET(path->key_line, MPT_KEY_PATH_DEAD_TIME))
                         path->dead_time = 3 * path->keepalive_interval;
                 else if (path->dead_time > 0 && path->keepalive_interval == 0)
-                        diag_add(d, file, PLINE(path, "DeadTime"),
+                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_DEAD_TIME),
                                  "path '%s': DeadTime= needs keepalives, but KeepaliveInterval=0", path->name);
                 else if (path->dead_time > 0 && path->dead_time <= path->keepalive_interval)
-                        diag_add(d, file, PLINE(path, "DeadTime"),
+                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_DEAD_TIME),
                                  "path '%s': DeadTime= must be longer than KeepaliveInterval=", path->name);
 
                 for (size_t j = 0; j < i; j++) {
                         const MptPathConfig *o = &p->paths[j];
                         if (o->name && streq(o->name, path->name))
-                                diag_add(d, file, PLINE(path, "Name"),
+                                diag_add(d, file, PLINE(path, MPT_KEY_PATH_NAME),
                                          "duplicate path name '%s' (first at line %u); set a unique Name=",
                                          path->name, o->line);
                         else if (streq(strempty(o->interface), strempty(path->interface)) &&
@@ -877,12 +875,12 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
         if (!p->tunnel.key.set || exposed == 0)
                 return false;
         if (p->from_netdev)
-                diag_add(d, p->filename ?: "<input>", TLINE(p, "Key"),
+                diag_add(d, p->filename ?: "<input>", TLINE(p, MPT_KEY_TUNNEL_KEY),
                          "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
                          "readable by root and systemd-networkd only (chmod 640, group systemd-network), or move "
                          "the key to KeyFile=", who, (unsigned) p->file_mode);
         else
-                diag_add(d, p->filename ?: "<input>", TLINE(p, "Key"),
+                diag_add(d, p->filename ?: "<input>", TLINE(p, MPT_KEY_TUNNEL_KEY),
                          "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
                          "private (chmod 600), or move the key to KeyFile=", who, (unsigned) p->file_mode);
         return true;
@@ -1059,16 +1057,15 @@ uint16_t path_config_remote_port(const MptProfile *p, const MptPathConfig *path)
         return path->remote_port ?: p->tunnel.remote_port;
 }
 
-bool path_config_is_set(const MptPathConfig *path, const char *key) {
-        const MptConfKey *k = conf_key_lookup(MPT_SECTION_PATH, key);
-        assert(k);
-        return path->key_line[conf_key_index(k)] > 0;
+bool path_config_is_set(const MptPathConfig *path, MptKeyId id) {
+        assert(conf_key(id)->section == MPT_SECTION_PATH);
+        return path->key_line[conf_key_index(conf_key(id))] > 0;
 }
 
 bool path_config_is_backup(const MptPathConfig *path, int devclass) {
-        if (path_config_is_set(path, "Backup"))
+        if (path_config_is_set(path, MPT_KEY_PATH_BACKUP))
                 return path->backup || path->weight == 0;
-        if (path_config_is_set(path, "Weight"))
+        if (path_config_is_set(path, MPT_KEY_PATH_WEIGHT))
                 return path->weight == 0;
         /* Cellular links are usually metered: keep them for when nothing else works. */
         return devclass == MPT_DEVCLASS_WWAN;

@@ -163,9 +163,47 @@ typedef struct MptConfKey {
         const char *doc;         /* man page text (roff-safe plain text) */
 } MptConfKey;
 
+/* Every key, by identity: the index of its entry in mpt_conf_keys[] (in documentation order). Code
+ * refers to a key by these, never by its name as a string, so that a misspelt key does not compile. */
+typedef enum MptKeyId {
+        MPT_KEY_TUNNEL_NAME,
+        MPT_KEY_TUNNEL_MODE,
+        MPT_KEY_TUNNEL_KEY,
+        MPT_KEY_TUNNEL_KEY_FILE,
+        MPT_KEY_TUNNEL_ADDRESS,
+        MPT_KEY_TUNNEL_PEER,
+        MPT_KEY_TUNNEL_ROUTE,
+        MPT_KEY_TUNNEL_MTU,
+        MPT_KEY_TUNNEL_LOCAL_PORT,
+        MPT_KEY_TUNNEL_REMOTE_PORT,
+        MPT_KEY_TUNNEL_REORDER_WINDOW,
+        MPT_KEY_TUNNEL_REORDER_MAX_DELAY,
+        MPT_KEY_TUNNEL_SCHEDULER,
+        MPT_KEY_TUNNEL_WORKERS,
+        MPT_KEY_TUNNEL_FIREWALL,
+        MPT_KEY_TUNNEL_FIREWALL_MARK,
+        MPT_KEY_PATH_NAME,
+        MPT_KEY_PATH_INTERFACE,
+        MPT_KEY_PATH_LOCAL_ADDRESS,
+        MPT_KEY_PATH_REMOTE,
+        MPT_KEY_PATH_REMOTE_PORT,
+        MPT_KEY_PATH_WEIGHT,
+        MPT_KEY_PATH_RECEIVE_WEIGHT,
+        MPT_KEY_PATH_KEEPALIVE_INTERVAL,
+        MPT_KEY_PATH_DEAD_TIME,
+        MPT_KEY_PATH_BACKUP,
+        MPT_KEY_PATH_PIN_REMOTE,
+        MPT_KEY_PATH_LOSS_THRESHOLD,
+        _MPT_KEY_MAX,
+} MptKeyId;
+
 /* The key table, in documentation order. */
 extern const MptConfKey mpt_conf_keys[];
 extern const size_t mpt_conf_keys_n;
+
+static inline const MptConfKey *conf_key(MptKeyId id) {
+        return &mpt_conf_keys[id];
+}
 
 const MptConfKey *conf_key_lookup(MptSection section, const char *name);
 size_t conf_key_index(const MptConfKey *k); /* index within its section */
@@ -220,7 +258,7 @@ const MptPathConfig *profile_find_path(const MptProfile *p, const char *name);
 uint16_t path_config_remote_port(const MptProfile *p, const MptPathConfig *path);
 bool path_config_is_backup(const MptPathConfig *path, int devclass /* MptDevClass */);
 /* Whether the profile sets the key (in the file, vpn.data, ...) rather than leaving the default. */
-bool path_config_is_set(const MptPathConfig *path, const char *key);
+bool path_config_is_set(const MptPathConfig *path, MptKeyId id);
 
 /* Whether data carries GRE sequence numbers: ReorderWindow= not 0 and Scheduler=weighted (the
  * flow scheduler keeps each flow on one path, so there is nothing to reorder). */

@@ -598,6 +598,23 @@ static void test_key_table(void) {
         g_assert_null(conf_key_lookup(MPT_SECTION_TUNNEL, "Weight"));
         g_assert_null(conf_key_lookup(MPT_SECTION_PATH, "MTU"));
         g_assert_null(conf_key_lookup(MPT_SECTION_PATH, ""));
+
+        /* Keys by identity: every MptKeyId names its own entry, which lookup by name finds again,
+         * and the identities say what the code means by them. */
+        g_assert_cmpuint(mpt_conf_keys_n, ==, _MPT_KEY_MAX);
+        for (MptKeyId id = 0; id < _MPT_KEY_MAX; id++) {
+                const MptConfKey *k = conf_key(id);
+                g_assert_true(conf_key_lookup(k->section, k->name) == k);
+        }
+        g_assert_cmpstr(conf_key(MPT_KEY_TUNNEL_KEY_FILE)->name, ==, "KeyFile");
+        g_assert_cmpstr(conf_key(MPT_KEY_TUNNEL_MTU)->name, ==, "MTU");
+        g_assert_cmpstr(conf_key(MPT_KEY_PATH_WEIGHT)->name, ==, "Weight");
+        g_assert_cmpint(conf_key(MPT_KEY_PATH_REMOTE_PORT)->section, ==, MPT_SECTION_PATH);
+        g_assert_cmpint(conf_key(MPT_KEY_TUNNEL_REMOTE_PORT)->section, ==, MPT_SECTION_TUNNEL);
+        g_assert_cmpstr(conf_key(MPT_KEY_PATH_LOSS_THRESHOLD)->name, ==, "LossThreshold");
+        /* The one secret is Key=. */
+        for (MptKeyId id = 0; id < _MPT_KEY_MAX; id++)
+                g_assert_cmpint(!!(conf_key(id)->flags & MPT_CONF_SECRET), ==, id == MPT_KEY_TUNNEL_KEY);
 }
 
 static void test_key_suggest(void) {

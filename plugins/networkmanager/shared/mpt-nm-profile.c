@@ -11,8 +11,11 @@
 #define FLAGS_SUFFIX "-flags"
 
 gboolean mpt_nm_key_is_secret(const char *key) {
-        /* The key table has no notion of secrets; the pre-shared key is the one secret. */
-        return g_strcmp0(key, MPT_NM_SECRET_KEY) == 0;
+        /* The key table says which keys are secrets (MPT_CONF_SECRET: the pre-shared key, Key=,
+         * which is MPT_NM_SECRET_KEY); only tunnel keys can be. */
+        const MptConfKey *k = key ? conf_key_lookup(MPT_SECTION_TUNNEL, key) : NULL;
+
+        return k && (k->flags & MPT_CONF_SECRET);
 }
 
 char *mpt_nm_item_name(int path, const char *key) {
@@ -235,7 +238,7 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
         }
 
         /* A connection has no file name to take the tunnel name from. */
-        name_key = conf_key_lookup(MPT_SECTION_TUNNEL, "Name");
+        name_key = conf_key(MPT_KEY_TUNNEL_NAME);
         if (!b.profile->tunnel.name &&
             !(b.profile->tunnel.key_rejected & (UINT32_C(1) << conf_key_index(name_key)))) {
                 b.profile->tunnel.name = strdup(MPT_NM_DEFAULT_NAME);
