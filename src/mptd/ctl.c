@@ -256,14 +256,18 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         }
 }
 
+/* The peer's credentials as the kernel recorded them at connect(). */
+static bool peer_cred(int fd, struct ucred *ret) {
+        socklen_t len = sizeof *ret;
+
+        return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, ret, &len) >= 0 && len == sizeof *ret;
+}
+
 /* Root or mptd's own user (not a member of the control group). */
 static bool peer_privileged(int fd) {
         struct ucred cred;
-        socklen_t len = sizeof cred;
 
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred)
-                return false;
-        return cred.uid == 0 || cred.uid == geteuid();
+        return peer_cred(fd, &cred) && (cred.uid == 0 || cred.uid == geteuid());
 }
 
 typedef struct ShowconfContext {
@@ -283,7 +287,7 @@ static int showconf_override(const MptConfKey *k, size_t path_index, void *userd
                 return 0;
         }
         if (path_index < ctx->t->n_paths && ctx->t->paths[path_index]->weight_runtime_set &&
-            streq(k->name, "Weight"))
+            k == conf_key(MPT_KEY_PATH_WEIGHT))
                 return asprintf(value, "%" PRIu32, ctx->t->paths[path_index]->weight_runtime) < 0 ? -ENOMEM : 1;
         return 0;
 }
@@ -298,6 +302,9 @@ static int ctl_write_showconf(Tunnel *t, CtlWriter *w, bool show_key) {
         ShowconfContext ctx = { .t = t, .show_key = show_key };
         _cleanup_free_ char *text = NULL;
         char *line, *save = NULL;
+        /* [Path] sections seen: profile_to_text() writes them in the paths' order, each with its
+         * Name= first. */
+        size_t path = 0;
         int r;
 
         r = profile_to_text_with(t->profile, showconf_override, &ctx, &text);
@@ -311,13 +318,13 @@ static int ctl_write_showconf(Tunnel *t, CtlWriter *w, bool show_key) {
                         break; /* after the last newline */
                 ctl_writer_record(w, "line");
                 ctl_writer_field(w, SHOWCONF_TEXT, "%s", line);
-                if (startswith(line, "Name="))
-                        for (size_t i = 0; i < t->n_paths; i++)
-                                if (t->paths[i]->admin_down && streq(t->paths[i]->name, line + 5)) {
-                                        ctl_writer_record(w, "line");
-                                        ctl_writer_field(w, SHOWCONF_TEXT, "%s",
-                                                         "# taken down with mptctl path ... down (not a profile key)");
-                                }
+                if (streq(line, "[Path]"))
+                        path++;
+                else if (path > 0 && path <= t->n_paths && startswith(line, "Name=") &&
+                         t->paths[path - 1]->admin_down) {
+                        ctl_writer_record(w, "line");
+                        ctl_writer_field(w, SHOWCONF_TEXT, "%s", "# taken down with mptctl path ... down (not a profile key)");
+                }
         }
         if (t->profile->tunnel.key.set && !show_key) {
                 ctl_writer_record(w, "line");
@@ -401,10 +408,10 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
  * control group) a member of it, by primary or supplementary group. */
 static bool peer_authorized(CtlServer *srv, int fd) {
         struct ucred cred;
-        socklen_t len = sizeof cred;
+        socklen_t len;
         gid_t groups[256];
 
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred)
+        if (!peer_cred(fd, &cred))
                 return false;
         if (cred.uid == 0 || cred.uid == geteuid())
                 return true;
