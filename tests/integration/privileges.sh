@@ -10,7 +10,8 @@
 #   - the control socket: with --control-group=GID, "nobody" is refused (mptctl says permission
 #     denied), "nobody" with that supplementary group is served; and when the socket file is
 #     opened up by hand (mode 0666), mptd itself refuses "nobody" (SO_PEERCRED) with a clear
-#     message, and still serves root;
+#     message, and still serves root; showconf gives the profile's Key= to root, and to a
+#     member of the group only a comment that it is left out;
 #   - mptd runs as an unprivileged user on a persistent multi-queue TUN device created for that
 #     user (ip tuntap ... user), with only ambient CAP_NET_ADMIN and CAP_NET_RAW: traffic flows,
 #     also after a path binds again to a new address (with the other path taken down, so that
@@ -85,6 +86,17 @@ MPT_RUNTIME_DIR="$LAB_DIR/run-a" setpriv --reuid="$NOBODY" --regid="$NOBODY" --g
         "$MPTCTL" show lab >/dev/null 2>&1 || it_soft_fail "nobody with supplementary group $GROUP was refused"
 MPT_RUNTIME_DIR="$LAB_DIR/run-a" setpriv --reuid="$NOBODY" --regid="$GROUP" --clear-groups \
         "$MPTCTL" show lab >/dev/null 2>&1 || it_soft_fail "nobody with primary group $GROUP was refused"
+# showconf: the pre-shared key (secure variant: Key= in the profile) goes to root only, never to
+# a member of the control group, who gets a comment instead.
+if grep -q '^Key=' "$LAB_DIR/a.conf"; then
+        conf=$(MPT_RUNTIME_DIR="$LAB_DIR/run-a" setpriv --reuid="$NOBODY" --regid="$NOBODY" --groups="$GROUP" \
+                "$MPTCTL" showconf lab 2>&1) || it_soft_fail "showconf as a member of group $GROUP failed: $conf"
+        ! grep -q '^Key=' <<<"$conf" || it_soft_fail "showconf gave the key to a member of group $GROUP"
+        grep -qF "# Key= is left out" <<<"$conf" || it_soft_fail "showconf for group $GROUP: no comment about Key=: $conf"
+        lab_ctl a showconf lab | grep -qxF "$(grep '^Key=' "$LAB_DIR/a.conf")" ||
+                it_soft_fail "showconf as root: the profile's Key= is missing"
+        it_note "showconf: Key= for root only, a comment for group $GROUP"
+fi
 chmod 666 "$sock"
 out=$(MPT_RUNTIME_DIR="$LAB_DIR/run-a" as_nobody "$MPTCTL" show lab 2>&1) &&
         it_soft_fail "with the socket opened up, nobody was served: $out"
