@@ -18,10 +18,13 @@
 #   - after the rule is removed, p1 is no longer demoted (nor backup) within 8 s (the loss has
 #     to decay below half the threshold, about 40 keepalives), and then carries data again.
 # "Carries data" is at least a third of an equal share of the 30 Mbit/s (3.75 MB/s) over 1 s:
-# 625 kB each of p0 and p2 while p1 is demoted, 417 kB of p1 once it is back. The learned
-# scheduler (the default) splits a light load by the credited rates, not evenly, and a path back
-# from 40 % loss starts with the credit its losses left it (measured: p1 at 22 % of the load, p2
-# at 35 % while p1 was out).
+# 625 kB each of p0 and p2 while p1 is demoted, 417 kB of p1 once it is back.
+# Scheduler=weighted: the paths are unshaped, so their common bottleneck is the hosts' CPUs,
+# where the learned scheduler (the default) has no capacities to learn and its split wanders
+# (issue 19's closing notes): under the sanitizers it once left the promoted p1 351 kB of the
+# 1 s, below the third of an equal share this test asks for, where five other runs gave 528 kB
+# to 1.2 MB; this test is about demotion, learned.sh about the learner (as families.sh and
+# blackhole.sh).
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +37,7 @@ lab_init
 lk_require iperf3 python3 ss
 lab_topology 3 50mbit 4
 lk_require_nft
-lk_profiles 3 "" 'KeepaliveInterval=100ms\nDeadTime=1s'
+lk_profiles 3 'Scheduler=weighted' 'KeepaliveInterval=100ms\nDeadTime=1s'
 lk_set_path_key a p1 LossThreshold 10%
 lk_start a
 lk_start b
