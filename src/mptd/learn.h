@@ -200,8 +200,9 @@ uint64_t learn_pace_rate(const LearnPath *p);
  * would give a slow path too much of a TCP slow start's burst, since the load is measured after
  * the fact. Queue balance corrects the rates (LEARN_QUEUE_BALANCE_USEC).
  * With unequal preferences, the load with 1/LEARN_HEADROOM_DIV to spare is split in proportion
- * to them, and a path whose part would exceed 7/8 of its credit gets that, the others sharing the
- * rest in proportion to theirs (water-filling): light traffic stays on the preferred paths (a
+ * to them, and a path whose part would exceed 7/8 of its credit (or its pace while its queue
+ * drains: learn_pace_rate()) gets that, the others sharing the rest in proportion to theirs
+ * (water-filling): light traffic stays on the preferred paths (a
  * fixed line before a metered LTE link) and spills to the others as the load grows; a load that
  * needs every path's credit is split by the rates again.
  * Returns true when the split is by the rates, false when water-filling made it; ret_capped

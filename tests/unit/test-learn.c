@@ -660,6 +660,22 @@ static void test_weights(void) {
         learn_weights(lp, pref, 3, 40 * mbit, w, NULL);
         g_assert_cmpfloat(fabs(share_of(w, 3, 1) - 17.5 / 50), <, 1e-4);
         g_assert_cmpfloat(fabs(share_of(w, 3, 0) - 16.25 / 50), <, 1e-4);
+        /* The preferred path's queue stands at 12 ms (its credit ran ahead of it): its part is
+         * no more than its pace, 15/16 of the 16 Mbit/s it delivered (learn_pace_rate()), not
+         * 7/8 of the 20 credited; the others share the rest. Without it, the workers would hold
+         * the whole tunnel back to that pace. */
+        b.have_owd = true;
+        b.owd_min[0] = 1000;
+        b.owd = 1000 + 12000;
+        b.delivered = 16 * mbit;
+        learn_weights(lp, pref, 3, 40 * mbit, w, NULL);
+        g_assert_cmpfloat(fabs(share_of(w, 3, 1) - 15.0 / 50), <, 1e-4);
+        g_assert_cmpfloat(fabs(share_of(w, 3, 0) - 17.5 / 50), <, 1e-4);
+        /* A queue that does not stand that long leaves the cap at 7/8 of the credit. */
+        b.owd = 1000 + 9000;
+        learn_weights(lp, pref, 3, 40 * mbit, w, NULL);
+        g_assert_cmpfloat(fabs(share_of(w, 3, 1) - 17.5 / 50), <, 1e-4);
+        b.have_owd = false;
         /* The floor of 1, and huge rates do not overflow. */
         pref[0] = pref[1] = pref[2] = 1;
         c.rate = 10;
