@@ -82,6 +82,10 @@ int client_call(int fd, const CtlRequest *req, CtlReply *ret) {
         }
         if (ret->error != 0) {
                 fprintf(stderr, "mptctl: %s\n", ret->message ?: strerror(ret->error));
+                /* Problems in detail (a refused reload: one per problem, "FILE:LINE: ..."). */
+                for (size_t i = 0; i < ret->n_records; i++)
+                        if (streq(ret->records[i].type, "problem"))
+                                fprintf(stderr, "%s\n", strempty(ctl_record_get(&ret->records[i], "text")));
                 r = -ret->error;
                 ctl_reply_done(ret);
                 return r;

@@ -26,6 +26,8 @@ static void help(void) {
                "Commands:\n"
                "  show [TUNNEL] [dump]               Paths, state, counters, drops by reason\n"
                "  showconf TUNNEL                    The running configuration, as a profile\n"
+               "  reload TUNNEL                      Read the profile again, apply what changed\n"
+               "  syncconf TUNNEL FILE               Apply FILE to the running tunnel, as a reload\n"
                "  monitor TUNNEL [--interval=S] [--count=N]\n"
                "                                     Live per-path rates\n"
                "  path TUNNEL PATH set weight N      Change a path's weight (0: backup)\n"
@@ -66,6 +68,8 @@ static const struct {
 } verbs[] = {
         { "show", verb_show, NULL },
         { "showconf", verb_showconf, NULL },
+        { "reload", verb_reload, NULL },
+        { "syncconf", verb_syncconf, NULL },
         { "monitor", verb_monitor, monitor_options },
         { "path", verb_path, NULL },
         { "check", verb_check, check_options },

@@ -36,6 +36,8 @@ int verb_monitor(int argc, char **argv);
 int verb_keys(int argc, char **argv);
 int verb_fields(int argc, char **argv);
 int verb_showconf(int argc, char **argv);
+int verb_reload(int argc, char **argv);
+int verb_syncconf(int argc, char **argv);
 int verb_genkey(int argc, char **argv);
 int verb_genpsk(int argc, char **argv);
 int verb_pubkey(int argc, char **argv);

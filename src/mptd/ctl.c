@@ -9,6 +9,7 @@
 #include "ctl.h"
 #include "devclass.h"
 #include "log.h"
+#include "reload.h"
 
 #define CTL_CONNECTIONS_MAX 64
 
@@ -338,7 +339,7 @@ static int ctl_write_showconf(Tunnel *t, CtlWriter *w, bool show_key) {
 static void handle_request(CtlConnection *c, const char *buf, size_t len, bool authorized) {
         Tunnel *t = c->server->tunnel;
         char denied[160];
-        _cleanup_free_ char *reply = NULL, *msg = NULL;
+        _cleanup_free_ char *reply = NULL, *msg = NULL, *reload_msg = NULL;
         const char *err = NULL;
         CtlRequest req;
         CtlWriter w;
@@ -361,7 +362,23 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
                 r = -EPERM, err = denied;
         } else {
                 r = ctl_request_parse(buf, len, &req, &err);
-                if (r >= 0 && req.command != CTL_COMMAND_SHOW && req.command != CTL_COMMAND_SHOWCONF) {
+                if (r >= 0 && (req.command == CTL_COMMAND_RELOAD || req.command == CTL_COMMAND_SYNCCONF)) {
+                        /* It rewrites addresses, routes and the firewall: no less than who could
+                         * start mptd. */
+                        if (!peer_privileged(c->fd)) {
+                                r = -EPERM;
+                                snprintf(denied, sizeof denied, "permission denied: only root and the user mptd "
+                                         "runs as may reload tunnel '%s'", t->name);
+                                err = denied;
+                        } else {
+                                r = tunnel_reload_file(t, req.command == CTL_COMMAND_SYNCCONF ? req.file : NULL,
+                                                       &reload_msg);
+                                if (r < 0)
+                                        err = r == -EBUSY ? "reload refused, nothing changed"
+                                                          : r == -EINVAL ? "the file has errors, nothing changed"
+                                                                         : "reload failed, nothing changed";
+                        }
+                } else if (r >= 0 && req.command != CTL_COMMAND_SHOW && req.command != CTL_COMMAND_SHOWCONF) {
                         Path *p = tunnel_find_path(t, req.path);
                         if (!p) {
                                 r = -ENOENT;
@@ -378,6 +395,14 @@ static void handle_request(CtlConnection *c, const char *buf, size_t len, bool a
 
         if (ctl_writer_begin(&w, r < 0 ? r : 0, err) < 0)
                 return;
+        if (reload_msg) {
+                /* One record per line: what changed, or each problem. */
+                char *save = NULL;
+                for (char *line = strtok_r(reload_msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        ctl_writer_record(&w, r < 0 ? "problem" : "line");
+                        ctl_writer_field(&w, SHOWCONF_TEXT, "%s", line);
+                }
+        }
         if (r >= 0 && req.command == CTL_COMMAND_SHOW) {
                 static bool reported = false;
 

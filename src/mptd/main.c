@@ -14,6 +14,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "netdev.h"
+#include "reload.h"
 #include "tunnel.h"
 
 static unsigned arg_workers;
@@ -350,11 +351,14 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-/* There is no reload (yet): SIGHUP must not kill the tunnel without its cleanup. */
+/* SIGHUP: read the profile again and apply what changed (reload.c); a refusal or an error keeps
+ * the tunnel as it runs (both are logged). */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Tunnel *t = userdata;
+        _cleanup_free_ char *msg = NULL;
 
-        log_tunnel_notice(t, "Received SIGHUP; mptd does not reload its profile, ignoring (restart it instead).");
+        log_tunnel_info(t, "Received SIGHUP, reloading %s.", strna(t->reload_file));
+        (void) tunnel_reload_file(t, NULL, &msg);
         return 0;
 }
 
@@ -420,6 +424,11 @@ static int run(int argc, char *argv[]) {
         r = tunnel_new(event, profile, workers, &tunnel);
         if (r < 0)
                 return 1;
+        /* From here on the tunnel owns the profile: a reload replaces it. */
+        tunnel->owns_profile = true;
+        TAKE_PTR(profile);
+        tunnel->reload_file = TAKE_PTR(filename);
+        tunnel->reload_netdev = arg_netdev != NULL;
         ctl_server_attach(ctl, tunnel);
 
         r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, tunnel);

@@ -709,13 +709,11 @@ static int on_dead_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int path_start(Path *p) {
+/* The keepalive and dead timers, as the configuration says (none without keepalives). */
+static int start_timers(Path *p, usec_t now) {
         Tunnel *t = p->tunnel;
-        usec_t now = now_usec();
         int r;
 
-        p->state = compute_state(p);
-        p->state_since = now;
         if (p->config->keepalive_interval == 0)
                 return 0;
 
@@ -737,6 +735,18 @@ int path_start(Path *p) {
                         p->probing = true;
                 }
         }
+        return 0;
+}
+
+int path_start(Path *p) {
+        usec_t now = now_usec();
+        int r;
+
+        p->state = compute_state(p);
+        p->state_since = now;
+        r = start_timers(p, now);
+        if (r < 0)
+                return r;
         if (p->state != PATH_STATE_UP)
                 log_path_notice(p, "%s: %s; waiting.", path_state_to_string(p->state), strna(p->state_reason));
         return 0;
@@ -1026,4 +1036,35 @@ int path_set_weight(Path *p, uint32_t weight) {
         p->weight_runtime_set = true;
         log_path_info(p, "Weight set to %u by mptctl%s.", weight, weight == 0 ? " (backup)" : "");
         return tunnel_publish(p->tunnel);
+}
+
+/* A reload (reload.c) gave the path a new configuration (same name and index): what mptd derived
+ * from the old one follows. The remote is the configured one again only where Remote= or the
+ * remote port changed (otherwise the path keeps following the other end); the timers start over
+ * with new intervals; the interface, local address and route are looked at again as after a
+ * kernel event. */
+int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed) {
+        const MptPathConfig *c = p->config;
+        int r;
+
+        p->name = c->name;
+        if (remote_changed) {
+                p->remote_port = path_config_remote_port(p->tunnel->profile, c);
+                p->remote_len = sockaddr_from_address(&c->remote, p->remote_port, 0, &p->remote);
+                reset_rtt(p);
+        }
+        if (old->keepalive_interval != c->keepalive_interval || old->dead_time != c->dead_time) {
+                p->keepalive_timer = sd_event_source_disable_unref(p->keepalive_timer);
+                p->dead_timer = sd_event_source_disable_unref(p->dead_timer);
+                p->dead = false;
+                p->probing = false;
+                r = start_timers(p, now_usec());
+                if (r < 0)
+                        return r;
+        }
+        r = path_refresh(p, false);
+        if (r < 0)
+                return r;
+        path_update_state(p, p->state_reason);
+        return 0;
 }

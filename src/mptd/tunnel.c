@@ -770,6 +770,96 @@ static int configure_device(Tunnel *t) {
         return 0;
 }
 
+static bool prefix_same(const MptPrefix *a, const MptPrefix *b) {
+        return a->family == b->family && a->prefixlen == b->prefixlen &&
+               memcmp(&a->addr, &b->addr, family_address_size(a->family)) == 0;
+}
+
+static ssize_t prefix_find(const MptPrefixList *l, const MptPrefix *x) {
+        for (size_t i = 0; i < l->n; i++)
+                if (prefix_same(&l->items[i], x))
+                        return (ssize_t) i;
+        return -1;
+}
+
+/* One prefix list of the device (addresses or routes) from old to new: what we added and the new
+ * list lacks goes, what it adds comes; *added (per item of old) becomes per item of new. Failures
+ * are logged and counted in *failed, and the rest goes on. */
+static int reconcile_prefixes(Tunnel *t, const MptPrefixList *old, const MptPrefixList *new, bool **added,
+                              bool routes, unsigned *failed) {
+        _cleanup_free_ bool *now = calloc(MAX(new->n, (size_t) 1), sizeof(bool));
+        char buf[MPT_ADDRESS_STRLEN];
+        const char *what = routes ? "route to" : "address";
+        int r;
+
+        if (!now)
+                return log_oom_tunnel(t);
+        for (size_t i = 0; i < old->n; i++) {
+                ssize_t j = prefix_find(new, &old->items[i]);
+
+                if (j >= 0) {
+                        now[j] = *added && (*added)[i];
+                        continue;
+                }
+                if (!*added || !(*added)[i])
+                        continue; /* not ours: leave it */
+                r = routes ? rtnl_route_del(t->rtnl, t->tun.ifindex, &old->items[i])
+                           : rtnl_addr_del(t->rtnl, t->tun.ifindex, &old->items[i]);
+                if (r < 0 && r != -ESRCH && r != -EADDRNOTAVAIL) {
+                        log_tunnel_warning_errno(t, r, "Reload: failed to remove %s %s: %m", what,
+                                                 prefix_to_string(&old->items[i], buf));
+                        (*failed)++;
+                } else
+                        log_tunnel_info(t, "Reload: removed %s %s.", what, prefix_to_string(&old->items[i], buf));
+        }
+        for (size_t j = 0; j < new->n; j++) {
+                if (prefix_find(old, &new->items[j]) >= 0)
+                        continue;
+                r = routes ? rtnl_route_add(t->rtnl, t->tun.ifindex, &new->items[j])
+                           : rtnl_addr_add(t->rtnl, t->tun.ifindex, &new->items[j]);
+                if (r == -EEXIST)
+                        log_tunnel_warning(t, "Reload: %s %s exists already, leaving it alone.", what,
+                                           prefix_to_string(&new->items[j], buf));
+                else if (r < 0) {
+                        log_tunnel_warning_errno(t, r, "Reload: failed to add %s %s: %m", what,
+                                                 prefix_to_string(&new->items[j], buf));
+                        (*failed)++;
+                } else {
+                        now[j] = true;
+                        log_tunnel_info(t, "Reload: added %s %s.", what, prefix_to_string(&new->items[j], buf));
+                }
+        }
+        free(*added);
+        *added = TAKE_PTR(now);
+        return 0;
+}
+
+int tunnel_apply_device(Tunnel *t, const MptTunnelConfig *old, unsigned *failed) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        int r;
+
+        r = reconcile_prefixes(t, &old->addresses, &c->addresses, &t->address_added, false, failed);
+        if (r < 0)
+                return r;
+        r = reconcile_prefixes(t, &old->routes, &c->routes, &t->route_added, true, failed);
+        if (r < 0)
+                return r;
+        t->ka_src = t->ka_dst = (MptAddress) {};
+        find_keepalive_addresses(t);
+        if (c->mtu > 0 && c->mtu != t->mtu) {
+                r = rtnl_link_set_mtu(t->rtnl, t->tun.ifindex, c->mtu);
+                if (r < 0) {
+                        log_tunnel_warning_errno(t, r, "Reload: failed to set MTU %u: %m", c->mtu);
+                        (*failed)++;
+                } else {
+                        log_tunnel_info(t, "Reload: MTU %u -> %u.", t->mtu, c->mtu);
+                        t->mtu = c->mtu;
+                }
+        } else if (c->mtu == 0)
+                tunnel_update_mtu(t);
+        return 0;
+}
+
 static void unconfigure_device(Tunnel *t) {
         const MptTunnelConfig *c = &t->profile->tunnel;
         char buf[MPT_ADDRESS_STRLEN];
@@ -1043,5 +1133,11 @@ Tunnel *tunnel_free(Tunnel *t) {
         free(t->route_added);
         rtnl_close(t->rtnl);
         sd_event_unref(t->event);
+        for (size_t i = 0; i < t->n_old_profiles; i++)
+                profile_free(t->old_profiles[i]);
+        free(t->old_profiles);
+        if (t->owns_profile)
+                profile_free(t->profile);
+        free(t->reload_file);
         return mfree(t);
 }

@@ -188,7 +188,14 @@ typedef struct ControlEvent {
 
 struct Tunnel {
         sd_event *event;
-        MptProfile *profile;
+        MptProfile *profile; /* atomic: a reload replaces it (reload.c), a worker reads the key */
+        bool owns_profile;      /* frees it (mptd's; a test's tunnel may keep its own) */
+        /* Profiles a reload replaced: kept until the tunnel goes, since names and the key in
+         * them may still be in use (a worker thread, a log line). A few kB each. */
+        MptProfile **old_profiles;
+        size_t n_old_profiles;
+        char *reload_file; /* what a reload reads again: the profile, or the .netdev */
+        bool reload_netdev;
         const char *name;
         Rtnl *rtnl;
         TunDevice tun;
@@ -407,6 +414,10 @@ void tunnel_update_mtu(Tunnel *t);
 /* Writes the nftables table again when the remotes or the MTU changed (Firewall=yes). At start a
  * failure is an error; later it is logged and retried at the next change. */
 int tunnel_update_firewall(Tunnel *t, bool startup);
+/* A reload (reload.c) changed the tunnel section from old to what t->profile has now: addresses
+ * and routes of the device (only what mptd added goes), the MTU, the keepalives' addresses.
+ * Failures are logged and counted in *failed; < 0 only when out of memory. */
+int tunnel_apply_device(Tunnel *t, const MptTunnelConfig *old, unsigned *failed);
 /* Retires sockets: they are closed once no worker can use them any more. */
 void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n);
 
@@ -417,6 +428,8 @@ Path *path_free(Path *p);
  * (startup == true) a bind conflict is an error; later it is retried. */
 int path_refresh(Path *p, bool startup);
 int path_start(Path *p);
+/* After a reload gave p->config a new configuration (old: the one before). */
+int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed);
 void path_handle_event(Path *p, const ControlEvent *ev);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 bool path_can_send(const Path *p);

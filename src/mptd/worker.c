@@ -1070,8 +1070,11 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                                                 reason[i] = MPT_DROP_EPOCH_LIMITED;
                                                 continue;
                                         }
-                                        if (mpt_secure_derive(t->profile->tunnel.psk.bytes, h[i].epoch,
-                                                              t->aes, &w->rx_try_keys) < 0) {
+                                        /* (A reload may replace the profile, never the key.) */
+                                        const MptProfile *prof = __atomic_load_n(&t->profile, __ATOMIC_RELAXED);
+
+                                        if (mpt_secure_derive(prof->tunnel.psk.bytes, h[i].epoch, t->aes,
+                                                              &w->rx_try_keys) < 0) {
                                                 reason[i] = MPT_DROP_CIPHER_ERROR;
                                                 continue;
                                         }

@@ -48,6 +48,30 @@ int ctl_request_parse(const char *buf, size_t len, CtlRequest *ret, const char *
                 *reterr = "empty or oversized request";
                 return -EINVAL;
         }
+        if (len > STRLEN(MPT_CTL_MAGIC " syncconf ") &&
+            memcmp(buf, MPT_CTL_MAGIC " syncconf ", STRLEN(MPT_CTL_MAGIC " syncconf ")) == 0) {
+                const char *f = buf + STRLEN(MPT_CTL_MAGIC " syncconf ");
+                size_t flen = len - STRLEN(MPT_CTL_MAGIC " syncconf ");
+                _cleanup_free_ char *name = NULL;
+
+                bool raw_ok = true;
+
+                /* Blanks, control characters and DEL come encoded (non-ASCII bytes as they are). */
+                for (size_t i = 0; i < flen; i++)
+                        raw_ok = raw_ok && (unsigned char) f[i] > 0x20 && (unsigned char) f[i] != 0x7f;
+                if (!raw_ok || percent_decode(f, flen, &name) < 0) {
+                        *reterr = "malformed file name (expected one percent-encoded word)";
+                        return -EINVAL;
+                }
+                if (name[0] != '/' || strlen(name) >= sizeof req.file) {
+                        *reterr = "the file name must be absolute, and shorter than 1024 bytes";
+                        return -EINVAL;
+                }
+                req.command = CTL_COMMAND_SYNCCONF;
+                strcpy(req.file, name);
+                *ret = req;
+                return 0;
+        }
         if (split_words(buf, len, words, &n) < 0) {
                 *reterr = "malformed request (expected words of printable characters separated by single spaces)";
                 return -EINVAL;
@@ -61,6 +85,8 @@ int ctl_request_parse(const char *buf, size_t len, CtlRequest *ret, const char *
                 req.command = CTL_COMMAND_SHOW;
         else if (streq(words[1], "showconf") && n == 2)
                 req.command = CTL_COMMAND_SHOWCONF;
+        else if (streq(words[1], "reload") && n == 2)
+                req.command = CTL_COMMAND_RELOAD;
         else if (streq(words[1], "path") && n >= 4) {
                 if (!object_name_valid(words[2])) {
                         *reterr = "invalid path name";
@@ -101,6 +127,29 @@ int ctl_request_format(const CtlRequest *req, char *buf, size_t size) {
         case CTL_COMMAND_SHOWCONF:
                 r = snprintf(buf, size, MPT_CTL_MAGIC " showconf");
                 break;
+        case CTL_COMMAND_RELOAD:
+                r = snprintf(buf, size, MPT_CTL_MAGIC " reload");
+                break;
+        case CTL_COMMAND_SYNCCONF: {
+                size_t o;
+
+                r = snprintf(buf, size, MPT_CTL_MAGIC " syncconf ");
+                if (r < 0 || (size_t) r >= size || req->file[0] != '/')
+                        return -ENOBUFS;
+                o = (size_t) r;
+                for (const unsigned char *p = (const unsigned char *) req->file; *p; p++) {
+                        bool esc = *p <= 0x20 || *p == 0x7f || *p == '%';
+                        if (o + (esc ? 3 : 1) >= size)
+                                return -ENOBUFS;
+                        if (esc)
+                                o += (size_t) snprintf(buf + o, size - o, "%%%02X", *p);
+                        else
+                                buf[o++] = (char) *p;
+                }
+                buf[o] = 0;
+                r = (int) o;
+                break;
+        }
         case CTL_COMMAND_PATH_WEIGHT:
                 r = snprintf(buf, size, MPT_CTL_MAGIC " path %s weight %u", req->path, req->weight);
                 break;

@@ -11,12 +11,15 @@
  *             MPT/1 showconf
  *             MPT/1 path NAME weight N
  *             MPT/1 path NAME up|down
+ *             MPT/1 reload            (read the profile again and apply it: root and mptd's user)
+ *             MPT/1 syncconf FILE     (apply FILE, an absolute path, percent-encoded as values are)
  * Reply:    first line "MPT/1 ok" or "MPT/1 error ERRNO MESSAGE", then one record per line:
  *           "TYPE<TAB>key=value<TAB>key=value...". Keys contain no whitespace and no '='. Values
  *           are percent-encoded: every byte <= 0x20, 0x7f and '%' itself as %XX (upper-case hex);
  *           a value may be empty. Record types of "show": "tunnel" (one), "path" (one per path);
  *           of "showconf": "line" (one per line of the running configuration, as a profile: its
- *           field "text").
+ *           field "text"); of "reload" and "syncconf": "line" (what changed), and with an error
+ *           "problem" records (field "text", one per problem, "FILE:LINE: ...").
  */
 
 #include "macro.h"
@@ -33,6 +36,8 @@ typedef enum CtlCommand {
         CTL_COMMAND_PATH_UP,
         CTL_COMMAND_PATH_DOWN,
         CTL_COMMAND_SHOWCONF,
+        CTL_COMMAND_RELOAD,
+        CTL_COMMAND_SYNCCONF,
         _CTL_COMMAND_MAX,
         _CTL_COMMAND_INVALID = -EINVAL,
 } CtlCommand;
@@ -41,6 +46,7 @@ typedef struct CtlRequest {
         CtlCommand command;
         char path[16];
         uint32_t weight;
+        char file[MPT_CTL_REQUEST_MAX / 4]; /* syncconf: an absolute file name */
 } CtlRequest;
 
 /* Returns 0, or -EINVAL with *reterr set to a static explanation. */

@@ -11,7 +11,8 @@
 #     denied), "nobody" with that supplementary group is served; and when the socket file is
 #     opened up by hand (mode 0666), mptd itself refuses "nobody" (SO_PEERCRED) with a clear
 #     message, and still serves root; showconf gives the profile's Key= to root, and to a
-#     member of the group only a comment that it is left out;
+#     member of the group only a comment that it is left out; a member of the group may not
+#     reload the tunnel ("only root and the user mptd runs as may reload");
 #   - mptd runs as an unprivileged user on a persistent multi-queue TUN device created for that
 #     user (ip tuntap ... user), with only ambient CAP_NET_ADMIN and CAP_NET_RAW: traffic flows,
 #     also after a path binds again to a new address (with the other path taken down, so that
@@ -97,6 +98,12 @@ if grep -q '^Key=' "$LAB_DIR/a.conf"; then
                 it_soft_fail "showconf as root: the profile's Key= is missing"
         it_note "showconf: Key= for root only, a comment for group $GROUP"
 fi
+# reload rewrites addresses, routes and the firewall: root and mptd's user only.
+rc=0
+out=$(MPT_RUNTIME_DIR="$LAB_DIR/run-a" setpriv --reuid="$NOBODY" --regid="$NOBODY" --groups="$GROUP" \
+        "$MPTCTL" reload lab 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF "only root and the user mptd runs as may reload tunnel 'lab'" <<<"$out" ||
+        it_soft_fail "reload as a member of group $GROUP: expected exit 1 and permission denied, got $rc: $out"
 chmod 666 "$sock"
 out=$(MPT_RUNTIME_DIR="$LAB_DIR/run-a" as_nobody "$MPTCTL" show lab 2>&1) &&
         it_soft_fail "with the socket opened up, nobody was served: $out"

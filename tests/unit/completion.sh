@@ -65,11 +65,11 @@ expect() {
         echo "ok: mptctl $*<TAB>: $got"
 }
 
-expect "check fields genkey genpsk keys monitor path pubkey show showconf" ""
+expect "check fields genkey genpsk keys monitor path pubkey reload show showconf syncconf" ""
 expect "show showconf" sh
 expect "--help --json --version -h -j" -
 expect "--json" --j
-expect "check fields genkey genpsk keys monitor path pubkey show showconf" --json ""
+expect "check fields genkey genpsk keys monitor path pubkey reload show showconf syncconf" --json ""
 
 expect "dump lab other" show ""
 expect "lab" --json show l
@@ -78,6 +78,10 @@ expect "" show lab dump ""
 
 expect "lab other" showconf ""
 expect "" showconf lab ""
+expect "lab other" reload ""
+expect "" reload lab ""
+expect "lab other" syncconf ""
+expect "" syncconf lab other ""
 expect "lab other" monitor ""
 expect "--count --interval" monitor lab --
 expect "" monitor --interval ""
@@ -103,6 +107,8 @@ expect "a.conf" check a
 expect "--strict" check --s
 expect "-x.conf" check -- -
 expect "-x.conf a.conf b.netdev sub.d" check --strict a.conf ""
+expect "-x.conf a.conf b.netdev sub.d" syncconf lab ""
+expect "a.conf" syncconf lab a
 expect "" keys ""
 expect "" fields ""
 expect "" genkey ""

@@ -14,6 +14,8 @@
 #define UNKNOWN_PATH "unknown path command (expected weight N, up or down)"
 #define BAD_NAME "invalid path name"
 #define BAD_WEIGHT "weight must be a number 0..10000"
+#define BAD_FILE_WORD "malformed file name (expected one percent-encoded word)"
+#define BAD_FILE "the file name must be absolute, and shorter than 1024 bytes"
 
 typedef struct {
         const char *name;
@@ -24,6 +26,7 @@ typedef struct {
         const char *path;
         uint32_t weight;
         const char *error; /* *reterr for a refused request */
+        const char *file;  /* syncconf's */
 } RequestVector;
 
 static const RequestVector request_vectors[] = {
@@ -37,6 +40,10 @@ static const RequestVector request_vectors[] = {
         { "up", "MPT/1 path lte up", 0, 0, CTL_COMMAND_PATH_UP, "lte" },
         { "down", "MPT/1 path a.b-c_1 down\n", 0, 0, CTL_COMMAND_PATH_DOWN, "a.b-c_1" },
         { "name-15", "MPT/1 path ABCDEFGHIJKLMNO up", 0, 0, CTL_COMMAND_PATH_UP, "ABCDEFGHIJKLMNO" },
+        { "reload", "MPT/1 reload", 0, 0, CTL_COMMAND_RELOAD, "" },
+        { "syncconf", "MPT/1 syncconf /etc/mpt/a%20b%25.conf\n", 0, 0, CTL_COMMAND_SYNCCONF, "", .file = "/etc/mpt/a b%.conf" },
+        { "syncconf-utf8", "MPT/1 syncconf /t\xc3\xa4.conf", 0, 0, CTL_COMMAND_SYNCCONF, "", .file = "/t\xc3\xa4.conf" },
+        { "syncconf-newline", "MPT/1 syncconf /a%0Ab", 0, 0, CTL_COMMAND_SYNCCONF, "", .file = "/a\nb" },
 
         { "empty", "", 0, -EINVAL, .error = EMPTY },
         { "only-newline", "\n", 0, -EINVAL, .error = EMPTY },
@@ -79,12 +86,22 @@ static const RequestVector request_vectors[] = {
         { "name-dot", "MPT/1 path .wan up", 0, -EINVAL, .error = BAD_NAME },
         { "name-16", "MPT/1 path ABCDEFGHIJKLMNOP up", 0, -EINVAL, .error = BAD_NAME },
         { "name-plus", "MPT/1 path wan+0 up", 0, -EINVAL, .error = BAD_NAME },
+        { "reload-extra", "MPT/1 reload now", 0, -EINVAL, .error = UNKNOWN },
+        { "syncconf-alone", "MPT/1 syncconf", 0, -EINVAL, .error = UNKNOWN },
+        { "syncconf-trailing-space", "MPT/1 syncconf ", 0, -EINVAL, .error = MALFORMED },
+        { "syncconf-relative", "MPT/1 syncconf a.conf", 0, -EINVAL, .error = BAD_FILE },
+        { "syncconf-space", "MPT/1 syncconf /a b", 0, -EINVAL, .error = BAD_FILE_WORD },
+        { "syncconf-tab", "MPT/1 syncconf /a\tb", 0, -EINVAL, .error = BAD_FILE_WORD },
+        { "syncconf-del", "MPT/1 syncconf /a\x7f", 0, -EINVAL, .error = BAD_FILE_WORD },
+        { "syncconf-short-escape", "MPT/1 syncconf /a%2", 0, -EINVAL, .error = BAD_FILE_WORD },
+        { "syncconf-bad-escape", "MPT/1 syncconf /a%zz", 0, -EINVAL, .error = BAD_FILE_WORD },
+        { "syncconf-nul", "MPT/1 syncconf /a%00", 0, -EINVAL, .error = BAD_FILE_WORD },
         { "name-slash", "MPT/1 path ../x up", 0, -EINVAL, .error = BAD_NAME },
 };
 
 static void test_request_parse(const void *data) {
         const RequestVector *v = data;
-        CtlRequest req = { .command = 4242, .path = "untouched", .weight = 4242 };
+        CtlRequest req = { .command = 4242, .path = "untouched", .weight = 4242, .file = "" };
         const char *err = NULL;
         int r;
 
@@ -100,6 +117,7 @@ static void test_request_parse(const void *data) {
         g_assert_cmpint(req.command, ==, v->command);
         g_assert_cmpstr(req.path, ==, v->path);
         g_assert_cmpuint(req.weight, ==, v->weight);
+        g_assert_cmpstr(req.file, ==, v->file ?: "");
 }
 
 static void test_request_oversized(void) {
@@ -145,6 +163,9 @@ static const FormatVector format_vectors[] = {
         { { CTL_COMMAND_PATH_WEIGHT, "ABCDEFGHIJKLMNO", 10000 }, "MPT/1 path ABCDEFGHIJKLMNO weight 10000" },
         { { CTL_COMMAND_PATH_UP, "lte" }, "MPT/1 path lte up" },
         { { CTL_COMMAND_PATH_DOWN, "x.y-z_1" }, "MPT/1 path x.y-z_1 down" },
+        { { CTL_COMMAND_RELOAD }, "MPT/1 reload" },
+        { { .command = CTL_COMMAND_SYNCCONF, .file = "/etc/mpt/a b%\x7f\xc3\xa4.conf" },
+          "MPT/1 syncconf /etc/mpt/a%20b%25%7F\xc3\xa4.conf" },
 };
 
 static void test_request_roundtrip(void) {
@@ -164,6 +185,7 @@ static void test_request_roundtrip(void) {
                 g_assert_cmpint(back.command, ==, v->req.command);
                 g_assert_cmpstr(back.path, ==, v->req.path);
                 g_assert_cmpuint(back.weight, ==, v->req.weight);
+                g_assert_cmpstr(back.file, ==, v->req.file);
 
                 /* Exactly enough room (text and NUL) works; one byte less does not. */
                 g_assert_cmpint(ctl_request_format(&v->req, buf, (size_t) n + 1), ==, n);

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Live reload (mptd(8), RELOADING): mptd reads its profile again (SIGHUP, mptctl reload, systemctl
+ * reload) or another file (mptctl syncconf), compares it with the running one key by key, and
+ * applies what changed in place, or refuses all of it and keeps running as it was. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "diag.h"
+#include "learn.h"
+#include "log.h"
+#include "netdev.h"
+#include "nft.h"
+#include "profile.h"
+#include "reload.h"
+#include "tunnel.h"
+
+/* Why a key cannot change while the tunnel runs; NULL: it can. */
+static const char *not_live(MptKeyId id) {
+        switch (id) {
+        case MPT_KEY_TUNNEL_NAME:
+                return "it names the device, the control socket and the unit";
+        case MPT_KEY_TUNNEL_MODE:
+                return "the other end would no longer understand the datagrams";
+        case MPT_KEY_TUNNEL_LOCAL_PORT:
+                return "every path's sockets are bound to it";
+        case MPT_KEY_TUNNEL_WORKERS:
+                return "the TUN device has a queue per worker";
+        case MPT_KEY_TUNNEL_REORDER_WINDOW:
+                return "the receiving workers and their reorder buffers are set up for it";
+        default:
+                return NULL;
+        }
+}
+
+typedef struct Plan {
+        MptDiagnostics refused;
+        char *changed; /* "MTU=, p0: Weight=, ..."; NULL: nothing */
+        size_t n_changed;
+} Plan;
+
+static void plan_done(Plan *p) {
+        diag_done(&p->refused);
+        free(p->changed);
+}
+
+static int plan_add_changed(Plan *p, const char *path, const MptConfKey *k) {
+        char *s;
+
+        if (asprintf(&s, "%s%s%s%s%s=", strempty(p->changed), p->changed ? ", " : "", path ? path : "",
+                     path ? ": " : "", k->name) < 0)
+                return -ENOMEM;
+        free(p->changed);
+        p->changed = s;
+        p->n_changed++;
+        return 0;
+}
+
+/* Whether key k differs between two sections (tunnel or path configurations). */
+static int key_differs(const MptConfKey *k, const void *a, const void *b) {
+        _cleanup_free_ char *x = NULL, *y = NULL;
+        int r;
+
+        r = profile_format_value(k, a, &x);
+        if (r < 0)
+                return r;
+        r = profile_format_value(k, b, &y);
+        if (r < 0)
+                return r;
+        return !streq(x, y);
+}
+
+static unsigned key_line(const MptConfKey *k, const unsigned *lines, unsigned section_line) {
+        unsigned l = lines[conf_key_index(k)];
+        return l > 0 ? l : section_line;
+}
+
+static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n, Plan *plan) {
+        const char *file = n->filename ?: "(profile)";
+        int r;
+
+        for (size_t i = 0; i < _MPT_KEY_MAX; i++) {
+                const MptConfKey *k = conf_key((MptKeyId) i);
+                const char *why;
+
+                if (k->section != MPT_SECTION_TUNNEL || i == MPT_KEY_TUNNEL_KEY || i == MPT_KEY_TUNNEL_KEY_FILE)
+                        continue;
+                r = key_differs(k, &old->tunnel, &n->tunnel);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                why = not_live((MptKeyId) i);
+                if (why) {
+                        _cleanup_free_ char *was = NULL, *now = NULL;
+                        if (profile_format_value(k, &old->tunnel, &was) < 0 ||
+                            profile_format_value(k, &n->tunnel, &now) < 0)
+                                return -ENOMEM;
+                        diag_add(&plan->refused, file, key_line(k, n->tunnel.key_line, n->tunnel.line),
+                                 "%s= cannot change while the tunnel runs (%s): it is '%s', the file says '%s'",
+                                 k->name, why, was, now);
+                        continue;
+                }
+                r = plan_add_changed(plan, NULL, k);
+                if (r < 0)
+                        return r;
+        }
+        /* The key itself, wherever it comes from (Key= or KeyFile=): both ends must change it
+         * together, and a running tunnel has sessions under the old one. */
+        if (old->tunnel.psk.set != n->tunnel.psk.set ||
+            memcmp(old->tunnel.psk.bytes, n->tunnel.psk.bytes, sizeof n->tunnel.psk.bytes) != 0) {
+                const MptConfKey *k = conf_key(n->tunnel.key_file ? MPT_KEY_TUNNEL_KEY_FILE : MPT_KEY_TUNNEL_KEY);
+                diag_add(&plan->refused, file, key_line(k, n->tunnel.key_line, n->tunnel.line),
+                         "the key cannot change while the tunnel runs (both ends change it together): restart "
+                         "mptd for it");
+        }
+        if (profile_uses_sequence(old) != profile_uses_sequence(n))
+                diag_add(&plan->refused, file,
+                         key_line(conf_key(MPT_KEY_TUNNEL_SCHEDULER), n->tunnel.key_line, n->tunnel.line),
+                         "Scheduler=%s would %s sequence numbers on the data while the tunnel runs (the other "
+                         "end reorders by them): restart mptd for it",
+                         mpt_scheduler_to_string(n->tunnel.scheduler),
+                         profile_uses_sequence(n) ? "start putting" : "stop putting");
+
+        /* Paths are matched by name, and their order is their identity on the wire (the other end
+         * has the same paths in the same order). */
+        bool same = old->n_paths == n->n_paths;
+        for (size_t i = 0; same && i < n->n_paths; i++)
+                same = streq(old->paths[i].name, n->paths[i].name);
+        if (!same) {
+                _cleanup_free_ char *a = NULL, *b = NULL;
+                for (size_t i = 0; i < old->n_paths; i++) {
+                        char *s;
+                        if (asprintf(&s, "%s%s%s", strempty(a), a ? ", " : "", old->paths[i].name) < 0)
+                                return -ENOMEM;
+                        free(a);
+                        a = s;
+                }
+                for (size_t i = 0; i < n->n_paths; i++) {
+                        char *s;
+                        if (asprintf(&s, "%s%s%s", strempty(b), b ? ", " : "", n->paths[i].name) < 0)
+                                return -ENOMEM;
+                        free(b);
+                        b = s;
+                }
+                size_t at = 0; /* the first path that differs, or the last one the file has */
+                while (at < n->n_paths && at < old->n_paths && streq(old->paths[at].name, n->paths[at].name))
+                        at++;
+                diag_add(&plan->refused, file,
+                         at < n->n_paths ? n->paths[at].line : n->n_paths > 0 ? n->paths[n->n_paths - 1].line : n->tunnel.line,
+                         "paths cannot be added, removed, renamed or reordered while the tunnel runs (the "
+                         "other end numbers them alike): running %s; the file has %s. Restart mptd on both "
+                         "ends for it", strna(a), strna(b));
+                return 0;
+        }
+        for (size_t p = 0; p < n->n_paths; p++)
+                for (size_t i = 0; i < _MPT_KEY_MAX; i++) {
+                        const MptConfKey *k = conf_key((MptKeyId) i);
+
+                        if (k->section != MPT_SECTION_PATH)
+                                continue;
+                        r = key_differs(k, &old->paths[p], &n->paths[p]);
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
+                                r = plan_add_changed(plan, n->paths[p].name, k);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+        (void) t;
+        return 0;
+}
+
+static int join_diagnostics(const MptDiagnostics *d, char **ret) {
+        char *s = NULL;
+
+        for (size_t i = 0; i < d->n; i++) {
+                _cleanup_free_ char *line = NULL;
+                char *x;
+
+                if (diag_format(&d->items[i], &line) < 0 ||
+                    asprintf(&x, "%s%s%s", strempty(s), s ? "\n" : "", line) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                free(s);
+                s = x;
+        }
+        if (d->n_dropped > 0) {
+                char *x;
+                if (asprintf(&x, "%s\n(and %zu more)", strempty(s), d->n_dropped) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                free(s);
+                s = x;
+        }
+        *ret = s;
+        return 0;
+}
+
+static void apply_firewall(Tunnel *t, const MptTunnelConfig *old, unsigned *failed) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        int r;
+
+        if (old->firewall && !c->firewall) {
+                if (t->nft) {
+                        r = nft_remove(t->nft, t->name);
+                        if (r < 0) {
+                                log_tunnel_warning_errno(t, r, "Reload: failed to delete nftables table 'inet mpt-%s': %m",
+                                                         t->name);
+                                (*failed)++;
+                        } else
+                                log_tunnel_info(t, "Reload: removed nftables table 'inet mpt-%s' (Firewall=no).", t->name);
+                        t->nft = nft_close(t->nft);
+                }
+                t->fw_applied = false;
+                return;
+        }
+        if (!c->firewall)
+                return;
+        if (!t->nft) {
+                r = nft_open(&t->nft);
+                if (r < 0) {
+                        log_tunnel_warning_errno(t, r, "Reload: failed to open nftables netlink socket: %m");
+                        (*failed)++;
+                        return;
+                }
+        }
+        if (!old->firewall || old->firewall_mark != c->firewall_mark)
+                t->fw_applied = false; /* write it, even if the remotes and the MTU are the same */
+        if (tunnel_update_firewall(t, false) < 0)
+                (*failed)++;
+}
+
+int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
+        MptProfile *old = t->profile, **olds;
+        _cleanup_free_ bool *remote_changed = NULL, *weight_changed = NULL;
+        Plan plan = {};
+        unsigned failed = 0;
+        int r;
+
+        assert(ret_message);
+        *ret_message = NULL;
+        r = make_plan(t, old, n, &plan);
+        if (r < 0) {
+                plan_done(&plan);
+                return log_oom_tunnel(t);
+        }
+        if (diag_has_errors(&plan.refused)) {
+                r = join_diagnostics(&plan.refused, ret_message);
+                for (size_t i = 0; i < plan.refused.n; i++)
+                        log_tunnel_warning(t, "Reload refused: %s:%u: %s", plan.refused.items[i].file,
+                                           plan.refused.items[i].line, plan.refused.items[i].message);
+                plan_done(&plan);
+                return r < 0 ? r : -EBUSY;
+        }
+        if (plan.n_changed == 0) {
+                log_tunnel_info(t, "Reload: %s: nothing changed.", strna(n->filename));
+                plan_done(&plan);
+                *ret_message = strdup("nothing changed");
+                profile_free(n);
+                return *ret_message ? 0 : -ENOMEM;
+        }
+
+        /* What follows does not fail half-way for want of memory. */
+        olds = reallocarray(t->old_profiles, t->n_old_profiles + 1, sizeof(MptProfile *));
+        remote_changed = calloc(MAX(n->n_paths, (size_t) 1), sizeof(bool));
+        weight_changed = calloc(MAX(n->n_paths, (size_t) 1), sizeof(bool));
+        if (olds)
+                t->old_profiles = olds;
+        if (!olds || !remote_changed || !weight_changed) {
+                plan_done(&plan);
+                return log_oom_tunnel(t);
+        }
+        for (size_t i = 0; i < n->n_paths; i++) {
+                remote_changed[i] = !address_equal(&old->paths[i].remote, &n->paths[i].remote) ||
+                                    path_config_remote_port(old, &old->paths[i]) !=
+                                            path_config_remote_port(n, &n->paths[i]);
+                weight_changed[i] = key_differs(conf_key(MPT_KEY_PATH_WEIGHT), &old->paths[i], &n->paths[i]) > 0;
+        }
+
+        log_tunnel_info(t, "Reloading from %s: %s.", strna(n->filename), plan.changed);
+        if (t->owns_profile)
+                t->old_profiles[t->n_old_profiles++] = old; /* (else its owner frees it) */
+        __atomic_store_n(&t->profile, n, __ATOMIC_RELEASE);
+        t->owns_profile = true;
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+
+                p->config = &n->paths[i];
+                if (weight_changed[i] && p->weight_runtime_set) {
+                        log_path_info(p, "Reload: Weight= changed in the file: the weight set by mptctl no longer holds.");
+                        p->weight_runtime_set = false;
+                }
+                r = path_apply_config(p, &old->paths[i], remote_changed[i]);
+                if (r < 0)
+                        failed++;
+        }
+        if (n->tunnel.scheduler != old->tunnel.scheduler) {
+                /* Only the learned scheduler paces (feedback.c sets it again at its next split);
+                 * what it learned before another scheduler ran is stale. */
+                __atomic_store_n(&t->pace_paths, 0, __ATOMIC_RELAXED);
+                for (size_t i = 0; i < t->n_paths; i++)
+                        if (n->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
+                                learn_path_reset(&t->paths[i]->learn);
+        }
+        r = tunnel_apply_device(t, &old->tunnel, &failed);
+        if (r < 0)
+                failed++;
+        apply_firewall(t, &old->tunnel, &failed);
+        if (n->tunnel.reorder_max_delay != old->tunnel.reorder_max_delay && t->reorder_enabled)
+                tunnel_set_reorder_hold(t, n->tunnel.reorder_max_delay, n->tunnel.reorder_max_delay);
+        r = tunnel_publish(t);
+        if (r < 0)
+                failed++;
+
+        if (failed > 0)
+                r = asprintf(ret_message, "applied %s; %u part%s failed (see the log)", plan.changed, failed,
+                             failed == 1 ? "" : "s");
+        else
+                r = asprintf(ret_message, "applied %s", plan.changed);
+        log_tunnel_info(t, "Reloaded%s.", failed > 0 ? ", with failures (see above)" : "");
+        plan_done(&plan);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+int reload_read(const char *filename, bool netdev, MptProfile **ret, char **ret_message) {
+        _cleanup_(profile_freep) MptProfile *profile = NULL;
+        MptDiagnostics diag = {};
+        int r;
+
+        *ret_message = NULL;
+        if (netdev) {
+                r = netdev_load_file(filename, &profile, NULL, &diag);
+                if (r == 0) {
+                        diag_done(&diag);
+                        return asprintf(ret_message, "%s has no [" NETDEV_TUNNEL_SECTION "] section any more",
+                                        filename) < 0 ? -ENOMEM : -EINVAL;
+                }
+        } else
+                r = profile_load_file(filename, &profile, &diag);
+        if (r == -EINVAL) {
+                int k = join_diagnostics(&diag, ret_message);
+                diag_done(&diag);
+                return k < 0 ? k : -EINVAL;
+        }
+        diag_done(&diag);
+        if (r < 0)
+                return asprintf(ret_message, "cannot read %s: %s", filename,
+                                r == -EBADFD ? "not a regular file" : strerror(-r)) < 0 ? -ENOMEM : r;
+        if (profile_check_key_private(profile, &diag)) {
+                for (size_t i = 0; i < diag.n; i++)
+                        log_full_errno(LOG_WARNING, 0, profile->tunnel.name, NULL, "%s:%u: warning: %s",
+                                       diag.items[i].file, diag.items[i].line, diag.items[i].message);
+                diag_done(&diag);
+        }
+        *ret = TAKE_PTR(profile);
+        return 0;
+}
+
+int tunnel_reload_file(Tunnel *t, const char *filename, char **ret_message) {
+        _cleanup_(profile_freep) MptProfile *n = NULL;
+        bool netdev = !filename && t->reload_netdev;
+        int r;
+
+        if (!filename)
+                filename = t->reload_file;
+        if (!filename)
+                return asprintf(ret_message, "mptd has no file to read again") < 0 ? -ENOMEM : -ENOENT;
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=%s: reloading %s", (uint64_t) now_usec(),
+                          t->name, filename);
+        r = reload_read(filename, netdev, &n, ret_message);
+        if (r < 0)
+                log_tunnel_warning(t, "Reload refused: %s has errors:\n%s", filename, strna(*ret_message));
+        else {
+                r = tunnel_reload(t, n, ret_message);
+                if (r >= 0)
+                        TAKE_PTR(n);
+        }
+        (void) sd_notifyf(false, "READY=1\nSTATUS=%s: %u of %zu paths up", t->name, t->paths_up, t->n_paths);
+        return r;
+}
