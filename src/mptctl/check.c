@@ -25,7 +25,10 @@ static int load_any(const char *filename, MptProfile **ret, MptDiagnostics *d) {
 static void json_diagnostics(const MptDiagnostics *d) {
         fputs("[", stdout);
         for (size_t j = 0; j < d->n; j++) {
-                printf("%s{\"line\": %u, \"message\": ", j ? ", " : "", d->items[j].line);
+                /* The file: the profile, or one of its drop-ins. */
+                printf("%s{\"file\": ", j ? ", " : "");
+                json_string(stdout, d->items[j].file);
+                printf(", \"line\": %u, \"message\": ", d->items[j].line);
                 json_string(stdout, d->items[j].message);
                 fputs("}", stdout);
         }
@@ -65,7 +68,12 @@ int verb_check(int argc, char **argv) {
                         if (r >= 0) {
                                 printf(", \"tunnel\": ");
                                 json_string(stdout, p->tunnel.name);
-                                printf(", \"paths\": %zu", p->n_paths);
+                                printf(", \"paths\": %zu, \"dropins\": [", p->n_paths);
+                                for (size_t j = 0; j < p->n_dropins; j++) {
+                                        fputs(j > 0 ? ", " : "", stdout);
+                                        json_string(stdout, p->dropins[j]);
+                                }
+                                putchar(']');
                         } else if (r != -EINVAL) {
                                 printf(", \"error\": ");
                                 json_string(stdout, strerror(-r));
@@ -81,9 +89,18 @@ int verb_check(int argc, char **argv) {
                         else if (r < 0)
                                 fprintf(stderr, "%s: cannot read: %s\n", argv[i],
                                         r == -EBADFD ? "not a regular file" : strerror(-r));
-                        else
-                                printf("%s: OK (tunnel '%s', %zu path%s)\n", argv[i], p->tunnel.name, p->n_paths,
-                                       p->n_paths == 1 ? "" : "s");
+                        else {
+                                char dropins[32] = "";
+                                if (p->n_dropins > 0)
+                                        snprintf(dropins, sizeof dropins, ", %zu drop-in%s", p->n_dropins,
+                                                 p->n_dropins == 1 ? "" : "s");
+                                printf("%s: OK (tunnel '%s', %zu path%s%s)\n", argv[i], p->tunnel.name, p->n_paths,
+                                       p->n_paths == 1 ? "" : "s", dropins);
+                        }
+                        /* The drop-ins it read, in order (mpt.conf(5), DROP-INS). */
+                        if (r >= 0)
+                                for (size_t j = 0; j < p->n_dropins; j++)
+                                        printf("  drop-in: %s\n", p->dropins[j]);
                         for (size_t j = 0; j < w.n; j++)
                                 fprintf(stderr, "%s:%u: warning: %s\n", w.items[j].file, w.items[j].line,
                                         w.items[j].message);

@@ -229,6 +229,8 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
                                        diag.items[i].file, diag.items[i].line, diag.items[i].message);
                 diag_done(&diag);
         }
+        for (size_t i = 0; i < profile->n_dropins; i++)
+                log_full_errno(LOG_INFO, 0, profile->tunnel.name, NULL, "Read drop-in %s.", profile->dropins[i]);
         *ret = TAKE_PTR(profile);
         *ret_filename = TAKE_PTR(filename);
         return 0;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -224,6 +225,10 @@ MptProfile *profile_free(MptProfile *p) {
                 config_done(MPT_SECTION_PATH, &p->paths[i]);
         free(p->paths);
         free(p->filename);
+        for (size_t i = 0; i < p->n_dropins; i++)
+                free(p->dropins[i]);
+        free(p->dropins);
+        free(p->dropin_modes);
         return mfree(p);
 }
 
@@ -234,7 +239,7 @@ MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
         if (!paths)
                 return NULL;
         p->paths = paths;
-        paths[p->n_paths] = (MptPathConfig) { .line = line };
+        paths[p->n_paths] = (MptPathConfig) { .line = line, .line_src = p->cur_file };
         config_init(MPT_SECTION_PATH, &paths[p->n_paths]);
         return &paths[p->n_paths++];
 }
@@ -427,6 +432,7 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         const MptConfKey *k;
         void *config = section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel;
         unsigned *key_line;
+        uint8_t *key_src;
         uint32_t *rejected;
         int r;
 
@@ -444,6 +450,7 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         }
 
         key_line = section == MPT_SECTION_PATH ? path->key_line : p->tunnel.key_line;
+        key_src = section == MPT_SECTION_PATH ? path->key_src : p->tunnel.key_src;
         rejected = section == MPT_SECTION_PATH ? &path->key_rejected : &p->tunnel.key_rejected;
         *rejected &= ~(UINT32_C(1) << conf_key_index(k));
 
@@ -451,6 +458,7 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
                 /* An empty value resets the key to its default. */
                 set_default(k, config);
                 key_line[conf_key_index(k)] = 0;
+                key_src[conf_key_index(k)] = 0;
                 return 0;
         }
 
@@ -466,6 +474,7 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
                 return r;
         }
         key_line[conf_key_index(k)] = line;
+        key_src[conf_key_index(k)] = p->cur_file;
         return 0;
 }
 
@@ -481,6 +490,23 @@ static unsigned line_of(const unsigned *key_line, MptKeyId id, unsigned fallback
 #define TLINE(p, id) line_of((p)->tunnel.key_line, id, (p)->tunnel.line)
 #define PLINE(path, id) line_of((path)->key_line, id, (path)->line)
 #define IS_SET(kl, id) (line_of((kl), id, 0) > 0)
+
+const char *profile_file_name(const MptProfile *p, unsigned i) {
+        if (i == 0 || i > p->n_dropins)
+                return p->filename ?: "<input>";
+        return p->dropins[i - 1];
+}
+
+/* The file of a key (where it was set, else where its section starts), for FILE:LINE. */
+static const char *file_of(const MptProfile *p, const unsigned *key_line, const uint8_t *key_src, uint8_t line_src,
+                           MptKeyId id) {
+        size_t i = conf_key_index(conf_key(id));
+        return profile_file_name(p, key_line[i] > 0 ? key_src[i] : line_src);
+}
+
+#define TFILE(p, id) file_of((p), (p)->tunnel.key_line, (p)->tunnel.key_src, (p)->tunnel.line_src, id)
+#define PFILE(p, path, id) file_of((p), (path)->key_line, (path)->key_src, (path)->line_src, id)
+#define SFILE(p, sec) profile_file_name((p), (sec)->line_src)
 
 static char *default_tunnel_name(const char *filename) {
         _cleanup_free_ char *copy = NULL;
@@ -539,10 +565,13 @@ static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
         int fd, r;
 
 #define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
-        if (p->tunnel.key_file[0] == '/' || !p->filename || !strchr(p->filename, '/'))
+        /* Relative: to the directory of the file that says KeyFile= (the profile or a drop-in). */
+        const char *from = TFILE(p, MPT_KEY_TUNNEL_KEY_FILE);
+
+        if (p->tunnel.key_file[0] == '/' || !p->filename || !strchr(from, '/'))
                 path = strdup(p->tunnel.key_file);
         else {
-                dir = strdup(p->filename);
+                dir = strdup(from);
                 if (!dir)
                         return -ENOMEM;
                 if (asprintf(&path, "%s/%s", dirname(dir), p->tunnel.key_file) < 0)
@@ -583,7 +612,6 @@ static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
 }
 
 static void verify_key(MptProfile *p, MptDiagnostics *d) {
-        const char *file = p->filename ?: "<input>";
         const MptTunnelConfig *t = &p->tunnel;
         bool rejected = is_rejected(t->key_rejected, MPT_KEY_TUNNEL_KEY) ||
                         is_rejected(t->key_rejected, MPT_KEY_TUNNEL_KEY_FILE) ||
@@ -591,14 +619,16 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
 
         explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
         if (t->mode == MPT_MODE_COMPAT) {
+                MptKeyId kid = t->key.set ? MPT_KEY_TUNNEL_KEY : MPT_KEY_TUNNEL_KEY_FILE;
+
                 if (t->key.set || t->key_file)
-                        diag_add(d, file, TLINE(p, t->key.set ? MPT_KEY_TUNNEL_KEY : MPT_KEY_TUNNEL_KEY_FILE),
+                        diag_add(d, TFILE(p, kid), TLINE(p, kid),
                                  "Mode=compat sends everything in the clear and takes no key; remove %s= "
                                  "or use Mode=secure", t->key.set ? "Key" : "KeyFile");
                 return;
         }
         if (t->key.set && t->key_file) {
-                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "Key= and KeyFile= are both set; use one of them");
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY_FILE), TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "Key= and KeyFile= are both set; use one of them");
                 return;
         }
         if (t->key.set) {
@@ -611,13 +641,13 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                 if (r == -ENOMEM)
                         d->oom = true;
                 else if (r < 0)
-                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "%s", err ?: "cannot read KeyFile=");
+                        diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY_FILE), TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "%s", err ?: "cannot read KeyFile=");
                 return;
         }
         /* A file without a tunnel section is reported as such; one message is enough. Front
          * doors without sections (line 0) must still call this with tunnel.line set. */
         if (!rejected && p->tunnel.line > 0)
-                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_MODE),
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MODE), TLINE(p, MPT_KEY_TUNNEL_MODE),
                          "secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or "
                          "Mode=compat for original MPT peers");
 }
@@ -630,7 +660,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         if (!p->tunnel.name && !is_rejected(p->tunnel.key_rejected, MPT_KEY_TUNNEL_NAME)) {
                 p->tunnel.name = default_tunnel_name(p->filename);
                 if (!p->tunnel.name)
-                        diag_add(d, file, p->tunnel.line,
+                        diag_add(d, SFILE(p, &p->tunnel), p->tunnel.line,
                                  "no tunnel name: set Name= in [%s] (the file name is not a valid name)",
                                  section_title(p, MPT_SECTION_TUNNEL));
         }
@@ -641,7 +671,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
          * (an original MPT peer sends none, and nothing unauthenticated may move traffic). */
         if (p->tunnel.mode == MPT_MODE_COMPAT && p->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
                 if (IS_SET(p->tunnel.key_line, MPT_KEY_TUNNEL_SCHEDULER))
-                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_SCHEDULER),
+                        diag_add(d, TFILE(p, MPT_KEY_TUNNEL_SCHEDULER), TLINE(p, MPT_KEY_TUNNEL_SCHEDULER),
                                  "Scheduler=learned needs the other end's feedback, which only secure mode "
                                  "carries: use Scheduler=weighted (with Weight=) in compat mode");
                 else
@@ -652,7 +682,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
                         has_v6 = true;
         if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < 1280)
-                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_MTU), "MTU=%u is below 1280, the minimum for a tunnel with "
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MTU), TLINE(p, MPT_KEY_TUNNEL_MTU), "MTU=%u is below 1280, the minimum for a tunnel with "
                          "an IPv6 address", p->tunnel.mtu);
 
         for (int family = AF_INET; family <= AF_INET6; family += AF_INET6 - AF_INET) {
@@ -661,23 +691,23 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         if (p->tunnel.peers.items[i].family == family)
                                 n++;
                 if (n > 1)
-                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_PEER), "more than one %s Peer= address",
+                        diag_add(d, TFILE(p, MPT_KEY_TUNNEL_PEER), TLINE(p, MPT_KEY_TUNNEL_PEER), "more than one %s Peer= address",
                                  family == AF_INET ? "IPv4" : "IPv6");
         }
         for (size_t i = 0; i < p->tunnel.peers.n; i++) {
                 const MptPrefix *pf = &p->tunnel.peers.items[i];
                 if (pf->prefixlen != family_address_size(pf->family) * 8)
-                        diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_PEER), "Peer= takes an address without a prefix length");
+                        diag_add(d, TFILE(p, MPT_KEY_TUNNEL_PEER), TLINE(p, MPT_KEY_TUNNEL_PEER), "Peer= takes an address without a prefix length");
         }
 
         if (p->tunnel.firewall_mark != 0 && !p->tunnel.firewall)
-                diag_add(d, file, TLINE(p, MPT_KEY_TUNNEL_FIREWALL_MARK), "FirewallMark= needs Firewall=yes");
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_FIREWALL_MARK), TLINE(p, MPT_KEY_TUNNEL_FIREWALL_MARK), "FirewallMark= needs Firewall=yes");
 
         if (p->n_paths == 0)
                 diag_add(d, file, 0, "no [%s] section: a tunnel needs at least one path",
                          section_title(p, MPT_SECTION_PATH));
         if (p->n_paths > MPT_PATHS_MAX)
-                diag_add(d, file, p->paths[MPT_PATHS_MAX].line, "too many paths (at most %u)", MPT_PATHS_MAX);
+                diag_add(d, SFILE(p, &p->paths[MPT_PATHS_MAX]), p->paths[MPT_PATHS_MAX].line, "too many paths (at most %u)", MPT_PATHS_MAX);
 
         for (size_t i = 0; i < p->n_paths; i++) {
                 MptPathConfig *path = &p->paths[i];
@@ -695,17 +725,17 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 }
 
                 if (!address_is_set(&path->remote) && !is_rejected(path->key_rejected, MPT_KEY_PATH_REMOTE))
-                        diag_add(d, file, path->line, "path '%s' has no Remote= address", path->name);
+                        diag_add(d, SFILE(p, path), path->line, "path '%s' has no Remote= address", path->name);
                 if (path->interface && p->tunnel.name && streq(path->interface, p->tunnel.name))
-                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_INTERFACE),
+                        diag_add(d, PFILE(p, path, MPT_KEY_PATH_INTERFACE), PLINE(path, MPT_KEY_PATH_INTERFACE),
                                  "path '%s': Interface=%s is the tunnel's own interface", path->name, path->interface);
                 if (!path->interface && !address_is_set(&path->local) &&
                     !is_rejected(path->key_rejected, MPT_KEY_PATH_INTERFACE) &&
                     !is_rejected(path->key_rejected, MPT_KEY_PATH_LOCAL_ADDRESS))
-                        diag_add(d, file, path->line, "path '%s' needs Interface= or LocalAddress=", path->name);
+                        diag_add(d, SFILE(p, path), path->line, "path '%s' needs Interface= or LocalAddress=", path->name);
                 if (address_is_set(&path->local) && address_is_set(&path->remote) &&
                     path->local.family != path->remote.family)
-                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_LOCAL_ADDRESS),
+                        diag_add(d, PFILE(p, path, MPT_KEY_PATH_LOCAL_ADDRESS), PLINE(path, MPT_KEY_PATH_LOCAL_ADDRESS),
                                  "path '%s': LocalAddress= is %s but Remote= is %s", path->name,
                                  path->local.family == AF_INET ? "IPv4" : "IPv6",
                                  path->remote.family == AF_INET ? "IPv4" : "IPv6");
@@ -713,23 +743,23 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 if (!IS_SET(path->key_line, MPT_KEY_PATH_DEAD_TIME))
                         path->dead_time = 3 * path->keepalive_interval;
                 else if (path->dead_time > 0 && path->keepalive_interval == 0)
-                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_DEAD_TIME),
+                        diag_add(d, PFILE(p, path, MPT_KEY_PATH_DEAD_TIME), PLINE(path, MPT_KEY_PATH_DEAD_TIME),
                                  "path '%s': DeadTime= needs keepalives, but KeepaliveInterval=0", path->name);
                 else if (path->dead_time > 0 && path->dead_time <= path->keepalive_interval)
-                        diag_add(d, file, PLINE(path, MPT_KEY_PATH_DEAD_TIME),
+                        diag_add(d, PFILE(p, path, MPT_KEY_PATH_DEAD_TIME), PLINE(path, MPT_KEY_PATH_DEAD_TIME),
                                  "path '%s': DeadTime= must be longer than KeepaliveInterval=", path->name);
 
                 for (size_t j = 0; j < i; j++) {
                         const MptPathConfig *o = &p->paths[j];
                         if (o->name && streq(o->name, path->name))
-                                diag_add(d, file, PLINE(path, MPT_KEY_PATH_NAME),
+                                diag_add(d, PFILE(p, path, MPT_KEY_PATH_NAME), PLINE(path, MPT_KEY_PATH_NAME),
                                          "duplicate path name '%s' (first at line %u); set a unique Name=",
                                          path->name, o->line);
                         else if (streq(strempty(o->interface), strempty(path->interface)) &&
                                  address_equal(&o->local, &path->local) &&
                                  address_equal(&o->remote, &path->remote) &&
                                  path_config_remote_port(p, o) == path_config_remote_port(p, path))
-                                diag_add(d, file, path->line,
+                                diag_add(d, SFILE(p, path), path->line,
                                          "path '%s' duplicates path '%s' (same interface, local and remote "
                                          "address and port)", path->name, o->name);
                 }
@@ -738,16 +768,85 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         return diag_count(d) > errors || d->oom ? -EINVAL : 0;
 }
 
+/* A [Path] section of a drop-in, kept until it ends: its Name= decides which path it changes. */
+typedef struct PendingKey {
+        char *key, *value;
+        unsigned line;
+} PendingKey;
+
 typedef struct ParseState {
         MptProfile *profile;
         MptSection section;
         size_t path_index;
         bool seen_tunnel;
+        bool dropin;
+        const char *file; /* for messages */
+        unsigned pending_line; /* of the pending [Path] header; 0: none */
+        PendingKey *pending;
+        size_t n_pending;
 } ParseState;
+
+/* The name a path has or will have (profile_verify() gives one to a path without Name=). */
+static char *path_name_of(const MptPathConfig *path, size_t index) {
+        char *s = NULL;
+
+        if (path->name)
+                return strdup(path->name);
+        if (path->interface && object_name_valid(path->interface))
+                return strdup(path->interface);
+        return asprintf(&s, "path%zu", index) < 0 ? NULL : s;
+}
+
+static void pending_clear(ParseState *s) {
+        for (size_t i = 0; i < s->n_pending; i++) {
+                free(s->pending[i].key);
+                free(s->pending[i].value);
+        }
+        s->pending = mfree(s->pending);
+        s->n_pending = 0;
+        s->pending_line = 0;
+}
+
+/* A drop-in's [Path] section ended: it changes the path of its Name= (or of the name that path
+ * gets by default), else it adds one. */
+static void pending_flush(ParseState *s, MptDiagnostics *d) {
+        MptProfile *p = s->profile;
+        const char *name = NULL;
+        size_t target = SIZE_MAX;
+
+        if (s->pending_line == 0)
+                return;
+        for (size_t i = 0; i < s->n_pending; i++)
+                if (conf_key_lookup(MPT_SECTION_PATH, s->pending[i].key) == conf_key(MPT_KEY_PATH_NAME) &&
+                    !isempty(s->pending[i].value))
+                        name = s->pending[i].value;
+        for (size_t i = 0; name && i < p->n_paths && target == SIZE_MAX; i++) {
+                _cleanup_free_ char *n = path_name_of(&p->paths[i], i);
+                if (!n) {
+                        d->oom = true;
+                        break;
+                }
+                if (streq(n, name))
+                        target = i;
+        }
+        if (target == SIZE_MAX && !d->oom) {
+                if (!profile_add_path(p, s->pending_line))
+                        d->oom = true;
+                else
+                        target = p->n_paths - 1;
+        }
+        for (size_t i = 0; target != SIZE_MAX && i < s->n_pending; i++)
+                (void) profile_assign(p, MPT_SECTION_PATH, &p->paths[target], s->pending[i].key, s->pending[i].value,
+                                      s->file, s->pending[i].line, d);
+        pending_clear(s);
+}
 
 static bool on_section(void *userdata, const char *section, unsigned line, MptDiagnostics *d) {
         ParseState *s = userdata;
         MptSection sec = mpt_section_from_string(section);
+
+        if (s->dropin)
+                pending_flush(s, d);
 
         if (sec < 0) {
                 unsigned best = UINT_MAX;
@@ -760,18 +859,22 @@ static bool on_section(void *userdata, const char *section, unsigned line, MptDi
                         }
                 }
                 if (best <= 2)
-                        diag_add(d, s->profile->filename, line, "unknown section [%s]; did you mean [%s]?",
-                                 section, hint);
+                        diag_add(d, s->file, line, "unknown section [%s]; did you mean [%s]?", section, hint);
                 else
-                        diag_add(d, s->profile->filename, line, "unknown section [%s]; expected [Tunnel] or [Path]",
-                                 section);
+                        diag_add(d, s->file, line, "unknown section [%s]; expected [Tunnel] or [Path]", section);
                 return false;
         }
 
         s->section = sec;
+        if (s->dropin) {
+                /* [Tunnel] goes on with the profile's; a [Path] waits for its end. */
+                if (sec == MPT_SECTION_PATH)
+                        s->pending_line = line;
+                return true;
+        }
         if (sec == MPT_SECTION_TUNNEL) {
                 if (s->seen_tunnel) {
-                        diag_add(d, s->profile->filename, line,
+                        diag_add(d, s->file, line,
                                  "second [Tunnel] section (the first is at line %u); a profile describes one tunnel",
                                  s->profile->tunnel.line);
                         return false;
@@ -794,9 +897,26 @@ static void on_assignment(void *userdata, const char *section, const char *key, 
         ParseState *s = userdata;
         (void) section;
 
+        if (s->dropin && s->section == MPT_SECTION_PATH) {
+                PendingKey *n = reallocarray(s->pending, s->n_pending + 1, sizeof(PendingKey));
+                if (!n) {
+                        d->oom = true;
+                        return;
+                }
+                s->pending = n;
+                n[s->n_pending] = (PendingKey) { .key = strdup(key), .value = strdup(value), .line = line };
+                if (!n[s->n_pending].key || !n[s->n_pending].value) {
+                        free(n[s->n_pending].key);
+                        free(n[s->n_pending].value);
+                        d->oom = true;
+                        return;
+                }
+                s->n_pending++;
+                return;
+        }
         (void) profile_assign(s->profile, s->section,
                               s->section == MPT_SECTION_PATH ? &s->profile->paths[s->path_index] : NULL,
-                              key, value, s->profile->filename, line, d);
+                              key, value, s->file, line, d);
 }
 
 static const ConfCallbacks profile_callbacks = {
@@ -805,20 +925,139 @@ static const ConfCallbacks profile_callbacks = {
 };
 
 /* Parse and verify are separate passes, but the problems of a file are reported in line order all
- * the same; whole-file problems (line 0) come last. Insertion sort: stable, and the lists are short. */
-static void diag_sort_by_line(MptDiagnostics *d, size_t first) {
+ * the same, file by file (the profile, then its drop-ins in order); whole-file problems (line 0)
+ * come last of their file. Insertion sort: stable, and the lists are short. */
+static size_t file_rank(const MptProfile *p, const char *file) {
+        for (size_t i = 0; i < p->n_dropins; i++)
+                if (streq(file, p->dropins[i]))
+                        return i + 1;
+        return 0;
+}
+
+static void diag_sort_by_line(const MptProfile *p, MptDiagnostics *d, size_t first) {
         for (size_t i = first + 1; i < d->n; i++) {
                 MptDiag t = d->items[i];
+                size_t rank = file_rank(p, t.file);
                 unsigned key = t.line ?: UINT_MAX;
                 size_t j = i;
 
-                for (; j > first && (d->items[j - 1].line ?: UINT_MAX) > key; j--)
+                for (; j > first; j--) {
+                        size_t r = file_rank(p, d->items[j - 1].file);
+                        if (r < rank || (r == rank && (d->items[j - 1].line ?: UINT_MAX) <= key))
+                                break;
                         d->items[j] = d->items[j - 1];
+                }
                 d->items[j] = t;
         }
 }
 
-int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d) {
+typedef struct Dropin {
+        char *name; /* file name, for the order */
+        char *path;
+} Dropin;
+
+static int dropin_compare(const void *a, const void *b) {
+        return strcmp(((const Dropin *) a)->name, ((const Dropin *) b)->name);
+}
+
+/* The drop-ins of profile filename in dirs (most important first): *.conf in DIR/BASE.d/. */
+static int find_dropins(const char *filename, const char *const *dirs, Dropin **ret, size_t *ret_n,
+                        MptDiagnostics *d) {
+        _cleanup_free_ char *copy = strdup(filename);
+        Dropin *l = NULL;
+        size_t n = 0;
+        const char *base;
+
+        if (!copy)
+                return -ENOMEM;
+        base = basename(copy);
+        for (size_t k = 0; dirs && dirs[k]; k++) {
+                _cleanup_free_ char *dir = NULL;
+                DIR *dp;
+                struct dirent *de;
+
+                if (asprintf(&dir, "%s/%s.d", dirs[k], base) < 0)
+                        goto oom;
+                dp = opendir(dir);
+                if (!dp)
+                        continue; /* none there (or not a directory): nothing to add */
+                while ((de = readdir(dp))) {
+                        size_t len = strlen(de->d_name);
+                        bool hidden = false;
+                        Dropin *nl;
+
+                        if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
+                                continue;
+                        for (size_t i = 0; i < n && !hidden; i++)
+                                hidden = streq(l[i].name, de->d_name);
+                        if (hidden)
+                                continue; /* an earlier directory has it */
+                        nl = reallocarray(l, n + 1, sizeof(Dropin));
+                        if (!nl) {
+                                closedir(dp);
+                                goto oom;
+                        }
+                        l = nl;
+                        l[n].name = strdup(de->d_name);
+                        if (asprintf(&l[n].path, "%s/%s", dir, de->d_name) < 0)
+                                l[n].path = NULL;
+                        if (!l[n].name || !l[n].path) {
+                                free(l[n].name);
+                                free(l[n].path);
+                                closedir(dp);
+                                goto oom;
+                        }
+                        n++;
+                }
+                closedir(dp);
+        }
+        if (n > MPT_DROPINS_MAX) {
+                diag_add(d, filename, 0, "%zu drop-ins; at most %u are read", n, MPT_DROPINS_MAX);
+                for (size_t i = 0; i < n; i++) {
+                        free(l[i].name);
+                        free(l[i].path);
+                }
+                free(l);
+                return -E2BIG;
+        }
+        if (n > 1)
+                qsort(l, n, sizeof(Dropin), dropin_compare);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+oom:
+        for (size_t i = 0; i < n; i++) {
+                free(l[i].name);
+                free(l[i].path);
+        }
+        free(l);
+        return -ENOMEM;
+}
+
+/* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
+ * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
+ * nothing. */
+static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
+        _cleanup_free_ char *buf = NULL;
+        ParseState s = { .profile = p, .dropin = true, .file = path, .section = _MPT_SECTION_INVALID };
+        struct stat st;
+        size_t size;
+        int r;
+
+        if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
+                return 0; /* /dev/null: masked */
+        r = read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st);
+        if (r < 0)
+                return r;
+        p->dropin_modes[p->cur_file - 1] = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0;
+        conf_parse_buffer(path, buf, size, &profile_callbacks, &s, d);
+        pending_flush(&s, d);
+        pending_clear(&s);
+        return 0;
+}
+
+static int load(const char *filename, const char *buf, size_t len, const Dropin *dropins, size_t n_dropins,
+                MptProfile **ret, MptDiagnostics *d) {
         _cleanup_(profile_freep) MptProfile *p = NULL;
         ParseState s = {};
         size_t errors = diag_count(d), first = d->n;
@@ -829,9 +1068,34 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
         p->filename = strdup(filename ?: "<input>");
         if (!p->filename)
                 return -ENOMEM;
+        if (n_dropins > 0) {
+                p->dropins = calloc(n_dropins, sizeof(char *));
+                p->dropin_modes = calloc(n_dropins, sizeof(uint32_t));
+                if (!p->dropins || !p->dropin_modes)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n_dropins; i++) {
+                        p->dropins[i] = strdup(dropins[i].path);
+                        if (!p->dropins[i])
+                                return -ENOMEM;
+                        p->n_dropins++;
+                }
+        }
         s.profile = p;
+        s.file = p->filename;
 
         conf_parse_buffer(p->filename, buf, len, &profile_callbacks, &s, d);
+        for (size_t i = 0; i < p->n_dropins && !d->oom; i++) {
+                int r;
+
+                p->cur_file = (uint8_t) (i + 1);
+                r = parse_dropin(p, p->dropins[i], d);
+                if (r == -ENOMEM)
+                        d->oom = true;
+                else if (r < 0)
+                        diag_add(d, p->dropins[i], 0, "cannot read this drop-in: %s",
+                                 r == -EBADFD ? "not a regular file" : strerror(-r));
+        }
+        p->cur_file = 0;
         if (d->oom)
                 return -ENOMEM;
         if (!s.seen_tunnel && p->n_paths > 0)
@@ -842,7 +1106,7 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
                         diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
         } else
                 (void) profile_verify(p, d);
-        diag_sort_by_line(d, first);
+        diag_sort_by_line(p, d, first);
         if (d->oom)
                 return -ENOMEM;
         if (diag_count(d) > errors)
@@ -851,8 +1115,14 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
         return 0;
 }
 
-int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d) {
+int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d) {
+        return load(filename, buf, len, NULL, 0, ret, d);
+}
+
+int profile_load_file_dirs(const char *filename, const char *const *dirs, MptProfile **ret, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
+        Dropin *dropins = NULL;
+        size_t n_dropins = 0;
         struct stat st;
         size_t size;
         int r;
@@ -860,29 +1130,59 @@ int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d)
         r = read_full_file_stat(filename, CONF_FILE_MAX, &buf, &size, &st);
         if (r < 0)
                 return r;
-        r = profile_load_buffer(filename, buf, size, ret, d);
+        r = find_dropins(filename, dirs, &dropins, &n_dropins, d);
+        if (r == -E2BIG)
+                return -EINVAL;
+        if (r < 0)
+                return r;
+        r = load(filename, buf, size, dropins, n_dropins, ret, d);
+        for (size_t i = 0; i < n_dropins; i++) {
+                free(dropins[i].name);
+                free(dropins[i].path);
+        }
+        free(dropins);
         if (r >= 0 && S_ISREG(st.st_mode))
                 (*ret)->file_mode = st.st_mode & 07777;
         return r;
 }
 
+int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d) {
+        _cleanup_free_ char *copy = strdup(filename), *real_dir = NULL;
+        const char *dir;
+
+        if (!copy)
+                return -ENOMEM;
+        dir = dirname(copy);
+        real_dir = realpath(dir, NULL);
+        /* A profile of the system's (in MPT_SYSCONFDIR): drop-ins there, in /run and in /usr/lib,
+         * as systemd has them for units. Elsewhere: next to the file. */
+        if (real_dir && streq(real_dir, MPT_SYSCONFDIR))
+                return profile_load_file_dirs(filename,
+                                              (const char *const[]) { MPT_SYSCONFDIR, "/run/mpt", "/usr/lib/mpt", NULL },
+                                              ret, d);
+        return profile_load_file_dirs(filename, (const char *const[]) { dir, NULL }, ret, d);
+}
+
 bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
+        /* The file that holds Key=: the profile, or a drop-in. */
+        uint8_t src = p->tunnel.key_src[conf_key_index(conf_key(MPT_KEY_TUNNEL_KEY))];
+        uint32_t mode = src > 0 && src <= p->n_dropins ? p->dropin_modes[src - 1] : p->file_mode;
         /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for the
          * keys of WireGuard). */
-        uint32_t exposed = p->file_mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
+        uint32_t exposed = mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
         const char *who = exposed == (S_IRGRP | S_IROTH) ? "its group and others" : exposed == S_IRGRP ? "its group" : "others";
 
         if (!p->tunnel.key.set || exposed == 0)
                 return false;
         if (p->from_netdev)
-                diag_add(d, p->filename ?: "<input>", TLINE(p, MPT_KEY_TUNNEL_KEY),
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY), TLINE(p, MPT_KEY_TUNNEL_KEY),
                          "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
                          "readable by root and systemd-networkd only (chmod 640, group systemd-network), or move "
-                         "the key to KeyFile=", who, (unsigned) p->file_mode);
+                         "the key to KeyFile=", who, (unsigned) mode);
         else
-                diag_add(d, p->filename ?: "<input>", TLINE(p, MPT_KEY_TUNNEL_KEY),
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY), TLINE(p, MPT_KEY_TUNNEL_KEY),
                          "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
-                         "private (chmod 600), or move the key to KeyFile=", who, (unsigned) p->file_mode);
+                         "private (chmod 600), or move the key to KeyFile=", who, (unsigned) mode);
         return true;
 }
 

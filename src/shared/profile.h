@@ -87,6 +87,8 @@ typedef struct MptTunnelConfig {
 
         unsigned line;                                /* of the [Tunnel] header; 0 if none */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
+        /* In which file each was set (profile_file_name()): 0 the profile itself, i a drop-in. */
+        uint8_t line_src, key_src[MPT_KEYS_PER_SECTION_MAX];
         uint32_t key_rejected; /* bit per key: given, but its value was refused (already reported) */
 } MptTunnelConfig;
 
@@ -106,6 +108,7 @@ typedef struct MptPathConfig {
 
         unsigned line; /* of the [Path] header */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX];
+        uint8_t line_src, key_src[MPT_KEYS_PER_SECTION_MAX]; /* as in MptTunnelConfig */
         uint32_t key_rejected;
 } MptPathConfig;
 
@@ -120,6 +123,12 @@ typedef struct MptProfile {
         /* Permission bits of the regular file it was read from; 0 when it came from elsewhere
          * (a buffer, a pipe). */
         uint32_t file_mode;
+        /* Drop-ins read after it (profile_load_file()), in order: file names and permission bits.
+         * Their index + 1 is what key_src[] and line_src say. */
+        char **dropins;
+        uint32_t *dropin_modes;
+        size_t n_dropins;
+        uint8_t cur_file; /* while parsing: the file that profile_assign() records */
         MptTunnelConfig tunnel;
         MptPathConfig *paths;
         size_t n_paths;
@@ -229,9 +238,21 @@ int profile_verify(MptProfile *p, MptDiagnostics *d);
 /* The text mptctl shows for a key's value: "(hidden)" for a secret that is set. */
 int profile_format_value_shown(const MptConfKey *k, const void *config, char **ret);
 
-/* Parses and verifies a native profile file. Returns -errno if the file cannot be read,
- * -EINVAL if it has errors (all of them in d), 0 on success. */
+/* Parses and verifies a native profile file and its drop-ins (mpt.conf(5), DROP-INS): *.conf
+ * files in the directories FILE.d/ (FILE's base name, e.g. mpt0.conf.d) next to it, and, for a
+ * profile in MPT_SYSCONFDIR, in /run/mpt and /usr/lib/mpt too. A drop-in's name in an earlier
+ * directory hides the same name in a later one (an empty file or a link to /dev/null hides
+ * without adding); they are read in the order of their names. Returns -errno if the profile
+ * cannot be read, -EINVAL if it or a drop-in has errors (all of them in d, FILE:LINE of the file
+ * each is in), 0 on success. */
 int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d);
+/* The same with the drop-in directories given (NULL-terminated, most important first) instead of
+ * the ones profile_load_file() looks in. */
+int profile_load_file_dirs(const char *filename, const char *const *dirs, MptProfile **ret, MptDiagnostics *d);
+/* At most this many drop-ins per profile. */
+#define MPT_DROPINS_MAX 64u
+/* The name of file i of a profile (0: the profile, i > 0: drop-in i - 1). */
+const char *profile_file_name(const MptProfile *p, unsigned i);
 int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d);
 
 /* When the profile holds its key in the file itself (Key=) and the file can be read by more than

@@ -5,12 +5,12 @@
 # Scheduler=weighted (a weight decides the shares whatever the load).
 #
 # Asserts:
-#   1. `mptctl reload lab` after a.conf gained p0 Weight=3, a Route=, MTU=1400 and
-#      Scheduler=learned: it prints what changed (p0's Weight=, Route=, MTU=, Scheduler=); p0's
+#   1. `mptctl reload lab` after a.conf gained p0 Weight=3, MTU=1400 and Scheduler=learned, and
+#      a drop-in (a.conf.d/50-route.conf) a Route=: it prints what changed (p0's Weight=, Route=, MTU=, Scheduler=); p0's
 #      weight is 3, the scheduler learned, the route is in a's table on the tunnel device, the
 #      device's MTU is 1400, and showconf has all three. (Compat mode, the -plain variant, has
 #      no learned scheduler: the scheduler stays.)
-#   2. SIGHUP after a.conf made p2 a backup (Weight=0) and dropped the route: the route is gone,
+#   2. SIGHUP after a.conf made p2 a backup (Weight=0) and the drop-in went: the route is gone,
 #      p2 is a backup and carries no data from a (tx_bytes growth 0 over 1 s under the load).
 #   3. Refusals leave everything as it runs, exit 1 and name FILE:LINE: LocalPort= changed
 #      ("LocalPort= cannot change while the tunnel runs"), a path removed ("paths cannot be
@@ -64,7 +64,9 @@ it_set_path_key a p0 Weight 3
 secure=1
 [ "${MPT_LAB_MODE:-secure}" = compat ] && secure=0
 ((secure)) && sed -i 's/^Scheduler=weighted$/Scheduler=learned/' "$LAB_DIR/a.conf"
-set_tunnel_key "$LAB_DIR/a.conf" Route 10.99.0.0/24
+# The route comes from a drop-in (a.conf.d/, next to the profile).
+mkdir -p "$LAB_DIR/a.conf.d"
+printf '[Tunnel]\nRoute=10.99.0.0/24\n' > "$LAB_DIR/a.conf.d/50-route.conf"
 set_tunnel_key "$LAB_DIR/a.conf" MTU 1400
 out=$(lab_ctl a reload lab) || it_fail "mptctl reload lab failed: $out"
 it_note "reload: $out"
@@ -83,7 +85,7 @@ for want in "Weight=3" "Route=10.99.0.0/24" "MTU=1400"; do
 done
 
 # ---- 2. SIGHUP ----
-sed -i '/^Route=/d' "$LAB_DIR/a.conf"
+rm "$LAB_DIR/a.conf.d/50-route.conf"
 it_set_path_key a p2 Weight 0
 kill -HUP "$LAB_PID_a"
 for _ in $(seq 50); do

@@ -18,7 +18,10 @@
 #   - `check` of a profile with Key= that its group and others can read: OK (exit 0) with one
 #     "FILE:LINE: warning:" line at Key=; with `--strict` (before or after the file) the same line
 #     is a problem and the exit status 1, in JSON too ("ok": false); a private one passes
-#     `--strict`; `--strict=yes` is an error; `check -- -x.conf` checks the file "-x.conf".
+#     `--strict`; `--strict=yes` is an error; `check -- -x.conf` checks the file "-x.conf";
+#   - `check` reads drop-ins (FILE.d/*.conf next to it): it names them ("1 drop-in", a
+#     "drop-in:" line; "dropins" in JSON), and a problem in one is FILE:LINE of the drop-in
+#     ("file" in JSON).
 #
 # MPTCTL= names the mptctl binary.
 
@@ -105,16 +108,17 @@ python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert len(d) == 1 and d[0]["ok"] is False, d
-assert d[0]["problems"] == [{"line": 3, "message": sys.argv[2]}], d[0]["problems"]
+assert d[0]["problems"] == [{"file": sys.argv[3], "line": 3, "message": sys.argv[2]}], d[0]["problems"]
 assert d[0]["warnings"] == [], d[0]["warnings"]
-' "$dir/out" "$msg" || fail "--json check --strict: $(cat "$dir/out")"
+' "$dir/out" "$msg" "$dir/open.conf" || fail "--json check --strict: $(cat "$dir/out")"
 "$MPTCTL" --json check "$dir/open.conf" > "$dir/out" || fail "--json check: expected exit status 0"
 python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d[0]["ok"] is True and d[0]["problems"] == [], d
-assert d[0]["warnings"] == [{"line": 3, "message": sys.argv[2]}], d[0]["warnings"]
-' "$dir/out" "$msg" || fail "--json check: $(cat "$dir/out")"
+assert d[0]["warnings"] == [{"file": sys.argv[3], "line": 3, "message": sys.argv[2]}], d[0]["warnings"]
+assert d[0]["dropins"] == [], d[0]
+' "$dir/out" "$msg" "$dir/open.conf" || fail "--json check: $(cat "$dir/out")"
 echo "ok: mptctl --json check [--strict]: warnings, or problems with --strict"
 
 "$MPTCTL" check --strict "$dir/private.conf" > "$dir/out" 2> "$dir/err" || fail "check --strict of a private profile: exit $?"
@@ -125,3 +129,18 @@ expect_error "mptctl: check: option '--strict' takes no value" check --strict=ye
 [ "$(cat "$dir/out")" = "-x.conf: OK (tunnel 'x', 1 path)" ] ||
         fail "check -- -x.conf: '$(cat "$dir/out")'"
 echo "ok: mptctl check -- -x.conf: $(cat "$dir/out")"
+
+mkdir "$dir/private.conf.d"
+printf '[Tunnel]\nMTU=1400\n' > "$dir/private.conf.d/10-mtu.conf"
+"$MPTCTL" check "$dir/private.conf" > "$dir/out" || fail "check with a drop-in: exit $?"
+[ "$(cat "$dir/out")" = "$dir/private.conf: OK (tunnel 'private', 1 path, 1 drop-in)
+  drop-in: $dir/private.conf.d/10-mtu.conf" ] || fail "check with a drop-in: '$(cat "$dir/out")'"
+printf 'ReorderWindow=lots\n' >> "$dir/private.conf.d/10-mtu.conf"
+expect_error "$dir/private.conf.d/10-mtu.conf:3: invalid ReorderWindow= 'lots': expected 0..65536" check "$dir/private.conf"
+"$MPTCTL" --json check "$dir/private.conf" > "$dir/out" && fail "--json check of a bad drop-in: expected exit status 1"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d[0]["problems"][0]["file"] == sys.argv[2] and d[0]["problems"][0]["line"] == 3, d
+' "$dir/out" "$dir/private.conf.d/10-mtu.conf" || fail "--json check of a bad drop-in: $(cat "$dir/out")"
+echo "ok: mptctl check reads drop-ins, and names the drop-in of a problem"

@@ -1409,6 +1409,122 @@ static void test_to_text_exact(void) {
                         "KeepaliveInterval=2s\n");
 }
 
+/* ---- drop-ins ---- */
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autoptr(GError) error = NULL;
+
+        g_file_set_contents(path, text, -1, &error);
+        g_assert_no_error(error);
+}
+
+static char *diag_text(const MptDiagnostics *d, const char *strip) {
+        GString *got = g_string_new(NULL);
+
+        for (size_t i = 0; i < d->n; i++) {
+                char *s = NULL;
+                g_assert_cmpint(diag_format(&d->items[i], &s), ==, 0);
+                g_string_append_printf(got, "%s\n", g_str_has_prefix(s, strip) ? s + strlen(strip) : s);
+                free(s);
+        }
+        return g_string_free(got, false);
+}
+
+/* Drop-ins: the .conf files in FILE.d/ of each directory given, most important first; a name in an earlier
+ * directory hides it in a later one; read in the order of their names; [Tunnel] keys override
+ * (lists add, an empty value clears); a [Path] with the Name= of a path changes it, a new one is
+ * added; problems are FILE:LINE of the drop-in. */
+static void test_dropins(void) {
+        g_autofree char *tmp = g_dir_make_tmp("mpt-dropins-XXXXXX", NULL);
+        g_autofree char *etc = g_build_filename(tmp, "etc", NULL), *run = g_build_filename(tmp, "run", NULL);
+        g_autofree char *etc_d = g_build_filename(etc, "t.conf.d", NULL), *run_d = g_build_filename(run, "t.conf.d", NULL);
+        g_autofree char *main_file = g_build_filename(etc, "t.conf", NULL), *prefix = g_strdup_printf("%s/", tmp);
+        const char *const dirs[] = { etc, run, NULL };
+        MptDiagnostics d = {};
+        g_autoptr(MptProfile) p = NULL;
+        g_autofree char *got = NULL;
+
+        g_assert_nonnull(tmp);
+        g_assert_cmpint(g_mkdir_with_parents(etc_d, 0700), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(run_d, 0700), ==, 0);
+        write_file(etc, "t.conf",
+                   "[Tunnel]\nName=t\nMode=compat\nAddress=10.0.0.1/24\nMTU=1400\n"
+                   "[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
+                   "[Path]\nInterface=wlan0\nRemote=192.0.2.2\n");
+        /* 10-: MTU back to its default, one more address; path a gets a weight. */
+        write_file(etc_d, "10-mtu.conf", "[Tunnel]\nMTU=\nAddress=fd00::1/64\n[Path]\nWeight=7\nName=a\n");
+        /* 20- in /run: hidden by /etc's 20- (empty: adds nothing). */
+        write_file(run_d, "20-hidden.conf", "[Tunnel]\nMTU=1300\n");
+        write_file(etc_d, "20-hidden.conf", "");
+        /* 30- in /run only: a new path, and wlan0 (named by its interface) becomes a backup. */
+        write_file(run_d, "30-lte.conf", "[Path]\nName=lte\nInterface=wwan0\nRemote=192.0.2.3\n[Path]\nName=wlan0\nBackup=yes\n");
+        /* Not a drop-in. */
+        write_file(etc_d, "40-notes.txt", "[Tunnel]\nMTU=1200\n");
+
+        g_assert_cmpint(profile_load_file_dirs(main_file, dirs, &p, &d), ==, 0);
+        g_assert_cmpuint(d.n, ==, 0);
+        g_assert_cmpuint(p->n_dropins, ==, 3);
+        g_assert_true(g_str_has_suffix(p->dropins[0], "/etc/t.conf.d/10-mtu.conf"));
+        g_assert_true(g_str_has_suffix(p->dropins[1], "/etc/t.conf.d/20-hidden.conf"));
+        g_assert_true(g_str_has_suffix(p->dropins[2], "/run/t.conf.d/30-lte.conf"));
+        g_assert_cmpuint(p->tunnel.mtu, ==, 0);
+        g_assert_cmpuint(p->tunnel.addresses.n, ==, 2);
+        g_assert_cmpuint(p->n_paths, ==, 3);
+        g_assert_cmpstr(p->paths[0].name, ==, "a");
+        g_assert_cmpuint(p->paths[0].weight, ==, 7);
+        g_assert_cmpstr(p->paths[1].name, ==, "wlan0");
+        g_assert_true(p->paths[1].backup);
+        g_assert_cmpstr(p->paths[2].name, ==, "lte");
+        g_assert_cmpstr(p->paths[2].interface, ==, "wwan0");
+        /* Where each key came from. */
+        g_assert_cmpstr(profile_file_name(p, p->paths[0].key_src[conf_key_index(conf_key(MPT_KEY_PATH_WEIGHT))]), ==,
+                        p->dropins[0]);
+        g_assert_cmpuint(p->paths[0].key_line[conf_key_index(conf_key(MPT_KEY_PATH_WEIGHT))], ==, 5);
+        g_assert_cmpstr(profile_file_name(p, p->paths[2].line_src), ==, p->dropins[2]);
+        profile_free(TAKE_PTR(p));
+
+        /* Problems name the drop-in, in file order: a bad value, a cross-key problem of a key
+         * set there (DeadTime= without keepalives), an unknown section. */
+        write_file(etc_d, "50-bad.conf", "[Path]\nName=a\nWeight=lots\nKeepaliveInterval=0\nDeadTime=5s\n[Nonsense]\n");
+        write_file(etc_d, "05-bad.conf", "[Tunnel]\nMTU=1\n");
+        g_assert_cmpint(profile_load_file_dirs(main_file, dirs, &p, &d), ==, -EINVAL);
+        g_assert_null(p);
+        got = diag_text(&d, prefix);
+        g_assert_cmpstr(got, ==,
+                        "etc/t.conf.d/05-bad.conf:2: invalid MTU= '1': expected \"auto\" or 576..65535\n"
+                        "etc/t.conf.d/50-bad.conf:3: invalid Weight= 'lots': expected 0..10000\n"
+                        "etc/t.conf.d/50-bad.conf:5: path 'a': DeadTime= needs keepalives, but KeepaliveInterval=0\n"
+                        "etc/t.conf.d/50-bad.conf:6: unknown section [Nonsense]; expected [Tunnel] or [Path]\n");
+        diag_done(&d);
+
+        /* A link to /dev/null hides a drop-in without adding one. */
+        {
+                g_autofree char *a = g_build_filename(etc_d, "50-bad.conf", NULL);
+                g_autofree char *b = g_build_filename(etc_d, "05-bad.conf", NULL);
+                g_autofree char *c = g_build_filename(etc_d, "30-lte.conf", NULL);
+                g_assert_cmpint(unlink(a), ==, 0);
+                g_assert_cmpint(unlink(b), ==, 0);
+                g_assert_cmpint(symlink("/dev/null", c), ==, 0);
+        }
+        g_assert_cmpint(profile_load_file_dirs(main_file, dirs, &p, &d), ==, 0);
+        g_assert_cmpuint(p->n_paths, ==, 2);
+        g_assert_false(p->paths[1].backup);
+
+        /* profile_load_file(): next to the file, outside MPT_SYSCONFDIR. */
+        profile_free(TAKE_PTR(p));
+        g_assert_cmpint(profile_load_file(main_file, &p, &d), ==, 0);
+        g_assert_cmpuint(p->n_dropins, ==, 3); /* etc's 10-, 20- and 30- (/dev/null, nothing) */
+        g_assert_cmpuint(p->tunnel.addresses.n, ==, 2);
+        g_assert_cmpuint(p->n_paths, ==, 2);
+
+        diag_done(&d);
+        {
+                g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmp);
+                g_assert_true(system(rm) == 0);
+        }
+}
+
 /* ---- golden files: tests/data/profiles/{good,bad}-*.conf with *.expected ---- */
 
 #define PROFILE_DIR MPT_TEST_DATA "/profiles"
@@ -1590,6 +1706,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/profile/scheduler-by-mode", test_scheduler_by_mode);
         g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
         g_test_add_func("/mpt/profile/key-private", test_key_private);
+        g_test_add_func("/mpt/profile/dropins", test_dropins);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
