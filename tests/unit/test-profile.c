@@ -1517,6 +1517,28 @@ static void test_dropins(void) {
         g_assert_cmpuint(p->n_dropins, ==, 3); /* etc's 10-, 20- and 30- (/dev/null, nothing) */
         g_assert_cmpuint(p->tunnel.addresses.n, ==, 2);
         g_assert_cmpuint(p->n_paths, ==, 2);
+        profile_free(TAKE_PTR(p));
+
+        /* A relative KeyFile= is relative to the drop-in that says it. */
+        {
+                guchar key[32];
+                for (size_t i = 0; i < sizeof key; i++)
+                        key[i] = (guchar) (i + 1);
+                g_autofree char *b64 = g_base64_encode(key, sizeof key);
+                g_autofree char *line = g_strdup_printf("%s\n", b64);
+                write_file(etc_d, "k.key", line);
+                {
+                        g_autofree char *kp = g_build_filename(etc_d, "k.key", NULL);
+                        g_assert_cmpint(chmod(kp, 0600), ==, 0);
+                }
+                write_file(etc_d, "60-key.conf", "[Tunnel]\nMode=secure\nKeyFile=k.key\n");
+                if (profile_load_file_dirs(main_file, dirs, &p, &d) != 0) {
+                        g_autofree char *t = diag_text(&d, prefix);
+                        g_error("drop-in with KeyFile=: %s", t);
+                }
+                g_assert_true(p->tunnel.psk.set);
+                g_assert_cmpmem(p->tunnel.psk.bytes, sizeof key, key, sizeof key);
+        }
 
         diag_done(&d);
         {
