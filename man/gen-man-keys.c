@@ -270,9 +270,7 @@ static const char *pretty_percent(uint64_t permille, char *buf, size_t size) {
 }
 
 static int write_default(FILE *f, const MptConfKey *k) {
-        _cleanup_(profile_freep) MptProfile *p = NULL;
         _cleanup_free_ char *v = NULL;
-        MptPathConfig *path;
         int r;
 
         fputs("Default: ", f);
@@ -292,11 +290,7 @@ static int write_default(FILE *f, const MptConfKey *k) {
         }
 
         /* The value a fresh profile has, printed the way the parser reads it back. */
-        p = profile_new();
-        path = p ? profile_add_path(p, 1) : NULL;
-        if (!path)
-                return -ENOMEM;
-        r = profile_format_value(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, &v);
+        r = conf_key_default_text(k, &v);
         if (r < 0)
                 return r;
         if (isempty(v))

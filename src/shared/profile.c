@@ -491,6 +491,19 @@ static unsigned line_of(const unsigned *key_line, MptKeyId id, unsigned fallback
 #define PLINE(path, id) line_of((path)->key_line, id, (path)->line)
 #define IS_SET(kl, id) (line_of((kl), id, 0) > 0)
 
+int conf_key_default_text(const MptConfKey *k, char **ret) {
+        _cleanup_(profile_freep) MptProfile *p = NULL;
+        MptPathConfig *path;
+
+        if (k->default_doc)
+                return (*ret = strdup(k->default_doc)) ? 0 : -ENOMEM;
+        p = profile_new();
+        path = p ? profile_add_path(p, 1) : NULL;
+        if (!path)
+                return -ENOMEM;
+        return profile_format_value(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, ret);
+}
+
 const char *profile_file_name(const MptProfile *p, unsigned i) {
         if (i == 0 || i > p->n_dropins)
                 return p->filename ?: "<input>";

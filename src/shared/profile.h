@@ -235,6 +235,10 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
  * d; returns -EINVAL if there were any. */
 int profile_verify(MptProfile *p, MptDiagnostics *d);
 
+/* How a key's default reads, for documentation and for the editors' placeholders: its
+ * default_doc, or the value a fresh profile has, as the parser reads it back ("" for none). */
+int conf_key_default_text(const MptConfKey *k, char **ret);
+
 /* The text mptctl shows for a key's value: "(hidden)" for a secret that is set. */
 int profile_format_value_shown(const MptConfKey *k, const void *config, char **ret);
 

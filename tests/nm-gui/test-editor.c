@@ -12,6 +12,7 @@
 #include <NetworkManager.h>
 
 #include "mpt-nm-profile.h"
+#include "profile.h"
 
 #if GTK_CHECK_VERSION(4, 0, 0)
 #define GTK4 1
@@ -397,6 +398,35 @@ static void test_new_connection(void) {
         g_assert_cmpuint(nm_setting_vpn_get_num_secrets(nm_connection_get_setting_vpn(out)), ==, 0);
 }
 
+/* The placeholders of keys left empty are their defaults from the key table (profile.h), not
+ * copies of them (ReorderMaxDelay= once showed 100ms in the editor while its default was 500ms). */
+static void test_placeholders(void) {
+        static const struct {
+                const char *widget;
+                MptKeyId key;
+        } fields[] = {
+                { "mpt-local-port", MPT_KEY_TUNNEL_LOCAL_PORT },
+                { "mpt-remote-port", MPT_KEY_TUNNEL_REMOTE_PORT },
+                { "mpt-mtu", MPT_KEY_TUNNEL_MTU },
+                { "mpt-reorder-window", MPT_KEY_TUNNEL_REORDER_WINDOW },
+                { "mpt-reorder-max-delay", MPT_KEY_TUNNEL_REORDER_MAX_DELAY },
+                { "mpt-keepalive", MPT_KEY_PATH_KEEPALIVE_INTERVAL },
+                { "mpt-dead-time", MPT_KEY_PATH_DEAD_TIME },
+        };
+        g_autoptr(NMConnection) c = connection_new(NULL, NULL);
+        g_autoptr(NMVpnEditor) editor = editor_for(c);
+
+        for (size_t i = 0; i < G_N_ELEMENTS(fields); i++) {
+                g_autofree char *def = NULL;
+                GtkWidget *w = find(editor, fields[i].widget);
+
+                g_assert_cmpint(conf_key_default_text(conf_key(fields[i].key), &def), ==, 0);
+                g_assert_cmpstr(gtk_entry_get_placeholder_text(GTK_ENTRY(w)), ==, def);
+        }
+        /* The value a fresh profile has: 500ms. */
+        g_assert_cmpstr(gtk_entry_get_placeholder_text(GTK_ENTRY(find(editor, "mpt-reorder-max-delay"))), ==, "500ms");
+}
+
 /* Mode= and the pre-shared key go where the security keys live (vpn.data Mode=, vpn.secrets
  * Key, Key-flags); whether they are valid is the validator's business (the key table may not
  * know them yet), so the test compares with what it says about the same setting. */
@@ -471,6 +501,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/mpt/nm-editor/invalid", test_invalid);
         g_test_add_func("/mpt/nm-editor/add-remove-paths", test_add_remove_paths);
         g_test_add_func("/mpt/nm-editor/new-connection", test_new_connection);
+        g_test_add_func("/mpt/nm-editor/placeholders", test_placeholders);
         g_test_add_func("/mpt/nm-editor/security", test_security);
         return g_test_run();
 }

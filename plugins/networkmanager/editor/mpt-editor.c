@@ -17,6 +17,7 @@
 
 #include "mpt-editor.h"
 #include "mpt-nm-profile.h"
+#include "profile.h"
 #include "parse-util.h"
 
 #if GTK_CHECK_VERSION(4, 0, 0)
@@ -107,8 +108,8 @@ static void name_widget(GtkWidget *w, const char *id, const char *label) {
 /* ---- the editor object ---- */
 
 #define MPT_KEY_SECRET MPT_NM_SECRET_KEY
-/* Path numbers of vpn.data items are 0..63 (mpt_nm_item_parse() rejects others). */
-#define MPT_NM_PATHS_MAX 64
+/* A profile key's name (also its vpn.data name), by identity (profile.h). */
+#define KEY(id) (conf_key(MPT_KEY_##id)->name)
 
 typedef struct PathRow {
         GtkWidget *interface, *remote, *port, *weight, *backup, *local, *remove;
@@ -119,38 +120,40 @@ typedef struct PathRow {
 } PathRow;
 
 typedef struct TunnelField {
-        const char *key; /* profile key name, also the vpn.data key */
+        MptKeyId key; /* the profile key, also the vpn.data key */
         const char *id;
         const char *label;
-        const char *placeholder;
+        /* An example for a key without a default; NULL: the placeholder is the key's default, as
+         * the key table has it (conf_key_default_text()). */
+        const char *example;
         const char *tooltip;
 } TunnelField;
 
 /* The tunnel keys shown as entries, by page. */
 static const TunnelField address_fields[] = {
-        { "Address", "mpt-address", "Tunnel addresses", "10.0.0.1/24 fd00::1/64",
+        { MPT_KEY_TUNNEL_ADDRESS, "mpt-address", "Tunnel addresses", "10.0.0.1/24 fd00::1/64",
           "Addresses of the tunnel interface, IPv4 and/or IPv6, with prefix lengths, separated by spaces" },
-        { "Peer", "mpt-peer", "Peer addresses", "10.0.0.2",
+        { MPT_KEY_TUNNEL_PEER, "mpt-peer", "Peer addresses", "10.0.0.2",
           "Tunnel address of the other end, at most one per family" },
-        { "Route", "mpt-route", "Routes", "none",
+        { MPT_KEY_TUNNEL_ROUTE, "mpt-route", "Routes", NULL,
           "Networks routed into the tunnel, separated by spaces" },
 };
 
 static const TunnelField advanced_fields[] = {
-        { "LocalPort", "mpt-local-port", "Local port", "4754", "Local UDP port of every path" },
-        { "RemotePort", "mpt-remote-port", "Remote port", "4754", "UDP port of the other end" },
-        { "MTU", "mpt-mtu", "MTU", "auto", "MTU of the tunnel interface" },
-        { "ReorderWindow", "mpt-reorder-window", "Reorder window", "4096",
+        { MPT_KEY_TUNNEL_LOCAL_PORT, "mpt-local-port", "Local port", NULL, "Local UDP port of every path" },
+        { MPT_KEY_TUNNEL_REMOTE_PORT, "mpt-remote-port", "Remote port", NULL, "UDP port of the other end" },
+        { MPT_KEY_TUNNEL_MTU, "mpt-mtu", "MTU", NULL, "MTU of the tunnel interface" },
+        { MPT_KEY_TUNNEL_REORDER_WINDOW, "mpt-reorder-window", "Reorder window", NULL,
           "Receive reorder window in packets; 0 turns reordering off" },
-        { "ReorderMaxDelay", "mpt-reorder-max-delay", "Reorder max delay", "100ms",
+        { MPT_KEY_TUNNEL_REORDER_MAX_DELAY, "mpt-reorder-max-delay", "Reorder max delay", NULL,
           "Longest time a packet waits for an earlier one" },
 };
 
 /* Path keys set on every path from the Advanced page (the model has them per path). */
 static const TunnelField all_paths_fields[] = {
-        { "KeepaliveInterval", "mpt-keepalive", "Keepalive interval", "1s",
+        { MPT_KEY_PATH_KEEPALIVE_INTERVAL, "mpt-keepalive", "Keepalive interval", NULL,
           "How often keepalives are sent on each path; 0 turns them off" },
-        { "DeadTime", "mpt-dead-time", "Dead time", "3 × keepalive interval",
+        { MPT_KEY_PATH_DEAD_TIME, "mpt-dead-time", "Dead time", NULL,
           "A path without keepalives for this long is declared dead" },
 };
 
@@ -263,12 +266,12 @@ static NMSettingVpn *editor_build_setting(MptEditor *self) {
                         nm_setting_vpn_remove_data_item(s, keys[i]);
         }
         for (size_t i = 0; i < N_ADDRESS; i++) {
-                nm_setting_vpn_remove_data_item(s, address_fields[i].key);
-                add_item(s, address_fields[i].key, entry_text(self->address[i]));
+                nm_setting_vpn_remove_data_item(s, conf_key(address_fields[i].key)->name);
+                add_item(s, conf_key(address_fields[i].key)->name, entry_text(self->address[i]));
         }
         for (size_t i = 0; i < N_ADVANCED; i++) {
-                nm_setting_vpn_remove_data_item(s, advanced_fields[i].key);
-                add_item(s, advanced_fields[i].key, entry_text(self->advanced[i]));
+                nm_setting_vpn_remove_data_item(s, conf_key(advanced_fields[i].key)->name);
+                add_item(s, conf_key(advanced_fields[i].key)->name, entry_text(self->advanced[i]));
         }
 
         for (guint i = 0; i < self->rows->len; i++) {
@@ -289,29 +292,29 @@ static NMSettingVpn *editor_build_setting(MptEditor *self) {
                         nm_setting_vpn_remove_data_item(s, key);                \
                         add_item(s, key, value);                                \
                 } while (0)
-                PATH_ITEM("Interface", entry_text(row->interface));
-                PATH_ITEM("Remote", entry_text(row->remote));
-                PATH_ITEM("RemotePort", entry_text(row->port));
-                PATH_ITEM("Weight", entry_text(row->weight));
-                PATH_ITEM("LocalAddress", entry_text(row->local));
+                PATH_ITEM(KEY(PATH_INTERFACE), entry_text(row->interface));
+                PATH_ITEM(KEY(PATH_REMOTE), entry_text(row->remote));
+                PATH_ITEM(KEY(PATH_REMOTE_PORT), entry_text(row->port));
+                PATH_ITEM(KEY(PATH_WEIGHT), entry_text(row->weight));
+                PATH_ITEM(KEY(PATH_LOCAL_ADDRESS), entry_text(row->local));
                 if (check_active(row->backup))
-                        PATH_ITEM("Backup", "yes");
+                        PATH_ITEM(KEY(PATH_BACKUP), "yes");
                 else if (row->backup_set)
-                        PATH_ITEM("Backup", "no");
+                        PATH_ITEM(KEY(PATH_BACKUP), "no");
                 for (size_t j = 0; j < N_ALL_PATHS; j++)
                         if (!self->all_paths_mixed[j])
-                                PATH_ITEM(all_paths_fields[j].key, entry_text(self->all_paths[j]));
+                                PATH_ITEM(conf_key(all_paths_fields[j].key)->name, entry_text(self->all_paths[j]));
 #undef PATH_ITEM
         }
 
         /* Security. Mode= is written only when it is not the default, so that profiles without
          * security settings stay valid for a service that does not know the key. */
-        nm_setting_vpn_remove_data_item(s, "Mode");
+        nm_setting_vpn_remove_data_item(s, KEY(TUNNEL_MODE));
         v = gtk_combo_box_get_active_id(GTK_COMBO_BOX(self->mode));
-        if (v && (!g_str_equal(v, "secure") || nm_setting_vpn_get_data_item(self->original, "Mode")))
-                add_item(s, "Mode", v);
-        nm_setting_vpn_remove_data_item(s, "KeyFile");
-        add_item(s, "KeyFile", entry_text(self->key_file));
+        if (v && (!g_str_equal(v, "secure") || nm_setting_vpn_get_data_item(self->original, KEY(TUNNEL_MODE))))
+                add_item(s, KEY(TUNNEL_MODE), v);
+        nm_setting_vpn_remove_data_item(s, KEY(TUNNEL_KEY_FILE));
+        add_item(s, KEY(TUNNEL_KEY_FILE), entry_text(self->key_file));
 
         flags = nma_utils_menu_to_secret_flags(self->key);
         nm_setting_vpn_remove_secret(s, MPT_KEY_SECRET);
@@ -406,7 +409,13 @@ static PathRow *editor_add_row(MptEditor *self) {
         row->interface = new_entry(NULL, NULL, "eth0", "Network interface of the path");
         row->remote = new_entry(NULL, NULL, "192.0.2.1", "Address of the other end of this path");
         row->port = new_entry(NULL, NULL, "default", "UDP port of the other end of this path");
-        row->weight = new_entry(NULL, NULL, "1", "Share of the outgoing traffic (0 to 10000)");
+        {
+                const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
+                g_autofree char *def = g_strdup_printf("%" G_GUINT64_FORMAT, (guint64) k->def);
+                g_autofree char *tip = g_strdup_printf("Share of the outgoing traffic (%" G_GUINT64_FORMAT " to %"
+                                                       G_GUINT64_FORMAT ")", (guint64) k->min, (guint64) k->max);
+                row->weight = new_entry(NULL, NULL, def, tip);
+        }
         row->local = new_entry(NULL, NULL, "automatic", "Local address the path is bound to");
         entry_set_width(row->interface, 8);
         entry_set_width(row->remote, 15);
@@ -458,14 +467,14 @@ static void on_add_path(GtkWidget *button, gpointer user_data) {
 static void editor_load(MptEditor *self) {
         NMSettingVpn *s = self->original;
         g_autofree const char **keys = NULL;
-        int row_of[MPT_NM_PATHS_MAX] = {}; /* path number -> row, or -1 */
+        int row_of[MPT_PATHS_MAX] = {}; /* path number -> row, or -1 */
         NMSettingSecretFlags flags = NM_SETTING_SECRET_FLAG_NONE;
         const char *mode;
 
         for (size_t i = 0; i < N_ADDRESS; i++)
-                entry_set(self->address[i], nm_setting_vpn_get_data_item(s, address_fields[i].key));
+                entry_set(self->address[i], nm_setting_vpn_get_data_item(s, conf_key(address_fields[i].key)->name));
         for (size_t i = 0; i < N_ADVANCED; i++)
-                entry_set(self->advanced[i], nm_setting_vpn_get_data_item(s, advanced_fields[i].key));
+                entry_set(self->advanced[i], nm_setting_vpn_get_data_item(s, conf_key(advanced_fields[i].key)->name));
 
         /* Paths: every item that names a path, one row per path number in increasing order
          * (the numbers may have gaps; rows are numbered from 0 again on save). */
@@ -491,17 +500,17 @@ static void editor_load(MptEditor *self) {
                 if (!mpt_nm_item_parse(keys[i], &path, &name) || path < 0 || path >= (int) G_N_ELEMENTS(row_of))
                         continue;
                 row = g_ptr_array_index(self->rows, row_of[path]);
-                if (g_str_equal(name, "Interface"))
+                if (g_str_equal(name, KEY(PATH_INTERFACE)))
                         entry_set(row->interface, value);
-                else if (g_str_equal(name, "Remote"))
+                else if (g_str_equal(name, KEY(PATH_REMOTE)))
                         entry_set(row->remote, value);
-                else if (g_str_equal(name, "RemotePort"))
+                else if (g_str_equal(name, KEY(PATH_REMOTE_PORT)))
                         entry_set(row->port, value);
-                else if (g_str_equal(name, "Weight"))
+                else if (g_str_equal(name, KEY(PATH_WEIGHT)))
                         entry_set(row->weight, value);
-                else if (g_str_equal(name, "LocalAddress"))
+                else if (g_str_equal(name, KEY(PATH_LOCAL_ADDRESS)))
                         entry_set(row->local, value);
-                else if (g_str_equal(name, "Backup") && parse_boolean(value) >= 0) {
+                else if (g_str_equal(name, KEY(PATH_BACKUP)) && parse_boolean(value) >= 0) {
                         check_set(row->backup, parse_boolean(value) > 0);
                         row->backup_set = TRUE;
                 } else
@@ -516,7 +525,7 @@ static void editor_load(MptEditor *self) {
 
                 for (guint i = 0; i < self->rows->len; i++) {
                         PathRow *row = g_ptr_array_index(self->rows, i);
-                        const char *v = g_hash_table_lookup(row->other, all_paths_fields[j].key);
+                        const char *v = g_hash_table_lookup(row->other, conf_key(all_paths_fields[j].key)->name);
                         if (i == 0)
                                 common = v;
                         else if (g_strcmp0(common, v) != 0)
@@ -531,13 +540,13 @@ static void editor_load(MptEditor *self) {
                 entry_set(self->all_paths[j], common);
                 for (guint i = 0; i < self->rows->len; i++)
                         g_hash_table_remove(((PathRow *) g_ptr_array_index(self->rows, i))->other,
-                                            all_paths_fields[j].key);
+                                            conf_key(all_paths_fields[j].key)->name);
         }
 
-        mode = nm_setting_vpn_get_data_item(s, "Mode");
+        mode = nm_setting_vpn_get_data_item(s, KEY(TUNNEL_MODE));
         if (!mode || !gtk_combo_box_set_active_id(GTK_COMBO_BOX(self->mode), mode))
                 gtk_combo_box_set_active_id(GTK_COMBO_BOX(self->mode), "secure");
-        entry_set(self->key_file, nm_setting_vpn_get_data_item(s, "KeyFile"));
+        entry_set(self->key_file, nm_setting_vpn_get_data_item(s, KEY(TUNNEL_KEY_FILE)));
         entry_set(self->key, nm_setting_vpn_get_secret(s, MPT_KEY_SECRET));
         nm_setting_get_secret_flags(NM_SETTING(s), MPT_KEY_SECRET, &flags, NULL);
         /* No setting: libnma would write the flags into it at once; update_connection() sets them. */
@@ -547,7 +556,13 @@ static void editor_load(MptEditor *self) {
 /* ---- construction ---- */
 
 static GtkWidget *field_row(GtkWidget *grid, int y, const TunnelField *f) {
-        GtkWidget *e = new_entry(f->id, f->label, f->placeholder, f->tooltip);
+        g_autofree char *def = NULL;
+        GtkWidget *e;
+
+        /* The default as the key table has it ("none" for a key without one). */
+        if (!f->example && conf_key_default_text(conf_key(f->key), &def) < 0)
+                def = NULL;
+        e = new_entry(f->id, f->label, f->example ?: (def && *def ? def : "none"), f->tooltip);
 
         gtk_grid_attach(GTK_GRID(grid), new_label(f->label, e), 0, y, 1, 1);
         gtk_grid_attach(GTK_GRID(grid), e, 1, y, 1, 1);
