@@ -27,9 +27,11 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <locale.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "mpt-nm-i18n.h"
 #include "mpt-nm-profile.h"
 
 #include <glib.h>
@@ -37,7 +39,7 @@
 #include <gtk/gtk.h>
 #endif
 
-#define KEY_LABEL "Pre-shared key"
+#define KEY_LABEL _("Pre-shared key")
 #define UI_GROUP "VPN Plugin UI"
 #define VPN_MESSAGE_HINT "x-vpn-message:"
 
@@ -77,17 +79,17 @@ static gboolean needs_key(NMSettingVpn *s, GHashTable *data) {
 
 static char *description(const Request *r) {
         if (r->problems)
-                return g_strdup_printf("The mpt connection '%s' cannot be activated: %s", r->name, r->problems[0]);
+                return g_strdup_printf(_("The mpt connection '%s' cannot be activated: %s"), r->name, r->problems[0]);
         if (r->message)
                 return g_strdup(r->message);
-        return g_strdup_printf("The mpt connection '%s' needs its pre-shared key (secure mode): the key "
-                               "from `mptctl genkey` that the other end uses.",
+        return g_strdup_printf(_("The mpt connection '%s' needs its pre-shared key (secure mode): the key "
+                                 "from `mptctl genkey` that the other end uses."),
                                r->name);
 }
 
 static int external_ui(const Request *r, gboolean should_ask) {
         g_autoptr(GKeyFile) kf = g_key_file_new();
-        g_autofree char *title = g_strdup_printf("Authenticate VPN %s", r->name);
+        g_autofree char *title = g_strdup_printf(_("Authenticate VPN %s"), r->name);
         g_autofree char *desc = description(r);
         g_autofree char *text = NULL;
 
@@ -147,18 +149,18 @@ static void on_key_changed(GtkEditable *editable, gpointer data) {
 static char *ask_gtk(const Request *r, gboolean retry) {
         GtkWidget *area, *label;
         g_autofree char *desc = description(r);
-        g_autofree char *title = g_strdup_printf("Authenticate VPN %s", r->name);
+        g_autofree char *title = g_strdup_printf(_("Authenticate VPN %s"), r->name);
         Dialog d = { .request = r };
         char *key = NULL;
 
-        d.dialog = gtk_dialog_new_with_buttons(title, NULL, GTK_DIALOG_MODAL, "_Cancel", GTK_RESPONSE_CANCEL,
-                                               "C_onnect", GTK_RESPONSE_OK, NULL);
+        d.dialog = gtk_dialog_new_with_buttons(title, NULL, GTK_DIALOG_MODAL, _("_Cancel"), GTK_RESPONSE_CANCEL,
+                                               _("C_onnect"), GTK_RESPONSE_OK, NULL);
         gtk_dialog_set_default_response(GTK_DIALOG(d.dialog), GTK_RESPONSE_OK);
         area = gtk_dialog_get_content_area(GTK_DIALOG(d.dialog));
         gtk_container_set_border_width(GTK_CONTAINER(area), 12);
         gtk_box_set_spacing(GTK_BOX(area), 6);
         /* Asked again: the service's message says why, if it sent one. */
-        label = gtk_label_new(retry && !r->message ? "The key was not accepted; enter it again." : desc);
+        label = gtk_label_new(retry && !r->message ? _("The key was not accepted; enter it again.") : desc);
         gtk_label_set_line_wrap(GTK_LABEL(label), TRUE);
         gtk_label_set_max_width_chars(GTK_LABEL(label), 60);
         gtk_box_pack_start(GTK_BOX(area), label, FALSE, FALSE, 0);
@@ -241,6 +243,8 @@ int main(int argc, char **argv) {
         gboolean should_ask;
         Request r = {};
 
+        setlocale(LC_ALL, "");
+        mpt_nm_i18n_init();
         g_option_context_add_main_entries(ctx, options, NULL);
         if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
                 g_printerr("nm-mpt-auth-dialog: %s\n", error->message);
@@ -278,7 +282,7 @@ int main(int argc, char **argv) {
                 nm_setting_vpn_remove_secret(data_only, MPT_NM_SECRET_KEY);
                 r.problems = mpt_nm_validate_all(data_only, NULL);
                 if (!r.problems && r.existing && !mpt_nm_validate(s, &key_error)) {
-                        key_message = g_strdup_printf("The stored key of '%s' is not usable: %s", name,
+                        key_message = g_strdup_printf(_("The stored key of '%s' is not usable: %s"), name,
                                                       key_error->message);
                         r.existing = NULL;
                         reprompt = TRUE;

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 
+#include "mpt-nm-i18n.h"
 #include "mpt-nm-profile.h"
 
 #include <gmodule.h>
@@ -188,10 +189,10 @@ static char *get_suggested_filename(NMVpnEditorPlugin *plugin, NMConnection *con
 static void get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
         switch (prop_id) {
         case PROP_NAME:
-                g_value_set_string(value, "Multipath tunnel (mpt)");
+                g_value_set_string(value, _("Multipath tunnel (mpt)"));
                 break;
         case PROP_DESC:
-                g_value_set_string(value, "One tunnel over several network paths at once (GRE-in-UDP).");
+                g_value_set_string(value, _("One tunnel over several network paths at once (GRE-in-UDP)."));
                 break;
         case PROP_SERVICE:
                 g_value_set_string(value, MPT_NM_DBUS_SERVICE);
@@ -225,5 +226,6 @@ G_MODULE_EXPORT NMVpnEditorPlugin *nm_vpn_editor_plugin_factory(GError **error);
 
 G_MODULE_EXPORT NMVpnEditorPlugin *nm_vpn_editor_plugin_factory(GError **error) {
         g_return_val_if_fail(!error || !*error, NULL);
+        mpt_nm_i18n_init();
         return g_object_new(mpt_editor_plugin_get_type(), NULL);
 }

@@ -16,6 +16,7 @@
 #include <nma-ui-utils.h>
 
 #include "mpt-editor.h"
+#include "mpt-nm-i18n.h"
 #include "mpt-nm-profile.h"
 #include "profile.h"
 #include "parse-util.h"
@@ -131,30 +132,30 @@ typedef struct TunnelField {
 
 /* The tunnel keys shown as entries, by page. */
 static const TunnelField address_fields[] = {
-        { MPT_KEY_TUNNEL_ADDRESS, "mpt-address", "Tunnel addresses", "10.0.0.1/24 fd00::1/64",
-          "Addresses of the tunnel interface, IPv4 and/or IPv6, with prefix lengths, separated by spaces" },
-        { MPT_KEY_TUNNEL_PEER, "mpt-peer", "Peer addresses", "10.0.0.2",
-          "Tunnel address of the other end, at most one per family" },
-        { MPT_KEY_TUNNEL_ROUTE, "mpt-route", "Routes", NULL,
-          "Networks routed into the tunnel, separated by spaces" },
+        { MPT_KEY_TUNNEL_ADDRESS, "mpt-address", N_("Tunnel addresses"), "10.0.0.1/24 fd00::1/64",
+          N_("Addresses of the tunnel interface, IPv4 and/or IPv6, with prefix lengths, separated by spaces") },
+        { MPT_KEY_TUNNEL_PEER, "mpt-peer", N_("Peer addresses"), "10.0.0.2",
+          N_("Tunnel address of the other end, at most one per family") },
+        { MPT_KEY_TUNNEL_ROUTE, "mpt-route", N_("Routes"), NULL,
+          N_("Networks routed into the tunnel, separated by spaces") },
 };
 
 static const TunnelField advanced_fields[] = {
-        { MPT_KEY_TUNNEL_LOCAL_PORT, "mpt-local-port", "Local port", NULL, "Local UDP port of every path" },
-        { MPT_KEY_TUNNEL_REMOTE_PORT, "mpt-remote-port", "Remote port", NULL, "UDP port of the other end" },
-        { MPT_KEY_TUNNEL_MTU, "mpt-mtu", "MTU", NULL, "MTU of the tunnel interface" },
-        { MPT_KEY_TUNNEL_REORDER_WINDOW, "mpt-reorder-window", "Reorder window", NULL,
-          "Receive reorder window in packets; 0 turns reordering off" },
-        { MPT_KEY_TUNNEL_REORDER_MAX_DELAY, "mpt-reorder-max-delay", "Reorder max delay", NULL,
-          "Longest time a packet waits for an earlier one" },
+        { MPT_KEY_TUNNEL_LOCAL_PORT, "mpt-local-port", N_("Local port"), NULL, N_("Local UDP port of every path") },
+        { MPT_KEY_TUNNEL_REMOTE_PORT, "mpt-remote-port", N_("Remote port"), NULL, N_("UDP port of the other end") },
+        { MPT_KEY_TUNNEL_MTU, "mpt-mtu", N_("MTU"), NULL, N_("MTU of the tunnel interface") },
+        { MPT_KEY_TUNNEL_REORDER_WINDOW, "mpt-reorder-window", N_("Reorder window"), NULL,
+          N_("Receive reorder window in packets; 0 turns reordering off") },
+        { MPT_KEY_TUNNEL_REORDER_MAX_DELAY, "mpt-reorder-max-delay", N_("Reorder max delay"), NULL,
+          N_("Longest time a packet waits for an earlier one") },
 };
 
 /* Path keys set on every path from the Advanced page (the model has them per path). */
 static const TunnelField all_paths_fields[] = {
-        { MPT_KEY_PATH_KEEPALIVE_INTERVAL, "mpt-keepalive", "Keepalive interval", NULL,
-          "How often keepalives are sent on each path; 0 turns them off" },
-        { MPT_KEY_PATH_DEAD_TIME, "mpt-dead-time", "Dead time", NULL,
-          "A path without keepalives for this long is declared dead" },
+        { MPT_KEY_PATH_KEEPALIVE_INTERVAL, "mpt-keepalive", N_("Keepalive interval"), NULL,
+          N_("How often keepalives are sent on each path; 0 turns them off") },
+        { MPT_KEY_PATH_DEAD_TIME, "mpt-dead-time", N_("Dead time"), NULL,
+          N_("A path without keepalives for this long is declared dead") },
 };
 
 #define N_ADDRESS G_N_ELEMENTS(address_fields)
@@ -370,19 +371,19 @@ static void row_name(PathRow *row, guint i) {
                 size_t offset;
                 const char *id, *label;
         } cols[] = {
-                { G_STRUCT_OFFSET(PathRow, interface), "interface", "interface" },
-                { G_STRUCT_OFFSET(PathRow, remote), "remote", "remote address" },
-                { G_STRUCT_OFFSET(PathRow, port), "port", "remote port" },
-                { G_STRUCT_OFFSET(PathRow, weight), "weight", "weight" },
-                { G_STRUCT_OFFSET(PathRow, backup), "backup", "backup" },
-                { G_STRUCT_OFFSET(PathRow, local), "local", "local address" },
-                { G_STRUCT_OFFSET(PathRow, remove), "remove", "remove" },
+                { G_STRUCT_OFFSET(PathRow, interface), "interface", N_("interface") },
+                { G_STRUCT_OFFSET(PathRow, remote), "remote", N_("remote address") },
+                { G_STRUCT_OFFSET(PathRow, port), "port", N_("remote port") },
+                { G_STRUCT_OFFSET(PathRow, weight), "weight", N_("weight") },
+                { G_STRUCT_OFFSET(PathRow, backup), "backup", N_("backup") },
+                { G_STRUCT_OFFSET(PathRow, local), "local", N_("local address") },
+                { G_STRUCT_OFFSET(PathRow, remove), "remove", N_("remove") },
         };
 
         for (size_t c = 0; c < G_N_ELEMENTS(cols); c++) {
                 GtkWidget *w = G_STRUCT_MEMBER(GtkWidget *, row, cols[c].offset);
                 g_autofree char *id = g_strdup_printf("mpt-path-%u-%s", i, cols[c].id);
-                g_autofree char *label = g_strdup_printf("Path %u %s", i + 1, cols[c].label);
+                g_autofree char *label = g_strdup_printf(_("Path %u %s"), i + 1, _(cols[c].label));
                 name_widget(w, id, label);
         }
 }
@@ -406,17 +407,17 @@ static PathRow *editor_add_row(MptEditor *self) {
         int y = (int) self->rows->len + 1;
 
         row->other = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        row->interface = new_entry(NULL, NULL, "eth0", "Network interface of the path");
-        row->remote = new_entry(NULL, NULL, "192.0.2.1", "Address of the other end of this path");
-        row->port = new_entry(NULL, NULL, "default", "UDP port of the other end of this path");
+        row->interface = new_entry(NULL, NULL, "eth0", _("Network interface of the path"));
+        row->remote = new_entry(NULL, NULL, "192.0.2.1", _("Address of the other end of this path"));
+        row->port = new_entry(NULL, NULL, _("default"), _("UDP port of the other end of this path"));
         {
                 const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
                 g_autofree char *def = g_strdup_printf("%" G_GUINT64_FORMAT, (guint64) k->def);
-                g_autofree char *tip = g_strdup_printf("Share of the outgoing traffic (%" G_GUINT64_FORMAT " to %"
-                                                       G_GUINT64_FORMAT ")", (guint64) k->min, (guint64) k->max);
+                g_autofree char *tip = g_strdup_printf(_("Share of the outgoing traffic (%u to %u)"), (unsigned) k->min,
+                                                       (unsigned) k->max);
                 row->weight = new_entry(NULL, NULL, def, tip);
         }
-        row->local = new_entry(NULL, NULL, "automatic", "Local address the path is bound to");
+        row->local = new_entry(NULL, NULL, _("automatic"), _("Local address the path is bound to"));
         entry_set_width(row->interface, 8);
         entry_set_width(row->remote, 15);
         entry_set_width(row->local, 15);
@@ -426,9 +427,9 @@ static PathRow *editor_add_row(MptEditor *self) {
         gtk_widget_set_hexpand(row->port, FALSE);
         gtk_widget_set_hexpand(row->weight, FALSE);
         row->backup = gtk_check_button_new();
-        gtk_widget_set_tooltip_text(row->backup, "Carry traffic only while no normal path is up");
+        gtk_widget_set_tooltip_text(row->backup, _("Carry traffic only while no normal path is up"));
         gtk_widget_set_halign(row->backup, GTK_ALIGN_CENTER);
-        row->remove = gtk_button_new_with_label("Remove");
+        row->remove = gtk_button_new_with_label(_("Remove"));
         g_object_set_data(G_OBJECT(row->remove), "mpt-row", row);
         row_name(row, self->rows->len);
 
@@ -533,7 +534,7 @@ static void editor_load(MptEditor *self) {
                 }
                 self->all_paths_mixed[j] = mixed;
                 if (mixed) {
-                        gtk_entry_set_placeholder_text(GTK_ENTRY(self->all_paths[j]), "differs per path");
+                        gtk_entry_set_placeholder_text(GTK_ENTRY(self->all_paths[j]), _("differs per path"));
                         gtk_widget_set_sensitive(self->all_paths[j], FALSE);
                         continue;
                 }
@@ -562,15 +563,16 @@ static GtkWidget *field_row(GtkWidget *grid, int y, const TunnelField *f) {
         /* The default as the key table has it ("none" for a key without one). */
         if (!f->example && conf_key_default_text(conf_key(f->key), &def) < 0)
                 def = NULL;
-        e = new_entry(f->id, f->label, f->example ?: (def && *def ? def : "none"), f->tooltip);
+        e = new_entry(f->id, _(f->label), f->example ?: (def && *def ? def : _("none")), _(f->tooltip));
 
-        gtk_grid_attach(GTK_GRID(grid), new_label(f->label, e), 0, y, 1, 1);
+        gtk_grid_attach(GTK_GRID(grid), new_label(_(f->label), e), 0, y, 1, 1);
         gtk_grid_attach(GTK_GRID(grid), e, 1, y, 1, 1);
         return e;
 }
 
 static void editor_build(MptEditor *self) {
-        static const char *const headers[] = { "Interface", "Remote", "Port", "Weight", "Backup", "Local address" };
+        static const char *const headers[] = { N_("Interface"), N_("Remote"), N_("Port"), N_("Weight"), N_("Backup"),
+                                               N_("Local address") };
         GtkWidget *box, *notebook, *page, *scrolled, *paths_box;
         int y;
 
@@ -591,18 +593,18 @@ static void editor_build(MptEditor *self) {
         box_add(box, notebook);
 
         /* Tunnel and paths on the first page: what every connection needs. */
-        page = new_page(notebook, "Tunnel", "mpt-page-tunnel");
+        page = new_page(notebook, _("Tunnel"), "mpt-page-tunnel");
         for (y = 0; y < (int) N_ADDRESS; y++)
                 self->address[y] = field_row(page, y, &address_fields[y]);
 
         paths_box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 6);
-        gtk_grid_attach(GTK_GRID(page), new_label("Paths", NULL), 0, y++, 2, 1);
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Paths"), NULL), 0, y++, 2, 1);
         self->paths_grid = gtk_grid_new();
         gtk_widget_set_name(self->paths_grid, "mpt-paths");
         gtk_grid_set_row_spacing(GTK_GRID(self->paths_grid), 6);
         gtk_grid_set_column_spacing(GTK_GRID(self->paths_grid), 6);
         for (size_t c = 0; c < G_N_ELEMENTS(headers); c++)
-                gtk_grid_attach(GTK_GRID(self->paths_grid), new_label(headers[c], NULL), (int) c, 0, 1, 1);
+                gtk_grid_attach(GTK_GRID(self->paths_grid), new_label(_(headers[c]), NULL), (int) c, 0, 1, 1);
         scrolled = gtk_scrolled_window_new(
 #if !GTK4
                 NULL, NULL
@@ -615,8 +617,8 @@ static void editor_build(MptEditor *self) {
         gtk_scrolled_window_set_propagate_natural_width(GTK_SCROLLED_WINDOW(scrolled), TRUE);
         set_child(scrolled, self->paths_grid);
         box_add(paths_box, scrolled);
-        self->add_path = gtk_button_new_with_label("Add path");
-        name_widget(self->add_path, "mpt-add-path", "Add path");
+        self->add_path = gtk_button_new_with_label(_("Add path"));
+        name_widget(self->add_path, "mpt-add-path", _("Add path"));
         gtk_widget_set_halign(self->add_path, GTK_ALIGN_START);
         box_add(paths_box, self->add_path);
         gtk_widget_set_hexpand(paths_box, TRUE);
@@ -624,24 +626,24 @@ static void editor_build(MptEditor *self) {
         g_signal_connect(self->add_path, "clicked", G_CALLBACK(on_add_path), self);
 
         /* Security. */
-        page = new_page(notebook, "Security", "mpt-page-security");
+        page = new_page(notebook, _("Security"), "mpt-page-security");
         self->mode = gtk_combo_box_text_new();
-        gtk_combo_box_text_append(GTK_COMBO_BOX_TEXT(self->mode), "secure", "Secure (authenticated, encrypted)");
-        gtk_combo_box_text_append(GTK_COMBO_BOX_TEXT(self->mode), "compat", "Compatible (original MPT, no protection)");
-        name_widget(self->mode, "mpt-mode", "Mode");
-        gtk_grid_attach(GTK_GRID(page), new_label("Mode", self->mode), 0, 0, 1, 1);
+        gtk_combo_box_text_append(GTK_COMBO_BOX_TEXT(self->mode), "secure", _("Secure (authenticated, encrypted)"));
+        gtk_combo_box_text_append(GTK_COMBO_BOX_TEXT(self->mode), "compat", _("Compatible (original MPT, no protection)"));
+        name_widget(self->mode, "mpt-mode", _("Mode"));
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Mode"), self->mode), 0, 0, 1, 1);
         gtk_grid_attach(GTK_GRID(page), self->mode, 1, 0, 1, 1);
-        self->key = new_entry("mpt-key", "Pre-shared key", "base64, 32 bytes",
-                              "Pre-shared key of the tunnel (32 bytes, base64)");
+        self->key = new_entry("mpt-key", _("Pre-shared key"), _("base64, 32 bytes"),
+                              _("Pre-shared key of the tunnel (32 bytes, base64)"));
         gtk_entry_set_visibility(GTK_ENTRY(self->key), FALSE);
-        gtk_grid_attach(GTK_GRID(page), new_label("Pre-shared key", self->key), 0, 1, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Pre-shared key"), self->key), 0, 1, 1, 1);
         gtk_grid_attach(GTK_GRID(page), self->key, 1, 1, 1, 1);
-        self->key_file = new_entry("mpt-key-file", "Key file", "none", "File that holds the pre-shared key");
-        gtk_grid_attach(GTK_GRID(page), new_label("Key file", self->key_file), 0, 2, 1, 1);
+        self->key_file = new_entry("mpt-key-file", _("Key file"), _("none"), _("File that holds the pre-shared key"));
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Key file"), self->key_file), 0, 2, 1, 1);
         gtk_grid_attach(GTK_GRID(page), self->key_file, 1, 2, 1, 1);
 
         /* Advanced. */
-        page = new_page(notebook, "Advanced", "mpt-page-advanced");
+        page = new_page(notebook, _("Advanced"), "mpt-page-advanced");
         for (y = 0; y < (int) N_ADVANCED; y++)
                 self->advanced[y] = field_row(page, y, &advanced_fields[y]);
         for (size_t j = 0; j < N_ALL_PATHS; j++, y++)
@@ -735,5 +737,6 @@ G_MODULE_EXPORT NMVpnEditor *nm_vpn_editor_factory_mpt(NMVpnEditorPlugin *plugin
 G_MODULE_EXPORT NMVpnEditor *nm_vpn_editor_factory_mpt(NMVpnEditorPlugin *plugin, NMConnection *connection,
                                                        GError **error) {
         g_return_val_if_fail(!error || !*error, NULL);
+        mpt_nm_i18n_init();
         return mpt_editor_new(connection, error);
 }
