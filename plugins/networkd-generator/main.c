@@ -131,6 +131,15 @@ static int process_file(const GeneratorPaths *paths, int dir_fd, const NetdevFil
                 goto done;
         }
 
+        {
+                /* networkd reads the drop-ins of the .netdev, mpt does not: say so. */
+                MptDiagnostics w = {};
+
+                if (netdev_dropin_warnings(f->path, &w) < 0)
+                        w.oom = true;
+                log_diagnostics(LOG_WARNING, &w);
+                diag_done(&w);
+        }
         r = generator_unit_new(paths, profile->tunnel.name, f->path, &unit, &err);
         if (r == -ENOMEM)
                 goto oom;

@@ -53,6 +53,9 @@ int verb_check(int argc, char **argv) {
                 int r;
 
                 r = load_any(argv[i], &p, &d);
+                /* [X-MPT...] in a drop-in of the .netdev: networkd reads it, mpt does not. */
+                if (r >= 0 && netdev_filename(argv[i]) && netdev_dropin_warnings(argv[i], &w) < 0)
+                        w.oom = true;
                 if (r >= 0 && profile_check_key_private(p, arg_strict ? &d : &w) && arg_strict) {
                         p = profile_free(p);
                         r = -EINVAL;

@@ -194,6 +194,15 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
                                 "tunnel (see mpt.netdev(5))\n", filename);
                         return -EINVAL;
                 }
+                if (r > 0) {
+                        MptDiagnostics w = {};
+
+                        (void) netdev_dropin_warnings(filename, &w);
+                        for (size_t i = 0; i < w.n; i++)
+                                log_full_errno(LOG_WARNING, 0, profile->tunnel.name, NULL, "%s:%u: warning: %s",
+                                               w.items[i].file, w.items[i].line, w.items[i].message);
+                        diag_done(&w);
+                }
         } else {
                 r = profile_filename(arg_profile, &filename);
                 if (r < 0) {

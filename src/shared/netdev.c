@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -504,4 +505,82 @@ const char *netdev_key_note(const MptConfKey *k) {
                 if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
                         return netdev_key_docs[i].note;
         return NULL;
+}
+
+static int dropin_dir_warnings(const char *dir, const char *netdev, MptDiagnostics *w) {
+        _cleanup_free_ char *name_copy = NULL;
+        DIR *dp = opendir(dir);
+        struct dirent *de;
+        int n = 0;
+
+        if (!dp)
+                return 0;
+        while ((de = readdir(dp))) {
+                _cleanup_free_ char *path = NULL, *buf = NULL;
+                size_t len = strlen(de->d_name), size;
+                struct stat st;
+                unsigned line = 1;
+
+                if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
+                        continue;
+                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+                        closedir(dp);
+                        return -ENOMEM;
+                }
+                if (read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st) < 0)
+                        continue;
+                for (size_t i = 0; i < size; line++) {
+                        const char *l = buf + i, *end = memchr(l, '\n', size - i);
+                        size_t ll = end ? (size_t) (end - l) : size - i;
+
+                        while (ll > 0 && (*l == ' ' || *l == '\t')) {
+                                l++;
+                                ll--;
+                        }
+                        if (ll >= STRLEN("[X-MPT") && strncmp(l, "[X-MPT", STRLEN("[X-MPT")) == 0) {
+                                diag_add(w, path, line,
+                                         "mpt reads its sections from the .netdev file itself (%s), not from "
+                                         "networkd's drop-ins: this section is ignored; move it there", netdev);
+                                n++;
+                        }
+                        i = end ? (size_t) (end - buf) + 1 : size;
+                }
+        }
+        closedir(dp);
+        return n;
+}
+
+int netdev_dropin_warnings(const char *filename, MptDiagnostics *w) {
+        _cleanup_free_ char *copy = strdup(filename), *copy2 = strdup(filename), *real_dir = NULL;
+        const char *base, *dir;
+        int n = 0, r;
+
+        if (!copy || !copy2)
+                return -ENOMEM;
+        base = basename(copy);
+        dir = dirname(copy2);
+        real_dir = realpath(dir, NULL);
+        for (size_t i = 0; netdev_search_path[i]; i++) {
+                _cleanup_free_ char *d = NULL;
+
+                /* Only where networkd itself looks: when the file is one of its directories. */
+                if (!real_dir || !streq(real_dir, netdev_search_path[i]))
+                        continue;
+                for (size_t j = 0; netdev_search_path[j]; j++) {
+                        if (asprintf(&d, "%s/%s.d", netdev_search_path[j], base) < 0)
+                                return -ENOMEM;
+                        r = dropin_dir_warnings(d, filename, w);
+                        d = mfree(d);
+                        if (r < 0)
+                                return r;
+                        n += r;
+                }
+                return n;
+        }
+        {
+                _cleanup_free_ char *d = NULL;
+                if (asprintf(&d, "%s/%s.d", dir, base) < 0)
+                        return -ENOMEM;
+                return dropin_dir_warnings(d, filename, w);
+        }
 }

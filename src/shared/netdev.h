@@ -52,6 +52,12 @@ int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_
 int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret,
                        MptNetdevInfo *ret_info, MptDiagnostics *d);
 
+/* networkd reads drop-ins of a .netdev (the .conf files of NAME.netdev.d/, in the directory of the file and,
+ * for a file in netdev_search_path, in every directory of it); mpt does not: its sections belong
+ * in the .netdev itself. Adds a warning (FILE:LINE) to w for each [X-MPT...] section header in
+ * such a drop-in. Returns how many, or -ENOMEM. */
+int netdev_dropin_warnings(const char *filename, MptDiagnostics *w);
+
 /* Whether a file name looks like a .netdev file (ends in ".netdev"). */
 bool netdev_filename(const char *filename) _pure_;
 

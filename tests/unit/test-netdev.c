@@ -585,6 +585,38 @@ static void add_golden_tests(void) {
         g_assert_cmpuint(other, >=, 1);
 }
 
+/* [X-MPT...] sections in networkd's drop-ins of a .netdev are warned about (mpt does not read
+ * them), each at its FILE:LINE; other sections there, and other files, are not. */
+static void test_dropin_warnings(void) {
+        g_autofree char *tmp = g_dir_make_tmp("mpt-netdev-dropins-XXXXXX", NULL);
+        g_autofree char *netdev = g_build_filename(tmp, "mpt0.netdev", NULL);
+        g_autofree char *dir = g_build_filename(tmp, "mpt0.netdev.d", NULL);
+        g_autofree char *a = g_build_filename(dir, "10-mtu.conf", NULL), *b = g_build_filename(dir, "20-path.conf", NULL);
+        g_autofree char *c = g_build_filename(dir, "30-notes.txt", NULL);
+        MptDiagnostics w = {};
+
+        g_assert_true(g_file_set_contents(netdev, "[NetDev]\nName=mpt0\nKind=tun\n", -1, NULL));
+        /* No drop-in directory: nothing. */
+        g_assert_cmpint(netdev_dropin_warnings(netdev, &w), ==, 0);
+        g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+        g_assert_true(g_file_set_contents(a, "[NetDev]\nMTUBytes=1400\n", -1, NULL));
+        g_assert_true(g_file_set_contents(b, "# a path\n\n  [X-MPTPath]\nName=lte\n[X-MPT]\nMode=compat\n", -1, NULL));
+        g_assert_true(g_file_set_contents(c, "[X-MPT]\n", -1, NULL));
+        g_assert_cmpint(netdev_dropin_warnings(netdev, &w), ==, 2);
+        g_assert_cmpuint(w.n, ==, 2);
+        g_assert_cmpstr(w.items[0].file, ==, b);
+        g_assert_cmpuint(w.items[0].line, ==, 3);
+        g_assert_cmpuint(w.items[1].line, ==, 5);
+        g_assert_nonnull(strstr(w.items[0].message, "not from networkd's drop-ins"));
+        diag_done(&w);
+        g_assert_cmpint(g_unlink(a), ==, 0);
+        g_assert_cmpint(g_unlink(b), ==, 0);
+        g_assert_cmpint(g_unlink(c), ==, 0);
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
+        g_assert_cmpint(g_unlink(netdev), ==, 0);
+        g_assert_cmpint(g_rmdir(tmp), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
@@ -606,6 +638,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/netdev/key-docs", test_key_docs);
         g_test_add_func("/mpt/netdev/golden-full-info", test_golden_full_info);
         g_test_add_func("/mpt/netdev/examples", test_examples);
+        g_test_add_func("/mpt/netdev/dropin-warnings", test_dropin_warnings);
         add_golden_tests();
 
         return g_test_run();
