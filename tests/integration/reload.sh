@@ -20,7 +20,8 @@
 #      it: p0's weight 1, the scheduler weighted again, p2 carries data again.
 #   5. The TCP stream (16 s at 50 Mbit/s) lived through all of it: iperf3 completed, at 20 Mbit/s
 #      or more.
-#   6. Reloading an unchanged file says "nothing changed".
+#   6. Reloading an unchanged file says "nothing changed", and so does syncconf of what
+#      `mptctl showconf` prints.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -149,5 +150,10 @@ python3 -c "import sys; sys.exit(0 if $IT_LOAD_MBIT >= 20 else 1)" ||
 # ---- 6. nothing changed ----
 out=$(lab_ctl a syncconf lab "$LAB_DIR/other.conf") || it_fail "mptctl syncconf (unchanged) failed: $out"
 [ "$out" = "lab: nothing changed" ] || it_fail "syncconf of the running configuration: expected 'lab: nothing changed', got '$out'"
+# showconf's output is the running configuration: applied, it changes nothing.
+lab_ctl a showconf lab > "$LAB_DIR/shown.conf"
+chmod 600 "$LAB_DIR/shown.conf"
+out=$(lab_ctl a syncconf lab "$LAB_DIR/shown.conf") || it_fail "mptctl syncconf of showconf's output failed: $out"
+[ "$out" = "lab: nothing changed" ] || it_fail "syncconf of showconf's output: expected 'lab: nothing changed', got '$out'"
 it_wait_ping a "$b_tun" 5 || it_fail "no ping through the tunnel after the reloads"
 lab_log "reload: OK"
