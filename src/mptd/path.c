@@ -1068,3 +1068,15 @@ int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed) {
         path_update_state(p, p->state_reason);
         return 0;
 }
+
+/* A reload removed the path (the last one): it stops sending and receiving; its sockets close
+ * once no worker can use them. The caller drops it from the tunnel and frees it. */
+void path_retire(Path *p) {
+        p->keepalive_timer = sd_event_source_disable_unref(p->keepalive_timer);
+        p->dead_timer = sd_event_source_disable_unref(p->dead_timer);
+        p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
+        unbind(p);
+        if (p->tunnel->reorder_enabled)
+                rx_shared_path_down(p->tunnel->rx, p->index);
+        log_path_info(p, "Removed by a reload.");
+}

@@ -61,6 +61,17 @@ static int plan_add_changed(Plan *p, const char *path, const MptConfKey *k) {
         return 0;
 }
 
+static int plan_add_text(Plan *p, const char *what, const char *name) {
+        char *s;
+
+        if (asprintf(&s, "%s%s%s '%s'", strempty(p->changed), p->changed ? ", " : "", what, name) < 0)
+                return -ENOMEM;
+        free(p->changed);
+        p->changed = s;
+        p->n_changed++;
+        return 0;
+}
+
 /* Whether key k differs between two sections (tunnel or path configurations). */
 static int key_differs(const MptConfKey *k, const void *a, const void *b) {
         _cleanup_free_ char *x = NULL, *y = NULL;
@@ -128,37 +139,44 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
                          profile_uses_sequence(n) ? "start putting" : "stop putting");
 
         /* Paths are matched by name, and their order is their identity on the wire (the other end
-         * has the same paths in the same order). */
-        bool same = old->n_paths == n->n_paths;
-        for (size_t i = 0; same && i < n->n_paths; i++)
-                same = streq(old->paths[i].name, n->paths[i].name);
-        if (!same) {
+         * has the same paths in the same order): new ones may come after the last, and the last
+         * ones may go, but none may be renamed or moved. */
+        size_t common = MIN(old->n_paths, n->n_paths), at = 0;
+        while (at < common && streq(old->paths[at].name, n->paths[at].name))
+                at++;
+        if (at < common) {
                 _cleanup_free_ char *a = NULL, *b = NULL;
                 for (size_t i = 0; i < old->n_paths; i++) {
-                        char *s;
-                        if (asprintf(&s, "%s%s%s", strempty(a), a ? ", " : "", old->paths[i].name) < 0)
+                        char *x;
+                        if (asprintf(&x, "%s%s%s", strempty(a), a ? ", " : "", old->paths[i].name) < 0)
                                 return -ENOMEM;
                         free(a);
-                        a = s;
+                        a = x;
                 }
                 for (size_t i = 0; i < n->n_paths; i++) {
-                        char *s;
-                        if (asprintf(&s, "%s%s%s", strempty(b), b ? ", " : "", n->paths[i].name) < 0)
+                        char *x;
+                        if (asprintf(&x, "%s%s%s", strempty(b), b ? ", " : "", n->paths[i].name) < 0)
                                 return -ENOMEM;
                         free(b);
-                        b = s;
+                        b = x;
                 }
-                size_t at = 0; /* the first path that differs, or the last one the file has */
-                while (at < n->n_paths && at < old->n_paths && streq(old->paths[at].name, n->paths[at].name))
-                        at++;
-                diag_add(&plan->refused, file,
-                         at < n->n_paths ? n->paths[at].line : n->n_paths > 0 ? n->paths[n->n_paths - 1].line : n->tunnel.line,
-                         "paths cannot be added, removed, renamed or reordered while the tunnel runs (the "
-                         "other end numbers them alike): running %s; the file has %s. Restart mptd on both "
-                         "ends for it", strna(a), strna(b));
+                diag_add(&plan->refused, profile_file_name(n, n->paths[at].line_src), n->paths[at].line,
+                         "paths cannot be renamed or reordered while the tunnel runs (the other end numbers "
+                         "them alike; new paths go after the last one): running %s; the file has %s. Restart "
+                         "mptd on both ends for it", strna(a), strna(b));
                 return 0;
         }
-        for (size_t p = 0; p < n->n_paths; p++)
+        for (size_t i = common; i < n->n_paths; i++) {
+                r = plan_add_text(plan, "added path", n->paths[i].name);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = common; i < old->n_paths; i++) {
+                r = plan_add_text(plan, "removed path", old->paths[i].name);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t p = 0; p < common; p++)
                 for (size_t i = 0; i < _MPT_KEY_MAX; i++) {
                         const MptConfKey *k = conf_key((MptKeyId) i);
 
@@ -279,7 +297,7 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
                 plan_done(&plan);
                 return log_oom_tunnel(t);
         }
-        for (size_t i = 0; i < n->n_paths; i++) {
+        for (size_t i = 0; i < MIN(n->n_paths, old->n_paths); i++) {
                 remote_changed[i] = !address_equal(&old->paths[i].remote, &n->paths[i].remote) ||
                                     path_config_remote_port(old, &old->paths[i]) !=
                                             path_config_remote_port(n, &n->paths[i]);
@@ -292,6 +310,17 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
         __atomic_store_n(&t->profile, n, __ATOMIC_RELEASE);
         t->owns_profile = true;
 
+        /* Paths removed (the last ones): they stop, leave the schedule and go. */
+        while (t->n_paths > n->n_paths) {
+                Path *p = t->paths[t->n_paths - 1];
+
+                path_retire(p);
+                t->n_paths--;
+                r = tunnel_publish(t);
+                if (r < 0)
+                        failed++;
+                path_free(p);
+        }
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];
 
@@ -311,6 +340,29 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
                 for (size_t i = 0; i < t->n_paths; i++)
                         if (n->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
                                 learn_path_reset(&t->paths[i]->learn);
+        }
+        /* Paths added (after the last one): as at start, but a bind conflict is retried. */
+        if (n->n_paths > t->n_paths) {
+                Path **paths = reallocarray(t->paths, n->n_paths, sizeof(Path *));
+
+                if (!paths)
+                        failed++;
+                else
+                        t->paths = paths;
+                for (size_t i = t->n_paths; paths && i < n->n_paths; i++) {
+                        Path *p;
+
+                        r = path_new(t, (unsigned) i, &n->paths[i], &p);
+                        if (r < 0) {
+                                failed++;
+                                break;
+                        }
+                        t->paths[i] = p;
+                        t->n_paths = i + 1;
+                        if (path_refresh(p, false) < 0 || path_start(p) < 0)
+                                failed++;
+                        log_path_info(p, "Added by a reload.");
+                }
         }
         r = tunnel_apply_device(t, &old->tunnel, &failed);
         if (r < 0)

@@ -8,8 +8,9 @@
 typedef struct Tunnel Tunnel;
 
 /* Applies profile n to the running tunnel in place: every key that can change live (mptd(8),
- * RELOADING). Refuses all of it when a key that cannot change did (Name=, Mode=, the key, ...) or
- * the paths are not the same ones in the same order: -EBUSY, nothing changed, the reasons as
+ * RELOADING), paths added after the last one and the last ones removed. Refuses all of it when a
+ * key that cannot change did (Name=, Mode=, the key, ...) or a path was renamed or moved (its
+ * place is its number on the wire): -EBUSY, nothing changed, the reasons as
  * "FILE:LINE: ..." lines in *ret_message. On success (0) the tunnel owns n, and *ret_message says
  * what changed. */
 int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message);

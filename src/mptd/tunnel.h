@@ -430,6 +430,8 @@ int path_refresh(Path *p, bool startup);
 int path_start(Path *p);
 /* After a reload gave p->config a new configuration (old: the one before). */
 int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed);
+/* A reload removed the path: it stops (timers, sockets, its reorder state). */
+void path_retire(Path *p);
 void path_handle_event(Path *p, const ControlEvent *ev);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 bool path_can_send(const Path *p);

@@ -94,7 +94,9 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         if (t->repair) {
                 /* Touched only as far as used. */
                 w->keep = malloc(WORKER_KEEP_BYTES);
-                w->keep_slots = calloc((size_t) MAX(t->n_paths, (size_t) 1) * WORKER_KEEP_SLOTS, sizeof(KeepSlot));
+                /* For every path number: a reload may add paths (calloc: untouched pages cost
+                 * no memory). */
+                w->keep_slots = calloc((size_t) MPT_PATHS_MAX * WORKER_KEEP_SLOTS, sizeof(KeepSlot));
                 if (!w->keep || !w->keep_slots)
                         goto oom;
                 pthread_mutex_init(&w->repair_lock, NULL);
@@ -102,7 +104,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         }
         if (t->secure) {
                 w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
-                w->tx_marks = calloc((size_t) MAX(t->n_paths, (size_t) 1) * WORKER_TX_MARKS, sizeof(TxMark));
+                w->tx_marks = calloc((size_t) MPT_PATHS_MAX * WORKER_TX_MARKS, sizeof(TxMark));
                 if (!w->tx_crypt || !w->tx_marks)
                         goto oom;
         }
@@ -664,7 +666,7 @@ static void keep_store(Worker *w, unsigned p, uint64_t counter, const uint8_t *m
         uint64_t pos = w->keep_pos;
         KeepSlot *slot;
 
-        if (len > WORKER_BUFFER_SIZE || p >= w->tunnel->n_paths)
+        if (len > WORKER_BUFFER_SIZE || p >= MPT_PATHS_MAX)
                 return;
         /* A plaintext is never split: one that would not fit before the ring's end starts over. */
         if (pos % WORKER_KEEP_BYTES + len > WORKER_KEEP_BYTES)
@@ -679,7 +681,7 @@ static void keep_store(Worker *w, unsigned p, uint64_t counter, const uint8_t *m
 static const uint8_t *keep_find(const Worker *w, unsigned p, uint64_t counter, size_t *ret_len) {
         const KeepSlot *slot;
 
-        if (p >= w->tunnel->n_paths)
+        if (p >= MPT_PATHS_MAX)
                 return NULL;
         slot = &w->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
         /* Overwritten once the ring was written past a whole turn after it. */
@@ -698,7 +700,7 @@ static size_t repair_send(Worker *w, const Snapshot *s, unsigned q, const uint8_
         size_t dl;
         int fd;
 
-        if (q >= s->n_paths || q >= t->n_paths || (fd = s->paths[q].fds[w->id]) < 0 ||
+        if (q >= s->n_paths || q >= MPT_PATHS_MAX || (fd = s->paths[q].fds[w->id]) < 0 ||
             w->tx_counter[q] >= UINT64_MAX - 1)
                 return 0;
         sp = &s->paths[q];
@@ -956,7 +958,7 @@ void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret) {
 static void tx_mark(Worker *w, unsigned p, uint64_t first, uint64_t last, usec_t now) {
         TxMark *m;
 
-        if (!w->tx_marks || p >= w->tunnel->n_paths)
+        if (!w->tx_marks || p >= MPT_PATHS_MAX)
                 return;
         m = &w->tx_marks[(size_t) p * WORKER_TX_MARKS + w->tx_mark_next[p]++ % WORKER_TX_MARKS];
         seq_write_begin(&m->seq);
@@ -970,7 +972,7 @@ bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_
         bool found = false;
 
         *ret_last = 0;
-        if (!w->tx_marks || path >= w->tunnel->n_paths)
+        if (!w->tx_marks || path >= MPT_PATHS_MAX)
                 return false;
         for (unsigned i = 0; i < WORKER_TX_MARKS; i++) {
                 const TxMark *m = &w->tx_marks[(size_t) path * WORKER_TX_MARKS + i];

@@ -13,11 +13,14 @@
 #   2. SIGHUP after a.conf made p2 a backup (Weight=0) and the drop-in went: the route is gone,
 #      p2 is a backup and carries no data from a (tx_bytes growth 0 over 1 s under the load).
 #   3. Refusals leave everything as it runs, exit 1 and name FILE:LINE: LocalPort= changed
-#      ("LocalPort= cannot change while the tunnel runs"), a path removed ("paths cannot be
-#      added, removed"), a syntax error (the file's own FILE:LINE error); after each, p0's weight
-#      is still 3 and p2 still a backup.
-#   4. `mptctl syncconf lab FILE` with another file (p0 Weight=1, the rest as at start) applies
-#      it: p0's weight 1, the scheduler weighted again, p2 carries data again.
+#      ("LocalPort= cannot change while the tunnel runs"), a path renamed ("paths cannot be
+#      renamed or reordered"), a syntax error (the file's own FILE:LINE error); after each, p0's
+#      weight is still 3 and p2 still a backup.
+#   3b. The last path (p2) removed from both profiles and reloaded at both ends: the reload
+#      says "removed path 'p2'", both ends have 2 paths, and p0 and p1 go on carrying the load.
+#   4. `mptctl syncconf lab FILE` with another file (p0 Weight=1, the rest as at start, p2
+#      included) applies it ("added path 'p2'"), b reloads its profile with p2: p0's weight is 1,
+#      the scheduler weighted again, p2 is up at both ends within 5 s and carries data again.
 #   5. The TCP stream (16 s at 50 Mbit/s) lived through all of it: iperf3 completed, at 20 Mbit/s
 #      or more.
 #   6. Reloading an unchanged file says "nothing changed", and so does syncconf of what
@@ -110,14 +113,8 @@ set_tunnel_key "$LAB_DIR/a.conf" LocalPort 4999
 line=$(grep -n '^LocalPort=' "$LAB_DIR/a.conf" | cut -d: -f1)
 expect_refusal "$LAB_DIR/a.conf:$line: LocalPort= cannot change while the tunnel runs"
 cp "$LAB_DIR/a-good.conf" "$LAB_DIR/a.conf"
-python3 - "$LAB_DIR/a.conf" <<'EOF'
-import sys
-f = sys.argv[1]
-text = open(f).read()
-i = text.index("[Path]\nName=p2")
-open(f, "w").write(text[:i])
-EOF
-expect_refusal "paths cannot be added, removed, renamed or reordered while the tunnel runs"
+sed -i 's/^Name=p1$/Name=px/' "$LAB_DIR/a.conf"
+expect_refusal "paths cannot be renamed or reordered while the tunnel runs"
 cp "$LAB_DIR/a-good.conf" "$LAB_DIR/a.conf"
 echo "Weight=lots" >> "$LAB_DIR/a.conf"
 line=$(wc -l < "$LAB_DIR/a.conf")
@@ -126,7 +123,37 @@ cp "$LAB_DIR/a-good.conf" "$LAB_DIR/a.conf"
 [ "$(weight_of p0)" = 3 ] || it_fail "after the refusals p0's weight is $(weight_of p0), expected 3"
 [ "$(lab_json a "p['p2']['backup']")" = True ] || it_fail "after the refusals p2 is no longer a backup"
 
-# ---- 4. syncconf ----
+# ---- 3b. the last path removed on both ends, live ----
+drop_p2() { # FILE: the profile without its [Path] p2 (the last one)
+        python3 - "$1" <<'EOF'
+import sys
+f = sys.argv[1]
+text = open(f).read()
+i = text.index("[Path]\nName=p2")
+open(f, "w").write(text[:i])
+EOF
+}
+cp "$LAB_DIR/b.conf" "$LAB_DIR/b-start.conf"
+drop_p2 "$LAB_DIR/a.conf"
+drop_p2 "$LAB_DIR/b.conf"
+out=$(lab_ctl a reload lab) || it_fail "reload without p2 at a failed: $out"
+it_note "remove: a: $out"
+grep -qF "removed path 'p2'" <<<"$out" || it_fail "reload without p2: expected \"removed path 'p2'\", got: $out"
+out=$(lab_ctl b reload lab) || it_fail "reload without p2 at b failed: $out"
+for side in a b; do
+        n=$(lab_json "$side" "len(t['paths'])")
+        [ "$n" = 2 ] || it_fail "after removing p2 $side has $n paths, expected 2"
+done
+sleep 0.3
+it_snap a r0
+sleep 1
+it_snap a r1
+d=$(( $(it_delta a r0 r1 tx_bytes p0) + $(it_delta a r0 r1 tx_bytes p1) ))
+[ "$d" -gt 1000000 ] || it_fail "after removing p2 the other paths sent only $d bytes in 1 s of load"
+it_note "remove: p0 and p1 carried $d bytes in 1 s"
+cp "$LAB_DIR/a-good.conf" "$LAB_DIR/a.conf"
+
+# ---- 4. syncconf (p2 comes back) ----
 cp "$LAB_DIR/a-start.conf" "$LAB_DIR/other.conf"
 chmod 600 "$LAB_DIR/other.conf"
 sed -i "/^Name=p0\$/a Weight=1" "$LAB_DIR/other.conf"
@@ -134,6 +161,11 @@ out=$(lab_ctl a syncconf lab "$LAB_DIR/other.conf") || it_fail "mptctl syncconf 
 it_note "syncconf: $out"
 [ "$(weight_of p0)" = 1 ] || it_fail "after syncconf p0's weight is $(weight_of p0), expected 1"
 [ "$(lab_json a "t['scheduler']")" = weighted ] || it_fail "after syncconf the scheduler is $(lab_json a "t['scheduler']"), expected weighted"
+grep -qF "added path 'p2'" <<<"$out" || it_fail "syncconf with p2 again: expected \"added path 'p2'\", got: $out"
+cp "$LAB_DIR/b-start.conf" "$LAB_DIR/b.conf"
+out=$(lab_ctl b reload lab) || it_fail "reload with p2 again at b failed: $out"
+lab_wait_state a p2 up 5 || it_fail "p2 is not up at a after it came back: $(lab_json a "p['p2']['state']")"
+lab_wait_state b p2 up 5 || it_fail "p2 is not up at b after it came back: $(lab_json b "p['p2']['state']")"
 sleep 0.3
 it_snap a s0
 sleep 1
