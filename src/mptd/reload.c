@@ -129,6 +129,18 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
                 diag_add(&plan->refused, file, key_line(k, n->tunnel.key_line, n->tunnel.line),
                          "the key cannot change while the tunnel runs (both ends change it together): restart "
                          "mptd for it");
+        } else {
+                /* The same key from elsewhere (Key= now, or another KeyFile=): what showconf says. */
+                for (MptKeyId id = MPT_KEY_TUNNEL_KEY; id <= MPT_KEY_TUNNEL_KEY_FILE; id++) {
+                        r = key_differs(conf_key(id), &old->tunnel, &n->tunnel);
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
+                                r = plan_add_changed(plan, NULL, conf_key(id));
+                                if (r < 0)
+                                        return r;
+                        }
+                }
         }
         if (profile_uses_sequence(old) != profile_uses_sequence(n))
                 diag_add(&plan->refused, file,

@@ -24,7 +24,8 @@
 #   5. The TCP stream (16 s at 50 Mbit/s) lived through all of it: iperf3 completed, at 20 Mbit/s
 #      or more.
 #   6. Reloading an unchanged file says "nothing changed", and so does syncconf of what
-#      `mptctl showconf` prints.
+#      `mptctl showconf` prints; the same key from KeyFile= instead of Key= is applied ("Key=,
+#      KeyFile=") and shown.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -187,5 +188,15 @@ lab_ctl a showconf lab > "$LAB_DIR/shown.conf"
 chmod 600 "$LAB_DIR/shown.conf"
 out=$(lab_ctl a syncconf lab "$LAB_DIR/shown.conf") || it_fail "mptctl syncconf of showconf's output failed: $out"
 [ "$out" = "lab: nothing changed" ] || it_fail "syncconf of showconf's output: expected 'lab: nothing changed', got '$out'"
+# The same key from a KeyFile= instead of Key=: no new key, but the configuration says where it
+# comes from now (secure mode only: compat mode has no key).
+if ((secure)); then
+        grep '^Key=' "$LAB_DIR/shown.conf" | cut -d= -f2- > "$LAB_DIR/a.key"
+        chmod 600 "$LAB_DIR/a.key"
+        sed -i "s|^Key=.*|KeyFile=$LAB_DIR/a.key|" "$LAB_DIR/shown.conf"
+        out=$(lab_ctl a syncconf lab "$LAB_DIR/shown.conf") || it_fail "mptctl syncconf with KeyFile= failed: $out"
+        [ "$out" = "lab: applied Key=, KeyFile=" ] || it_fail "syncconf with the same key in KeyFile=: got '$out'"
+        lab_ctl a showconf lab | grep -qxF "KeyFile=$LAB_DIR/a.key" || it_fail "showconf after KeyFile=: no KeyFile= line"
+fi
 it_wait_ping a "$b_tun" 5 || it_fail "no ping through the tunnel after the reloads"
 lab_log "reload: OK"
