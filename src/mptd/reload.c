@@ -86,13 +86,23 @@ static int key_differs(const MptConfKey *k, const void *a, const void *b) {
         return !streq(x, y);
 }
 
-static unsigned key_line(const MptConfKey *k, const unsigned *lines, unsigned section_line) {
-        unsigned l = lines[conf_key_index(k)];
-        return l > 0 ? l : section_line;
+/* "a, b, c": the names of a profile's paths. */
+static char *path_names(const MptProfile *p) {
+        char *s = strdup("");
+
+        for (size_t i = 0; s && i < p->n_paths; i++) {
+                char *x;
+                if (asprintf(&x, "%s%s%s", s, i > 0 ? ", " : "", p->paths[i].name) < 0)
+                        x = NULL;
+                free(s);
+                s = x;
+        }
+        return s;
 }
 
 static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n, Plan *plan) {
-        const char *file = n->filename ?: "(profile)";
+        const char *file;
+        unsigned line;
         int r;
 
         for (size_t i = 0; i < _MPT_KEY_MAX; i++) {
@@ -112,7 +122,8 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
                         if (profile_format_value(k, &old->tunnel, &was) < 0 ||
                             profile_format_value(k, &n->tunnel, &now) < 0)
                                 return -ENOMEM;
-                        diag_add(&plan->refused, file, key_line(k, n->tunnel.key_line, n->tunnel.line),
+                        file = profile_tunnel_key_where(n, (MptKeyId) i, &line);
+                        diag_add(&plan->refused, file, line,
                                  "%s= cannot change while the tunnel runs (%s): it is '%s', the file says '%s'",
                                  k->name, why, was, now);
                         continue;
@@ -125,8 +136,9 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
          * together, and a running tunnel has sessions under the old one. */
         if (old->tunnel.psk.set != n->tunnel.psk.set ||
             memcmp(old->tunnel.psk.bytes, n->tunnel.psk.bytes, sizeof n->tunnel.psk.bytes) != 0) {
-                const MptConfKey *k = conf_key(n->tunnel.key_file ? MPT_KEY_TUNNEL_KEY_FILE : MPT_KEY_TUNNEL_KEY);
-                diag_add(&plan->refused, file, key_line(k, n->tunnel.key_line, n->tunnel.line),
+                file = profile_tunnel_key_where(n, n->tunnel.key_file ? MPT_KEY_TUNNEL_KEY_FILE : MPT_KEY_TUNNEL_KEY,
+                                                &line);
+                diag_add(&plan->refused, file, line,
                          "the key cannot change while the tunnel runs (both ends change it together): restart "
                          "mptd for it");
         } else {
@@ -142,13 +154,14 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
                         }
                 }
         }
-        if (profile_uses_sequence(old) != profile_uses_sequence(n))
-                diag_add(&plan->refused, file,
-                         key_line(conf_key(MPT_KEY_TUNNEL_SCHEDULER), n->tunnel.key_line, n->tunnel.line),
+        if (profile_uses_sequence(old) != profile_uses_sequence(n)) {
+                file = profile_tunnel_key_where(n, MPT_KEY_TUNNEL_SCHEDULER, &line);
+                diag_add(&plan->refused, file, line,
                          "Scheduler=%s would %s sequence numbers on the data while the tunnel runs (the other "
                          "end reorders by them): restart mptd for it",
                          mpt_scheduler_to_string(n->tunnel.scheduler),
                          profile_uses_sequence(n) ? "start putting" : "stop putting");
+        }
 
         /* Paths are matched by name, and their order is their identity on the wire (the other end
          * has the same paths in the same order): new ones may come after the last, and the last
@@ -157,21 +170,10 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
         while (at < common && streq(old->paths[at].name, n->paths[at].name))
                 at++;
         if (at < common) {
-                _cleanup_free_ char *a = NULL, *b = NULL;
-                for (size_t i = 0; i < old->n_paths; i++) {
-                        char *x;
-                        if (asprintf(&x, "%s%s%s", strempty(a), a ? ", " : "", old->paths[i].name) < 0)
-                                return -ENOMEM;
-                        free(a);
-                        a = x;
-                }
-                for (size_t i = 0; i < n->n_paths; i++) {
-                        char *x;
-                        if (asprintf(&x, "%s%s%s", strempty(b), b ? ", " : "", n->paths[i].name) < 0)
-                                return -ENOMEM;
-                        free(b);
-                        b = x;
-                }
+                _cleanup_free_ char *a = path_names(old), *b = path_names(n);
+
+                if (!a || !b)
+                        return -ENOMEM;
                 diag_add(&plan->refused, profile_file_name(n, n->paths[at].line_src), n->paths[at].line,
                          "paths cannot be renamed or reordered while the tunnel runs (the other end numbers "
                          "them alike; new paths go after the last one): running %s; the file has %s. Restart "

@@ -518,6 +518,12 @@ static const char *file_of(const MptProfile *p, const unsigned *key_line, const 
 }
 
 #define TFILE(p, id) file_of((p), (p)->tunnel.key_line, (p)->tunnel.key_src, (p)->tunnel.line_src, id)
+
+const char *profile_tunnel_key_where(const MptProfile *p, MptKeyId id, unsigned *ret_line) {
+        *ret_line = TLINE(p, id);
+        return TFILE(p, id);
+}
+
 #define PFILE(p, path, id) file_of((p), (path)->key_line, (path)->key_src, (path)->line_src, id)
 #define SFILE(p, sec) profile_file_name((p), (sec)->line_src)
 

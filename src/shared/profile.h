@@ -257,6 +257,9 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
 #define MPT_DROPINS_MAX 64u
 /* The name of file i of a profile (0: the profile, i > 0: drop-in i - 1). */
 const char *profile_file_name(const MptProfile *p, unsigned i);
+/* Where tunnel key id was set: its file (the profile or a drop-in) and line, or, for a key left
+ * at its default, the [Tunnel] section's. For FILE:LINE messages about a profile. */
+const char *profile_tunnel_key_where(const MptProfile *p, MptKeyId id, unsigned *ret_line);
 int profile_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret, MptDiagnostics *d);
 
 /* When the profile holds its key in the file itself (Key=) and the file can be read by more than

@@ -13,7 +13,8 @@
 #   2. SIGHUP after a.conf made p2 a backup (Weight=0) and the drop-in went: the route is gone,
 #      p2 is a backup and carries no data from a (tx_bytes growth 0 over 1 s under the load).
 #   3. Refusals leave everything as it runs, exit 1 and name FILE:LINE: LocalPort= changed
-#      ("LocalPort= cannot change while the tunnel runs"), a path renamed ("paths cannot be
+#      ("LocalPort= cannot change while the tunnel runs"; set in a drop-in, the drop-in's
+#      FILE:LINE), a path renamed ("paths cannot be
 #      renamed or reordered"), a syntax error (the file's own FILE:LINE error); after each, p0's
 #      weight is still 3 and p2 still a backup.
 #   3b. The last path (p2) removed from both profiles and reloaded at both ends: the reload
@@ -114,6 +115,9 @@ set_tunnel_key "$LAB_DIR/a.conf" LocalPort 4999
 line=$(grep -n '^LocalPort=' "$LAB_DIR/a.conf" | cut -d: -f1)
 expect_refusal "$LAB_DIR/a.conf:$line: LocalPort= cannot change while the tunnel runs"
 cp "$LAB_DIR/a-good.conf" "$LAB_DIR/a.conf"
+printf '[Tunnel]\nLocalPort=4999\n' > "$LAB_DIR/a.conf.d/60-port.conf"
+expect_refusal "$LAB_DIR/a.conf.d/60-port.conf:2: LocalPort= cannot change while the tunnel runs"
+rm "$LAB_DIR/a.conf.d/60-port.conf"
 sed -i 's/^Name=p1$/Name=px/' "$LAB_DIR/a.conf"
 expect_refusal "paths cannot be renamed or reordered while the tunnel runs"
 cp "$LAB_DIR/a-good.conf" "$LAB_DIR/a.conf"
