@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <ctype.h>
+#include <dirent.h>
+#include <libgen.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -284,4 +286,62 @@ int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdat
                 return r;
         conf_parse_buffer(filename, buf, size, cb, userdata, d);
         return 0;
+}
+
+static const char *base_of(const char *path) {
+        const char *s = strrchr(path, '/');
+        return s ? s + 1 : path;
+}
+
+static int compare_by_base(const void *a, const void *b) {
+        return strcmp(base_of(*(char *const *) a), base_of(*(char *const *) b));
+}
+
+int conf_find_dropins(const char *filename, const char *const *dirs, char ***ret, size_t *ret_n) {
+        char **l = NULL;
+        size_t n = 0;
+
+        for (size_t k = 0; dirs && dirs[k]; k++) {
+                _cleanup_free_ char *dir = NULL;
+                struct dirent *de;
+                DIR *dp;
+
+                if (asprintf(&dir, "%s/%s.d", dirs[k], base_of(filename)) < 0)
+                        goto oom;
+                dp = opendir(dir);
+                if (!dp)
+                        continue; /* none there (or not a directory): nothing to add */
+                while ((de = readdir(dp))) {
+                        size_t len = strlen(de->d_name);
+                        bool hidden = false;
+                        char **nl;
+
+                        if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
+                                continue;
+                        for (size_t i = 0; i < n && !hidden; i++)
+                                hidden = streq(base_of(l[i]), de->d_name);
+                        if (hidden)
+                                continue; /* an earlier directory has it */
+                        nl = reallocarray(l, n + 1, sizeof(char *));
+                        if (!nl || asprintf(&nl[n], "%s/%s", dir, de->d_name) < 0) {
+                                if (nl)
+                                        l = nl;
+                                closedir(dp);
+                                goto oom;
+                        }
+                        l = nl;
+                        n++;
+                }
+                closedir(dp);
+        }
+        if (n > 1)
+                qsort(l, n, sizeof(char *), compare_by_base);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+oom:
+        for (size_t i = 0; i < n; i++)
+                free(l[i]);
+        free(l);
+        return -ENOMEM;
 }

@@ -33,6 +33,10 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
 /* Reads the file (bounded by CONF_FILE_MAX) and parses it. Returns a negative errno when the
  * file cannot be read; parse problems go to the diagnostics. */
 int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdata, MptDiagnostics *d);
+/* The drop-ins of a file as systemd finds them: the *.conf files of DIR/BASE.d/ (BASE: the file's
+ * base name) for each of dirs (most important first), a name in an earlier directory hiding it in
+ * the later ones, sorted by name. *ret: their paths (free each, and the array); 0 or -ENOMEM. */
+int conf_find_dropins(const char *filename, const char *const *dirs, char ***ret, size_t *ret_n);
 /* Reads a whole file of at most max bytes into a NUL-terminated buffer. */
 int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size);
 /* The same, and what fstat() said about the file that was read (ret_st may be NULL). */

@@ -507,80 +507,58 @@ const char *netdev_key_note(const MptConfKey *k) {
         return NULL;
 }
 
-static int dropin_dir_warnings(const char *dir, const char *netdev, MptDiagnostics *w) {
-        _cleanup_free_ char *name_copy = NULL;
-        DIR *dp = opendir(dir);
-        struct dirent *de;
+/* [X-MPT...] headers in one drop-in of netdev: a warning each. */
+static int dropin_warnings(const char *path, const char *netdev, MptDiagnostics *w) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t size;
+        unsigned line = 1;
         int n = 0;
 
-        if (!dp)
-                return 0;
-        while ((de = readdir(dp))) {
-                _cleanup_free_ char *path = NULL, *buf = NULL;
-                size_t len = strlen(de->d_name), size;
-                struct stat st;
-                unsigned line = 1;
+        if (read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st) < 0)
+                return 0; /* networkd says what it cannot read */
+        for (size_t i = 0; i < size; line++) {
+                const char *l = buf + i, *end = memchr(l, '\n', size - i);
+                size_t ll = end ? (size_t) (end - l) : size - i;
 
-                if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
-                        continue;
-                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
-                        closedir(dp);
-                        return -ENOMEM;
+                while (ll > 0 && (*l == ' ' || *l == '\t')) {
+                        l++;
+                        ll--;
                 }
-                if (read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st) < 0)
-                        continue;
-                for (size_t i = 0; i < size; line++) {
-                        const char *l = buf + i, *end = memchr(l, '\n', size - i);
-                        size_t ll = end ? (size_t) (end - l) : size - i;
-
-                        while (ll > 0 && (*l == ' ' || *l == '\t')) {
-                                l++;
-                                ll--;
-                        }
-                        if (ll >= STRLEN("[X-MPT") && strncmp(l, "[X-MPT", STRLEN("[X-MPT")) == 0) {
-                                diag_add(w, path, line,
-                                         "mpt reads its sections from the .netdev file itself (%s), not from "
-                                         "networkd's drop-ins: this section is ignored; move it there", netdev);
-                                n++;
-                        }
-                        i = end ? (size_t) (end - buf) + 1 : size;
+                if (ll >= STRLEN("[X-MPT") && strncmp(l, "[X-MPT", STRLEN("[X-MPT")) == 0) {
+                        diag_add(w, path, line,
+                                 "mpt reads its sections from the .netdev file itself (%s), not from "
+                                 "networkd's drop-ins: this section is ignored; move it there", netdev);
+                        n++;
                 }
+                i = end ? (size_t) (end - buf) + 1 : size;
         }
-        closedir(dp);
         return n;
 }
 
 int netdev_dropin_warnings(const char *filename, MptDiagnostics *w) {
-        _cleanup_free_ char *copy = strdup(filename), *copy2 = strdup(filename), *real_dir = NULL;
-        const char *base, *dir;
+        _cleanup_free_ char *copy = strdup(filename), *real_dir = NULL;
+        const char *const *dirs = NULL, *here[2] = {};
+        char **dropins = NULL;
+        size_t n_dropins = 0;
         int n = 0, r;
 
-        if (!copy || !copy2)
+        if (!copy)
                 return -ENOMEM;
-        base = basename(copy);
-        dir = dirname(copy2);
-        real_dir = realpath(dir, NULL);
-        for (size_t i = 0; netdev_search_path[i]; i++) {
-                _cleanup_free_ char *d = NULL;
-
-                /* Only where networkd itself looks: when the file is one of its directories. */
-                if (!real_dir || !streq(real_dir, netdev_search_path[i]))
-                        continue;
-                for (size_t j = 0; netdev_search_path[j]; j++) {
-                        if (asprintf(&d, "%s/%s.d", netdev_search_path[j], base) < 0)
-                                return -ENOMEM;
-                        r = dropin_dir_warnings(d, filename, w);
-                        d = mfree(d);
-                        if (r < 0)
-                                return r;
-                        n += r;
-                }
-                return n;
+        here[0] = dirname(copy);
+        real_dir = realpath(here[0], NULL);
+        /* Where networkd itself looks: its whole search path for a file in one of its
+         * directories, else next to the file. */
+        for (size_t i = 0; real_dir && netdev_search_path[i] && !dirs; i++)
+                if (streq(real_dir, netdev_search_path[i]))
+                        dirs = netdev_search_path;
+        r = conf_find_dropins(filename, dirs ?: here, &dropins, &n_dropins);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_dropins; i++) {
+                n += dropin_warnings(dropins[i], filename, w);
+                free(dropins[i]);
         }
-        {
-                _cleanup_free_ char *d = NULL;
-                if (asprintf(&d, "%s/%s.d", dir, base) < 0)
-                        return -ENOMEM;
-                return dropin_dir_warnings(d, filename, w);
-        }
+        free(dropins);
+        return n;
 }

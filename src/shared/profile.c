@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -970,89 +969,6 @@ static void diag_sort_by_line(const MptProfile *p, MptDiagnostics *d, size_t fir
         }
 }
 
-typedef struct Dropin {
-        char *name; /* file name, for the order */
-        char *path;
-} Dropin;
-
-static int dropin_compare(const void *a, const void *b) {
-        return strcmp(((const Dropin *) a)->name, ((const Dropin *) b)->name);
-}
-
-/* The drop-ins of profile filename in dirs (most important first): *.conf in DIR/BASE.d/. */
-static int find_dropins(const char *filename, const char *const *dirs, Dropin **ret, size_t *ret_n,
-                        MptDiagnostics *d) {
-        _cleanup_free_ char *copy = strdup(filename);
-        Dropin *l = NULL;
-        size_t n = 0;
-        const char *base;
-
-        if (!copy)
-                return -ENOMEM;
-        base = basename(copy);
-        for (size_t k = 0; dirs && dirs[k]; k++) {
-                _cleanup_free_ char *dir = NULL;
-                DIR *dp;
-                struct dirent *de;
-
-                if (asprintf(&dir, "%s/%s.d", dirs[k], base) < 0)
-                        goto oom;
-                dp = opendir(dir);
-                if (!dp)
-                        continue; /* none there (or not a directory): nothing to add */
-                while ((de = readdir(dp))) {
-                        size_t len = strlen(de->d_name);
-                        bool hidden = false;
-                        Dropin *nl;
-
-                        if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
-                                continue;
-                        for (size_t i = 0; i < n && !hidden; i++)
-                                hidden = streq(l[i].name, de->d_name);
-                        if (hidden)
-                                continue; /* an earlier directory has it */
-                        nl = reallocarray(l, n + 1, sizeof(Dropin));
-                        if (!nl) {
-                                closedir(dp);
-                                goto oom;
-                        }
-                        l = nl;
-                        l[n].name = strdup(de->d_name);
-                        if (asprintf(&l[n].path, "%s/%s", dir, de->d_name) < 0)
-                                l[n].path = NULL;
-                        if (!l[n].name || !l[n].path) {
-                                free(l[n].name);
-                                free(l[n].path);
-                                closedir(dp);
-                                goto oom;
-                        }
-                        n++;
-                }
-                closedir(dp);
-        }
-        if (n > MPT_DROPINS_MAX) {
-                diag_add(d, filename, 0, "%zu drop-ins; at most %u are read", n, MPT_DROPINS_MAX);
-                for (size_t i = 0; i < n; i++) {
-                        free(l[i].name);
-                        free(l[i].path);
-                }
-                free(l);
-                return -E2BIG;
-        }
-        if (n > 1)
-                qsort(l, n, sizeof(Dropin), dropin_compare);
-        *ret = l;
-        *ret_n = n;
-        return 0;
-oom:
-        for (size_t i = 0; i < n; i++) {
-                free(l[i].name);
-                free(l[i].path);
-        }
-        free(l);
-        return -ENOMEM;
-}
-
 /* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
  * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
  * nothing. */
@@ -1075,29 +991,29 @@ static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
         return 0;
 }
 
-static int load(const char *filename, const char *buf, size_t len, const Dropin *dropins, size_t n_dropins,
+/* Loads a profile from buf and then its drop-ins (paths, taken over by the profile). */
+static int load(const char *filename, const char *buf, size_t len, char **dropins, size_t n_dropins,
                 MptProfile **ret, MptDiagnostics *d) {
         _cleanup_(profile_freep) MptProfile *p = NULL;
         ParseState s = {};
         size_t errors = diag_count(d), first = d->n;
 
         p = profile_new();
-        if (!p)
+        if (!p) {
+                for (size_t i = 0; i < n_dropins; i++)
+                        free(dropins[i]);
+                free(dropins);
                 return -ENOMEM;
+        }
+        p->dropins = dropins;
+        p->n_dropins = n_dropins;
         p->filename = strdup(filename ?: "<input>");
         if (!p->filename)
                 return -ENOMEM;
         if (n_dropins > 0) {
-                p->dropins = calloc(n_dropins, sizeof(char *));
                 p->dropin_modes = calloc(n_dropins, sizeof(uint32_t));
-                if (!p->dropins || !p->dropin_modes)
+                if (!p->dropin_modes)
                         return -ENOMEM;
-                for (size_t i = 0; i < n_dropins; i++) {
-                        p->dropins[i] = strdup(dropins[i].path);
-                        if (!p->dropins[i])
-                                return -ENOMEM;
-                        p->n_dropins++;
-                }
         }
         s.profile = p;
         s.file = p->filename;
@@ -1140,7 +1056,7 @@ int profile_load_buffer(const char *filename, const char *buf, size_t len, MptPr
 
 int profile_load_file_dirs(const char *filename, const char *const *dirs, MptProfile **ret, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
-        Dropin *dropins = NULL;
+        char **dropins = NULL;
         size_t n_dropins = 0;
         struct stat st;
         size_t size;
@@ -1149,17 +1065,17 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
         r = read_full_file_stat(filename, CONF_FILE_MAX, &buf, &size, &st);
         if (r < 0)
                 return r;
-        r = find_dropins(filename, dirs, &dropins, &n_dropins, d);
-        if (r == -E2BIG)
-                return -EINVAL;
+        r = conf_find_dropins(filename, dirs, &dropins, &n_dropins);
         if (r < 0)
                 return r;
-        r = load(filename, buf, size, dropins, n_dropins, ret, d);
-        for (size_t i = 0; i < n_dropins; i++) {
-                free(dropins[i].name);
-                free(dropins[i].path);
+        if (n_dropins > MPT_DROPINS_MAX) {
+                diag_add(d, filename, 0, "%zu drop-ins; at most %u are read", n_dropins, MPT_DROPINS_MAX);
+                for (size_t i = 0; i < n_dropins; i++)
+                        free(dropins[i]);
+                free(dropins);
+                return -EINVAL;
         }
-        free(dropins);
+        r = load(filename, buf, size, dropins, n_dropins, ret, d);
         if (r >= 0 && S_ISREG(st.st_mode))
                 (*ret)->file_mode = st.st_mode & 07777;
         return r;
