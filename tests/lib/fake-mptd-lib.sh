@@ -22,3 +22,25 @@ fail() {
         echo "FAIL: $*" >&2
         exit 1
 }
+
+# fake_runtime: the completion tests' runtime directory, $dir/run ($MPT_RUNTIME_DIR): tunnel "lab"
+# served by fake-mptd.py (paths p0, p1 and fast; its PID in $fake), "other.sock" that nobody
+# serves, notes.txt that is no socket; the mptctl of $MPTCTL first in $PATH as "mptctl".
+fake_runtime() {
+        local lib
+        lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+        mkdir "$dir/run" "$dir/bin"
+        ln -s "$(cd "$(dirname "$MPTCTL")" && pwd)/$(basename "$MPTCTL")" "$dir/bin/mptctl"
+        export PATH="$dir/bin:$PATH" MPT_RUNTIME_DIR="$dir/run"
+        python3 "$lib/fake-mptd.py" "$dir/run" lab p0 p1 fast &
+        fake=$!
+        python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1])' \
+                "$dir/run/other.sock"
+        touch "$dir/run/notes.txt"
+        for _ in $(seq 50); do
+                [ -e "$dir/run/lab.ready" ] && break
+                sleep 0.1
+        done
+        [ -e "$dir/run/lab.ready" ] || fail "the fake control socket did not come up"
+        rm "$dir/run/lab.ready"
+}

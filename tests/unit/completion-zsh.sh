@@ -23,19 +23,7 @@ command -v zsh > /dev/null || { echo "SKIP: zsh is not installed (tests/install-
 # $dir, $fake, cleanup on exit, fail()
 . "$here/../lib/fake-mptd-lib.sh"
 
-mkdir "$dir/run" "$dir/bin"
-ln -s "$(cd "$(dirname "$MPTCTL")" && pwd)/$(basename "$MPTCTL")" "$dir/bin/mptctl"
-export PATH="$dir/bin:$PATH" MPT_RUNTIME_DIR="$dir/run"
-python3 "$here/../lib/fake-mptd.py" "$dir/run" lab p0 p1 fast &
-fake=$!
-python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1])' \
-        "$dir/run/other.sock"
-touch "$dir/run/notes.txt"
-for _ in $(seq 50); do
-        [ -e "$dir/run/lab.ready" ] && break
-        sleep 0.1
-done
-[ -e "$dir/run/lab.ready" ] || fail "the fake control socket did not come up"
+fake_runtime
 
 # expect "EXPECTED WORDS" WORD...: completes the last WORD of "mptctl WORD..." in zsh.
 expect() {

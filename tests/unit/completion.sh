@@ -28,21 +28,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # $dir, $fake, cleanup on exit, fail()
 . "$here/../lib/fake-mptd-lib.sh"
 
-mkdir "$dir/run" "$dir/bin" "$dir/files" "$dir/files/sub.d"
-ln -s "$(cd "$(dirname "$MPTCTL")" && pwd)/$(basename "$MPTCTL")" "$dir/bin/mptctl"
-export PATH="$dir/bin:$PATH" MPT_RUNTIME_DIR="$dir/run"
-python3 "$here/../lib/fake-mptd.py" "$dir/run" lab p0 p1 fast &
-fake=$!
-python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1])' \
-        "$dir/run/other.sock"
-touch "$dir/run/notes.txt"
+fake_runtime
+mkdir "$dir/files" "$dir/files/sub.d"
 touch "$dir/files/a.conf" "$dir/files/b.netdev" "$dir/files/c.txt" "$dir/files/-x.conf" "$dir/files/a.conf.bak"
-for _ in $(seq 50); do
-        [ -e "$dir/run/lab.ready" ] && break
-        sleep 0.1
-done
-[ -e "$dir/run/lab.ready" ] || fail "the fake control socket did not come up"
-rm "$dir/run/lab.ready"
 
 # shellcheck source=/dev/null
 . "$BASH_COMPLETION"
