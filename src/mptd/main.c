@@ -194,15 +194,6 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
                                 "tunnel (see mpt.netdev(5))\n", filename);
                         return -EINVAL;
                 }
-                if (r > 0) {
-                        MptDiagnostics w = {};
-
-                        (void) netdev_dropin_warnings(filename, &w);
-                        for (size_t i = 0; i < w.n; i++)
-                                log_full_errno(LOG_WARNING, 0, profile->tunnel.name, NULL, "%s:%u: warning: %s",
-                                               w.items[i].file, w.items[i].line, w.items[i].message);
-                        diag_done(&w);
-                }
         } else {
                 r = profile_filename(arg_profile, &filename);
                 if (r < 0) {
@@ -230,16 +221,7 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
                 fprintf(stderr, "mptd: cannot read %s: %s\n", filename, strerror(-r));
                 return -EINVAL;
         }
-        /* A key that others can read is no secret, but the tunnel works: warn (mptctl check --strict
-         * refuses it). */
-        if (profile_check_key_private(profile, &diag)) {
-                for (size_t i = 0; i < diag.n; i++)
-                        log_full_errno(LOG_WARNING, 0, profile->tunnel.name, NULL, "%s:%u: warning: %s",
-                                       diag.items[i].file, diag.items[i].line, diag.items[i].message);
-                diag_done(&diag);
-        }
-        for (size_t i = 0; i < profile->n_dropins; i++)
-                log_full_errno(LOG_INFO, 0, profile->tunnel.name, NULL, "Read drop-in %s.", profile->dropins[i]);
+        profile_log_read(profile, arg_netdev != NULL);
         *ret = TAKE_PTR(profile);
         *ret_filename = TAKE_PTR(filename);
         return 0;

@@ -422,14 +422,25 @@ int reload_read(const char *filename, bool netdev, MptProfile **ret, char **ret_
         if (r < 0)
                 return asprintf(ret_message, "cannot read %s: %s", filename,
                                 r == -EBADFD ? "not a regular file" : strerror(-r)) < 0 ? -ENOMEM : r;
-        if (profile_check_key_private(profile, &diag)) {
-                for (size_t i = 0; i < diag.n; i++)
-                        log_full_errno(LOG_WARNING, 0, profile->tunnel.name, NULL, "%s:%u: warning: %s",
-                                       diag.items[i].file, diag.items[i].line, diag.items[i].message);
-                diag_done(&diag);
-        }
+        profile_log_read(profile, netdev);
         *ret = TAKE_PTR(profile);
         return 0;
+}
+
+void profile_log_read(const MptProfile *p, bool netdev) {
+        MptDiagnostics w = {};
+
+        /* A key that others can read is no secret, but the tunnel works: warn (mptctl check
+         * --strict refuses it); [X-MPT...] in networkd's drop-ins of a .netdev is ignored. */
+        (void) profile_check_key_private(p, &w);
+        if (netdev)
+                (void) netdev_dropin_warnings(p->filename, &w);
+        for (size_t i = 0; i < w.n; i++)
+                log_full_errno(LOG_WARNING, 0, p->tunnel.name, NULL, "%s:%u: warning: %s", w.items[i].file,
+                               w.items[i].line, w.items[i].message);
+        diag_done(&w);
+        for (size_t i = 0; i < p->n_dropins; i++)
+                log_full_errno(LOG_INFO, 0, p->tunnel.name, NULL, "Read drop-in %s.", p->dropins[i]);
 }
 
 int tunnel_reload_file(Tunnel *t, const char *filename, char **ret_message) {

@@ -14,6 +14,9 @@ typedef struct Tunnel Tunnel;
  * "FILE:LINE: ..." lines in *ret_message. On success (0) the tunnel owns n, and *ret_message says
  * what changed. */
 int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message);
+/* Logs what a profile just read deserves: warnings (a Key= that others can read, [X-MPT...] in a
+ * .netdev's drop-ins) and the drop-ins it read. At start and at every reload. */
+void profile_log_read(const MptProfile *p, bool netdev);
 /* Reads a profile (or a .netdev) for a reload: -EINVAL with its problems in *ret_message. */
 int reload_read(const char *filename, bool netdev, MptProfile **ret, char **ret_message);
 /* Reads filename (NULL: the file mptd was started with, t->reload_file) and reloads from it,
