@@ -1076,7 +1076,10 @@ void path_retire(Path *p) {
         p->dead_timer = sd_event_source_disable_unref(p->dead_timer);
         p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
         unbind(p);
-        if (p->tunnel->reorder_enabled)
+        if (p->tunnel->reorder_enabled) {
                 rx_shared_path_down(p->tunnel->rx, p->index);
+                /* A path added later in its place starts without the delay this one waited. */
+                rx_shared_set_path_extra(p->tunnel->rx, p->index, 0);
+        }
         log_path_info(p, "Removed by a reload.");
 }
