@@ -229,19 +229,26 @@ int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_siz
 }
 
 int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st) {
+        return read_full_file_flags(filename, max, 0, ret, ret_size, ret_st);
+}
+
+int read_full_file_flags(const char *filename, size_t max, unsigned flags, char **ret, size_t *ret_size,
+                         struct stat *ret_st) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 0;
         struct stat st;
 
-        fd = open(filename, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below). */
+        fd = open(filename, O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & READ_FULL_FILE_REGULAR ? O_NONBLOCK : 0));
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (S_ISDIR(st.st_mode))
                 return -EISDIR;
-        if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+        if (!S_ISREG(st.st_mode) &&
+            ((flags & READ_FULL_FILE_REGULAR) || (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))))
                 return -EBADFD;
 
         for (;;) {

@@ -41,3 +41,8 @@ int conf_find_dropins(const char *filename, const char *const *dirs, char ***ret
 int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size);
 /* The same, and what fstat() said about the file that was read (ret_st may be NULL). */
 int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st);
+/* READ_FULL_FILE_REGULAR: a regular file only (-EBADFD for anything else), opened without
+ * waiting: a daemon's event loop must not hang on a FIFO that nobody writes. */
+enum { READ_FULL_FILE_REGULAR = 1 << 0 };
+int read_full_file_flags(const char *filename, size_t max, unsigned flags, char **ret, size_t *ret_size,
+                         struct stat *ret_st);

@@ -981,10 +981,10 @@ static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
 
         if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
                 return 0; /* /dev/null: masked */
-        r = read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st);
+        r = read_full_file_flags(path, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
-        p->dropin_modes[p->cur_file - 1] = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0;
+        p->dropin_modes[p->cur_file - 1] = st.st_mode & 07777;
         conf_parse_buffer(path, buf, size, &profile_callbacks, &s, d);
         pending_flush(&s, d);
         pending_clear(&s);
@@ -1062,7 +1062,8 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
         size_t size;
         int r;
 
-        r = read_full_file_stat(filename, CONF_FILE_MAX, &buf, &size, &st);
+        /* A regular file (mptd reads it again on a reload, in its event loop). */
+        r = read_full_file_flags(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         r = conf_find_dropins(filename, dirs, &dropins, &n_dropins);
@@ -1076,7 +1077,7 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
                 return -EINVAL;
         }
         r = load(filename, buf, size, dropins, n_dropins, ret, d);
-        if (r >= 0 && S_ISREG(st.st_mode))
+        if (r >= 0)
                 (*ret)->file_mode = st.st_mode & 07777;
         return r;
 }

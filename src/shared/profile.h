@@ -246,9 +246,10 @@ int profile_format_value_shown(const MptConfKey *k, const void *config, char **r
  * files in the directories FILE.d/ (FILE's base name, e.g. mpt0.conf.d) next to it, and, for a
  * profile in MPT_SYSCONFDIR, in /run/mpt and /usr/lib/mpt too. A drop-in's name in an earlier
  * directory hides the same name in a later one (an empty file or a link to /dev/null hides
- * without adding); they are read in the order of their names. Returns -errno if the profile
- * cannot be read, -EINVAL if it or a drop-in has errors (all of them in d, FILE:LINE of the file
- * each is in), 0 on success. */
+ * without adding); they are read in the order of their names. The profile and its drop-ins are
+ * regular files: anything else (a FIFO: never waited on) is -EBADFD for the profile, an error of
+ * the drop-in's. Returns -errno if the profile cannot be read, -EINVAL if it or a drop-in has
+ * errors (all of them in d, FILE:LINE of the file each is in), 0 on success. */
 int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d);
 /* The same with the drop-in directories given (NULL-terminated, most important first) instead of
  * the ones profile_load_file() looks in. */

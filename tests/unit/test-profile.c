@@ -1540,6 +1540,26 @@ static void test_dropins(void) {
                 g_assert_cmpmem(p->tunnel.psk.bytes, sizeof key, key, sizeof key);
         }
 
+        profile_free(TAKE_PTR(p));
+
+        /* A FIFO, as the profile or as a drop-in, is refused at once, never waited on (mptd reads
+         * both again in its event loop on a reload). */
+        {
+                g_autofree char *fifo = g_build_filename(etc_d, "70-fifo.conf", NULL);
+                g_autofree char *main_fifo = g_build_filename(tmp, "fifo.conf", NULL);
+                g_autofree char *got2 = NULL;
+
+                diag_done(&d);
+                g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+                g_assert_cmpint(profile_load_file_dirs(main_file, dirs, &p, &d), ==, -EINVAL);
+                got2 = diag_text(&d, prefix);
+                g_assert_cmpstr(got2, ==, "etc/t.conf.d/70-fifo.conf: cannot read this drop-in: not a regular file\n");
+                g_assert_cmpint(unlink(fifo), ==, 0);
+                g_assert_cmpint(mkfifo(main_fifo, 0600), ==, 0);
+                g_assert_cmpint(profile_load_file(main_fifo, &p, &d), ==, -EBADFD);
+                g_assert_cmpint(unlink(main_fifo), ==, 0);
+        }
+
         diag_done(&d);
         {
                 g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmp);
