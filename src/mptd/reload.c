@@ -100,6 +100,10 @@ static char *path_names(const MptProfile *p) {
         return s;
 }
 
+static bool keys_equal(const MptKey *a, const MptKey *b) {
+        return a->set == b->set && memcmp(a->bytes, b->bytes, sizeof a->bytes) == 0;
+}
+
 static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n, Plan *plan) {
         const char *file;
         unsigned line;
@@ -109,7 +113,8 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
                 const MptConfKey *k = conf_key((MptKeyId) i);
                 const char *why;
 
-                if (k->section != MPT_SECTION_TUNNEL || i == MPT_KEY_TUNNEL_KEY || i == MPT_KEY_TUNNEL_KEY_FILE)
+                if (k->section != MPT_SECTION_TUNNEL ||
+                    (i >= MPT_KEY_TUNNEL_KEY && i <= MPT_KEY_TUNNEL_PRESHARED_KEY_FILE))
                         continue;
                 r = key_differs(k, &old->tunnel, &n->tunnel);
                 if (r < 0)
@@ -132,18 +137,26 @@ static int make_plan(const Tunnel *t, const MptProfile *old, const MptProfile *n
                 if (r < 0)
                         return r;
         }
-        /* The key itself, wherever it comes from (Key= or KeyFile=): both ends must change it
-         * together, and a running tunnel has sessions under the old one. */
-        if (old->tunnel.psk.set != n->tunnel.psk.set ||
-            memcmp(old->tunnel.psk.bytes, n->tunnel.psk.bytes, sizeof n->tunnel.psk.bytes) != 0) {
-                file = profile_tunnel_key_where(n, n->tunnel.key_file ? MPT_KEY_TUNNEL_KEY_FILE : MPT_KEY_TUNNEL_KEY,
-                                                &line);
+        /* The keys themselves, wherever they come from (Key= or KeyFile=, PrivateKey= or
+         * PrivateKeyFile=, ...): both ends must change them together, and a running tunnel has
+         * sessions under the old ones. */
+        if (!keys_equal(&old->tunnel.psk, &n->tunnel.psk) || !keys_equal(&old->tunnel.hs_private, &n->tunnel.hs_private) ||
+            !keys_equal(&old->tunnel.public_key, &n->tunnel.public_key) ||
+            !keys_equal(&old->tunnel.hs_psk, &n->tunnel.hs_psk)) {
+                MptKeyId where = n->tunnel.key_file             ? MPT_KEY_TUNNEL_KEY_FILE
+                                 : n->tunnel.key.set            ? MPT_KEY_TUNNEL_KEY
+                                 : n->tunnel.private_key_file   ? MPT_KEY_TUNNEL_PRIVATE_KEY_FILE
+                                 : n->tunnel.private_key.set    ? MPT_KEY_TUNNEL_PRIVATE_KEY
+                                 : n->tunnel.public_key.set     ? MPT_KEY_TUNNEL_PUBLIC_KEY
+                                                                : MPT_KEY_TUNNEL_KEY;
+
+                file = profile_tunnel_key_where(n, where, &line);
                 diag_add(&plan->refused, file, line,
-                         "the key cannot change while the tunnel runs (both ends change it together): restart "
-                         "mptd for it");
+                         "the keys cannot change while the tunnel runs (both ends change them together): restart "
+                         "mptd for them");
         } else {
-                /* The same key from elsewhere (Key= now, or another KeyFile=): what showconf says. */
-                for (MptKeyId id = MPT_KEY_TUNNEL_KEY; id <= MPT_KEY_TUNNEL_KEY_FILE; id++) {
+                /* The same keys from elsewhere (Key= now, or another KeyFile=): what showconf says. */
+                for (MptKeyId id = MPT_KEY_TUNNEL_KEY; id <= MPT_KEY_TUNNEL_PRESHARED_KEY_FILE; id++) {
                         r = key_differs(conf_key(id), &old->tunnel, &n->tunnel);
                         if (r < 0)
                                 return r;

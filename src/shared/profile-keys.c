@@ -31,9 +31,13 @@ const MptConfKey mpt_conf_keys[] = {
                 .name = "Mode", .section = T(mode), .type = MPT_CONF_MODE,
                 .def = MPT_MODE_SECURE, .syntax = "secure|compat",
                 .doc = "\"secure\": every datagram, data and keepalives alike, is authenticated and "
-                       "encrypted with a key derived from the tunnel's pre-shared key (Key= or KeyFile=, "
-                       "which secure mode requires); forged, replayed and wrongly keyed datagrams are "
-                       "dropped and counted. The wire format is described in mptd(8). \"compat\": the "
+                       "encrypted; forged, replayed and wrongly keyed datagrams are dropped and counted. "
+                       "Secure mode needs keys: either a key pair for each end (PrivateKey= and the other "
+                       "end's PublicKey=, optionally with PresharedKey=), with which the ends run a "
+                       "handshake that gives every session keys of its own (forward secrecy, new keys "
+                       "every 2 minutes), or a pre-shared key alone (Key= or KeyFile=), the simpler "
+                       "scheme of earlier versions, whose keys last as long as the processes. The wire "
+                       "format is described in mptd(8). \"compat\": the "
                        "plain GRE-in-UDP wire format of the original MPT, without integrity or "
                        "confidentiality, for talking to original MPT peers; it must be chosen explicitly "
                        "and takes no key. Both ends must use the same mode.",
@@ -42,9 +46,10 @@ const MptConfKey mpt_conf_keys[] = {
                 .name = "Key", .section = T(key), .type = MPT_CONF_KEY,
                 .flags = MPT_CONF_SECRET, .syntax = "KEY",
                 .default_doc = "none",
-                .doc = "The tunnel's pre-shared key: the base64 text of 32 random bytes, as "
-                       "\"mptctl genkey\" prints it. Both ends need the same key; use a different key for "
-                       "every tunnel. It is never logged, and mptctl check and mptctl keys never print it. "
+                .doc = "The tunnel's pre-shared key, for secure mode without a handshake: the base64 text "
+                       "of 32 random bytes, as \"mptctl genpsk\" prints it. Both ends need the same key; "
+                       "use a different key for every tunnel. A tunnel with PrivateKey= takes no Key= (its "
+                       "optional pre-shared key is PresharedKey=). It is never logged, and mptctl check and mptctl keys never print it. "
                        "Anyone who can read the profile can read the key, so prefer KeyFile= unless the "
                        "profile itself is private: mptd and mptctl check warn when its group or others can "
                        "read it (mptctl check --strict refuses it). Key= and KeyFile= exclude each other.",
@@ -57,6 +62,52 @@ const MptConfKey mpt_conf_keys[] = {
                        "\"mptctl genkey\" prints). A relative name is taken relative to the directory "
                        "of the profile. The file must be a regular file that is not readable by everyone "
                        "(for example mode 0600, owned by root); otherwise the profile is refused.",
+        },
+        [MPT_KEY_TUNNEL_PRIVATE_KEY] = {
+                .name = "PrivateKey", .section = T(private_key), .type = MPT_CONF_KEY,
+                .flags = MPT_CONF_SECRET, .syntax = "KEY",
+                .default_doc = "none",
+                .doc = "This end's private key (an X25519 key, the base64 text that \"mptctl genkey\" "
+                       "prints). With it, secure mode authenticates the two ends by their key pairs "
+                       "in a handshake modelled on WireGuard's (Noise IKpsk2): each session gets keys "
+                       "of its own from fresh ephemeral keys, so that recorded traffic stays secret "
+                       "when a key leaks later, and the keys change every 2 minutes. Give the other "
+                       "end this key's public key (\"mptctl pubkey\"). Never shown or logged; keep it "
+                       "as private as Key= (mptd and mptctl check warn when others can read the "
+                       "profile). PrivateKey= and PrivateKeyFile= exclude each other, and either "
+                       "excludes Key= and KeyFile=.",
+        },
+        [MPT_KEY_TUNNEL_PRIVATE_KEY_FILE] = {
+                .name = "PrivateKeyFile", .section = T(private_key_file), .type = MPT_CONF_PATH,
+                .syntax = "PATH",
+                .default_doc = "none",
+                .doc = "A file that holds this end's private key (one line, as \"mptctl genkey\" "
+                       "prints it), taken relative to the directory of the file that names it; a "
+                       "regular file that not everyone can read, as for KeyFile=.",
+        },
+        [MPT_KEY_TUNNEL_PUBLIC_KEY] = {
+                .name = "PublicKey", .section = T(public_key), .type = MPT_CONF_KEY,
+                .syntax = "KEY",
+                .default_doc = "none",
+                .doc = "The other end's public key (\"mptctl pubkey\" prints it from that end's "
+                       "private key). Required with PrivateKey=: only the end that holds the matching "
+                       "private key can complete a handshake with this one, and this end answers "
+                       "nobody who does not know its own public key. It is not secret.",
+        },
+        [MPT_KEY_TUNNEL_PRESHARED_KEY] = {
+                .name = "PresharedKey", .section = T(preshared_key), .type = MPT_CONF_KEY,
+                .flags = MPT_CONF_SECRET, .syntax = "KEY",
+                .default_doc = "none",
+                .doc = "An optional symmetric key that both ends mix into the handshake (\"mptctl "
+                       "genpsk\" makes one), as WireGuard's PresharedKey=: an extra layer should X25519 "
+                       "ever be broken. Both ends must give the same one, or none. Needs PrivateKey=; "
+                       "PresharedKey= and PresharedKeyFile= exclude each other.",
+        },
+        [MPT_KEY_TUNNEL_PRESHARED_KEY_FILE] = {
+                .name = "PresharedKeyFile", .section = T(preshared_key_file), .type = MPT_CONF_PATH,
+                .syntax = "PATH",
+                .default_doc = "none",
+                .doc = "A file that holds PresharedKey= (one line), as KeyFile= holds Key=.",
         },
         [MPT_KEY_TUNNEL_ADDRESS] = {
                 .name = "Address", .section = T(addresses), .type = MPT_CONF_PREFIX_LIST,

@@ -7,6 +7,7 @@
 
 #include "conf-parser.h"
 #include "devclass.h"
+#include "noise.h"
 #include "profile.h"
 
 static const char *const mpt_scheduler_table[_MPT_SCHEDULER_MAX] = {
@@ -220,6 +221,8 @@ MptProfile *profile_free(MptProfile *p) {
                 return NULL;
         config_done(MPT_SECTION_TUNNEL, &p->tunnel);
         explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
+        explicit_bzero(&p->tunnel.hs_private, sizeof p->tunnel.hs_private);
+        explicit_bzero(&p->tunnel.hs_psk, sizeof p->tunnel.hs_psk);
         for (size_t i = 0; i < p->n_paths; i++)
                 config_done(MPT_SECTION_PATH, &p->paths[i]);
         free(p->paths);
@@ -573,26 +576,28 @@ static int open_regular_file(const char *path, struct stat *ret_st) {
         return fd;
 }
 
-/* Reads KeyFile= (relative to the profile's directory). A key that others can read is no secret:
+/* Reads a key file (KeyFile=, PrivateKeyFile=, PresharedKeyFile=: key id, value as written),
+ * relative to the directory of the file that names it. A key that others can read is no secret:
  * refused. On failure, *reterr says why (without the file's contents). */
-static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
+static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, MptKey *ret, char **reterr) {
         _cleanup_free_ char *path = NULL, *dir = NULL;
+        const char *name = conf_key(id)->name;
         char buf[MPT_KEY_FILE_MAX + 1];
         struct stat st;
         ssize_t n;
         int fd, r;
 
 #define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
-        /* Relative: to the directory of the file that says KeyFile= (the profile or a drop-in). */
-        const char *from = TFILE(p, MPT_KEY_TUNNEL_KEY_FILE);
+        /* Relative: to the directory of the file that says it (the profile or a drop-in). */
+        const char *from = TFILE(p, id);
 
-        if (p->tunnel.key_file[0] == '/' || !p->filename || !strchr(from, '/'))
-                path = strdup(p->tunnel.key_file);
+        if (value[0] == '/' || !p->filename || !strchr(from, '/'))
+                path = strdup(value);
         else {
                 dir = strdup(from);
                 if (!dir)
                         return -ENOMEM;
-                if (asprintf(&path, "%s/%s", dirname(dir), p->tunnel.key_file) < 0)
+                if (asprintf(&path, "%s/%s", dirname(dir), value) < 0)
                         path = NULL;
         }
         if (!path)
@@ -600,74 +605,154 @@ static int read_key_file(const MptProfile *p, MptKey *ret, char **reterr) {
 
         fd = open_regular_file(path, &st);
         if (fd == -EBADFD)
-                FAIL("KeyFile=%s: '%s' is not a regular file", p->tunnel.key_file, path);
+                FAIL("%s=%s: '%s' is not a regular file", name, value, path);
         if (fd == -ENOSYS)
-                FAIL("KeyFile=%s: cannot open '%s' safely: /proc is not mounted", p->tunnel.key_file, path);
+                FAIL("%s=%s: cannot open '%s' safely: /proc is not mounted", name, value, path);
         if (fd < 0)
-                FAIL("KeyFile=%s: cannot open '%s': %s", p->tunnel.key_file, path, strerror(-fd));
+                FAIL("%s=%s: cannot open '%s': %s", name, value, path, strerror(-fd));
         if (st.st_mode & S_IROTH) {
                 close(fd);
-                FAIL("KeyFile=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)",
-                     p->tunnel.key_file, path);
+                FAIL("%s=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)", name, value, path);
         }
         n = read(fd, buf, sizeof buf - 1);
         r = n < 0 ? -errno : 0;
         close(fd);
         if (r < 0)
-                FAIL("KeyFile=%s: cannot read '%s': %s", p->tunnel.key_file, path, strerror(-r));
+                FAIL("%s=%s: cannot read '%s': %s", name, value, path, strerror(-r));
         if ((size_t) n >= MPT_KEY_FILE_MAX) {
                 explicit_bzero(buf, sizeof buf);
-                FAIL("KeyFile=%s: '%s' is too large for a key file", p->tunnel.key_file, path);
+                FAIL("%s=%s: '%s' is too large for a key file", name, value, path);
         }
         buf[n] = 0;
         r = mpt_key_from_base64(buf, ret);
         explicit_bzero(buf, sizeof buf);
         if (r < 0)
-                FAIL("KeyFile=%s: '%s' does not hold a key: expected one line with the base64 text of "
-                     "%u bytes, as `mptctl genkey` prints it", p->tunnel.key_file, path, MPT_KEY_SIZE);
+                FAIL("%s=%s: '%s' does not hold a key: expected one line with the base64 text of "
+                     "%u bytes, as `mptctl %s` prints it", name, value, path, MPT_KEY_SIZE,
+                     id == MPT_KEY_TUNNEL_PRIVATE_KEY_FILE ? "genkey" : "genpsk");
         return 0;
 #undef FAIL
 }
+
+/* Whether a key of the tunnel section is given (a key or a file name). */
+static bool key_given(const MptTunnelConfig *t, MptKeyId id) {
+        const void *f = (const uint8_t *) t + conf_key(id)->offset;
+
+        return conf_key(id)->type == MPT_CONF_KEY ? ((const MptKey *) f)->set : !!*(char *const *) f;
+}
+
+/* One key from its two spellings (KEY= or KEY_FILE=: value or file) into *ret. false when it
+ * failed (reported) or is not given. */
+static bool resolve_key(MptProfile *p, MptKeyId key, MptKeyId file, MptKey *ret, MptDiagnostics *d) {
+        const MptTunnelConfig *t = &p->tunnel;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        explicit_bzero(ret, sizeof *ret);
+        if (key_given(t, key) && key_given(t, file)) {
+                diag_add(d, TFILE(p, file), TLINE(p, file), "%s= and %s= are both set; use one of them",
+                         conf_key(key)->name, conf_key(file)->name);
+                return false;
+        }
+        if (key_given(t, key)) {
+                *ret = *(const MptKey *) ((const uint8_t *) t + conf_key(key)->offset);
+                return true;
+        }
+        if (!key_given(t, file))
+                return false;
+        r = read_key_file(p, file, *(char *const *) ((const uint8_t *) t + conf_key(file)->offset), ret, &err);
+        if (r == -ENOMEM)
+                d->oom = true;
+        else if (r < 0)
+                diag_add(d, TFILE(p, file), TLINE(p, file), "%s", err ?: "cannot read the key file");
+        if (r < 0)
+                explicit_bzero(ret, sizeof *ret);
+        return r >= 0;
+}
+
+static const MptKeyId handshake_keys[] = {
+        MPT_KEY_TUNNEL_PRIVATE_KEY, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE, MPT_KEY_TUNNEL_PUBLIC_KEY,
+        MPT_KEY_TUNNEL_PRESHARED_KEY, MPT_KEY_TUNNEL_PRESHARED_KEY_FILE,
+};
 
 static void verify_key(MptProfile *p, MptDiagnostics *d) {
         const MptTunnelConfig *t = &p->tunnel;
         bool rejected = is_rejected(t->key_rejected, MPT_KEY_TUNNEL_KEY) ||
                         is_rejected(t->key_rejected, MPT_KEY_TUNNEL_KEY_FILE) ||
                         is_rejected(t->key_rejected, MPT_KEY_TUNNEL_MODE);
+        MptKeyId hs_given = _MPT_KEY_MAX; /* the first handshake key given */
 
         explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
-        if (t->mode == MPT_MODE_COMPAT) {
-                MptKeyId kid = t->key.set ? MPT_KEY_TUNNEL_KEY : MPT_KEY_TUNNEL_KEY_FILE;
+        explicit_bzero(&p->tunnel.hs_private, sizeof p->tunnel.hs_private);
+        explicit_bzero(&p->tunnel.hs_psk, sizeof p->tunnel.hs_psk);
+        for (size_t i = 0; i < ELEMENTSOF(handshake_keys); i++) {
+                rejected = rejected || is_rejected(t->key_rejected, handshake_keys[i]);
+                if (hs_given == _MPT_KEY_MAX && key_given(t, handshake_keys[i]))
+                        hs_given = handshake_keys[i];
+        }
 
-                if (t->key.set || t->key_file)
+        if (t->mode == MPT_MODE_COMPAT) {
+                MptKeyId kid = t->key.set ? MPT_KEY_TUNNEL_KEY : t->key_file ? MPT_KEY_TUNNEL_KEY_FILE : hs_given;
+
+                if (kid != _MPT_KEY_MAX)
                         diag_add(d, TFILE(p, kid), TLINE(p, kid),
                                  "Mode=compat sends everything in the clear and takes no key; remove %s= "
-                                 "or use Mode=secure", t->key.set ? "Key" : "KeyFile");
+                                 "or use Mode=secure", conf_key(kid)->name);
                 return;
         }
-        if (t->key.set && t->key_file) {
-                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY_FILE), TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "Key= and KeyFile= are both set; use one of them");
+        if ((t->key.set || t->key_file) && hs_given != _MPT_KEY_MAX) {
+                MptKeyId kid = t->key.set ? MPT_KEY_TUNNEL_KEY : MPT_KEY_TUNNEL_KEY_FILE;
+
+                diag_add(d, TFILE(p, kid), TLINE(p, kid),
+                         "%s= is the pre-shared key of secure mode without a handshake, and %s= asks for the "
+                         "handshake: remove %s=, or give it as PresharedKey= (mixed into the handshake)",
+                         conf_key(kid)->name, conf_key(hs_given)->name, conf_key(kid)->name);
                 return;
         }
-        if (t->key.set) {
-                p->tunnel.psk = t->key;
+        if (t->key.set || t->key_file) {
+                (void) resolve_key(p, MPT_KEY_TUNNEL_KEY, MPT_KEY_TUNNEL_KEY_FILE, &p->tunnel.psk, d);
                 return;
         }
-        if (t->key_file) {
-                _cleanup_free_ char *err = NULL;
-                int r = read_key_file(p, &p->tunnel.psk, &err);
-                if (r == -ENOMEM)
-                        d->oom = true;
-                else if (r < 0)
-                        diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY_FILE), TLINE(p, MPT_KEY_TUNNEL_KEY_FILE), "%s", err ?: "cannot read KeyFile=");
+        if (hs_given != _MPT_KEY_MAX) {
+                uint8_t own[MPT_KEY_SIZE];
+                bool priv;
+
+                if (!key_given(t, MPT_KEY_TUNNEL_PRIVATE_KEY) && !key_given(t, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE)) {
+                        if (!is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY) &&
+                            !is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE))
+                                diag_add(d, TFILE(p, hs_given), TLINE(p, hs_given),
+                                         "%s= needs PrivateKey= or PrivateKeyFile=, this end's private key "
+                                         "(create one with `mptctl genkey`)", conf_key(hs_given)->name);
+                        return;
+                }
+                priv = resolve_key(p, MPT_KEY_TUNNEL_PRIVATE_KEY, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE,
+                                   &p->tunnel.hs_private, d);
+                (void) resolve_key(p, MPT_KEY_TUNNEL_PRESHARED_KEY, MPT_KEY_TUNNEL_PRESHARED_KEY_FILE,
+                                   &p->tunnel.hs_psk, d);
+                if (!t->public_key.set) {
+                        if (!is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PUBLIC_KEY))
+                                diag_add(d, TFILE(p, hs_given), TLINE(p, hs_given),
+                                         "%s= needs PublicKey=, the other end's public key (`mptctl pubkey` "
+                                         "prints it from that end's private key)", conf_key(hs_given)->name);
+                } else if (priv && mpt_noise_public_key(own, p->tunnel.hs_private.bytes) == 0 &&
+                           memcmp(own, t->public_key.bytes, sizeof own) == 0)
+                        diag_add(d, TFILE(p, MPT_KEY_TUNNEL_PUBLIC_KEY), TLINE(p, MPT_KEY_TUNNEL_PUBLIC_KEY),
+                                 "PublicKey= is this end's own public key: give the other end's (each end has a "
+                                 "key pair of its own)");
+                explicit_bzero(own, sizeof own);
                 return;
         }
         /* A file without a tunnel section is reported as such; one message is enough. Front
          * doors without sections (line 0) must still call this with tunnel.line set. */
         if (!rejected && p->tunnel.line > 0)
                 diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MODE), TLINE(p, MPT_KEY_TUNNEL_MODE),
-                         "secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or "
+                         "secure mode needs keys: PrivateKey= and PublicKey= (a key pair per end: `mptctl "
+                         "genkey`, `mptctl pubkey`), or a pre-shared Key= or KeyFile= (`mptctl genpsk`); or "
                          "Mode=compat for original MPT peers");
+}
+
+bool profile_uses_handshake(const MptProfile *p) {
+        return p->tunnel.mode == MPT_MODE_SECURE && p->tunnel.hs_private.set;
 }
 
 int profile_verify(MptProfile *p, MptDiagnostics *d) {
@@ -1100,26 +1185,43 @@ int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d)
 }
 
 bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
-        /* The file that holds Key=: the profile, or a drop-in. */
-        uint8_t src = p->tunnel.key_src[conf_key_index(conf_key(MPT_KEY_TUNNEL_KEY))];
-        uint32_t mode = src > 0 && src <= p->n_dropins ? p->dropin_modes[src - 1] : p->file_mode;
-        /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for the
-         * keys of WireGuard). */
-        uint32_t exposed = mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
-        const char *who = exposed == (S_IRGRP | S_IROTH) ? "its group and others" : exposed == S_IRGRP ? "its group" : "others";
+        bool found = false;
 
-        if (!p->tunnel.key.set || exposed == 0)
-                return false;
-        if (p->from_netdev)
-                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY), TLINE(p, MPT_KEY_TUNNEL_KEY),
-                         "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
-                         "readable by root and systemd-networkd only (chmod 640, group systemd-network), or move "
-                         "the key to KeyFile=", who, (unsigned) mode);
-        else
-                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_KEY), TLINE(p, MPT_KEY_TUNNEL_KEY),
-                         "Key= holds the tunnel's secret key, and %s can read this file (mode %04o): make it "
-                         "private (chmod 600), or move the key to KeyFile=", who, (unsigned) mode);
-        return true;
+        /* Every secret given in a file (Key=, PrivateKey=, PresharedKey=): the profile, or a drop-in. */
+        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
+                const MptConfKey *k = &mpt_conf_keys[i];
+                MptKeyId id = (MptKeyId) i;
+
+                if (k->section != MPT_SECTION_TUNNEL || !(k->flags & MPT_CONF_SECRET) || k->type != MPT_CONF_KEY ||
+                    !((const MptKey *) ((const uint8_t *) &p->tunnel + k->offset))->set)
+                        continue;
+
+                uint8_t src = p->tunnel.key_src[conf_key_index(k)];
+                uint32_t mode = src > 0 && src <= p->n_dropins ? p->dropin_modes[src - 1] : p->file_mode;
+                /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for
+                 * the keys of WireGuard). */
+                uint32_t exposed = mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
+                const char *what = id == MPT_KEY_TUNNEL_KEY           ? "the tunnel's secret key"
+                                   : id == MPT_KEY_TUNNEL_PRIVATE_KEY ? "this end's private key"
+                                                                      : "the tunnel's pre-shared key";
+                const char *who = exposed == (S_IRGRP | S_IROTH) ? "its group and others"
+                                  : exposed == S_IRGRP           ? "its group"
+                                                                 : "others";
+
+                if (exposed == 0)
+                        continue;
+                if (p->from_netdev)
+                        diag_add(d, TFILE(p, id), TLINE(p, id),
+                                 "%s= holds %s, and %s can read this file (mode %04o): make it readable "
+                                 "by root and systemd-networkd only (chmod 640, group systemd-network), or move "
+                                 "the key to %sFile=", k->name, what, who, (unsigned) mode, k->name);
+                else
+                        diag_add(d, TFILE(p, id), TLINE(p, id),
+                                 "%s= holds %s, and %s can read this file (mode %04o): make it private "
+                                 "(chmod 600), or move the key to %sFile=", k->name, what, who, (unsigned) mode, k->name);
+                found = true;
+        }
+        return found;
 }
 
 /* A list entry as written: a bare address when the prefix covers all of it. */

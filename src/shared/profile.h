@@ -84,6 +84,16 @@ typedef struct MptTunnelConfig {
         MptKey key;     /* Key= */
         char *key_file; /* KeyFile= as written */
         MptKey psk;     /* the key in use, from Key= or KeyFile= (filled in by profile_verify()) */
+        /* The handshake (secure mode with PrivateKey= or PrivateKeyFile=; handshake.h). */
+        MptKey private_key;       /* PrivateKey= */
+        char *private_key_file;   /* PrivateKeyFile= as written */
+        MptKey public_key;        /* PublicKey=: the other end's */
+        MptKey preshared_key;     /* PresharedKey= */
+        char *preshared_key_file; /* PresharedKeyFile= as written */
+        /* What is in use, filled in by profile_verify(): this end's private key (set: the tunnel
+         * runs the handshake) and the optional pre-shared key mixed into it. */
+        MptKey hs_private;
+        MptKey hs_psk;
 
         unsigned line;                                /* of the [Tunnel] header; 0 if none */
         unsigned key_line[MPT_KEYS_PER_SECTION_MAX]; /* where each key was set; 0: default */
@@ -179,6 +189,11 @@ typedef enum MptKeyId {
         MPT_KEY_TUNNEL_MODE,
         MPT_KEY_TUNNEL_KEY,
         MPT_KEY_TUNNEL_KEY_FILE,
+        MPT_KEY_TUNNEL_PRIVATE_KEY,
+        MPT_KEY_TUNNEL_PRIVATE_KEY_FILE,
+        MPT_KEY_TUNNEL_PUBLIC_KEY,
+        MPT_KEY_TUNNEL_PRESHARED_KEY,
+        MPT_KEY_TUNNEL_PRESHARED_KEY_FILE,
         MPT_KEY_TUNNEL_ADDRESS,
         MPT_KEY_TUNNEL_PEER,
         MPT_KEY_TUNNEL_ROUTE,
@@ -292,6 +307,9 @@ bool path_config_is_set(const MptPathConfig *path, MptKeyId id);
 /* Whether data carries GRE sequence numbers: ReorderWindow= not 0 and Scheduler=weighted (the
  * flow scheduler keeps each flow on one path, so there is nothing to reorder). */
 bool profile_uses_sequence(const MptProfile *p);
+/* Whether the tunnel authenticates its ends with the handshake (secure mode with PrivateKey= or
+ * PrivateKeyFile=), rather than with the pre-shared key alone (Key= or KeyFile=). */
+bool profile_uses_handshake(const MptProfile *p);
 /* Encapsulation overhead of a path in bytes (outer IP + UDP [+ secure header and tag] + GRE
  * [+ sequence]). */
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path);

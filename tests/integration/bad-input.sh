@@ -184,7 +184,7 @@ Name=p0
 Interface=pa0
 Remote=10.77.100.2
 EOF
-check_profile no-key "$P/no-key.conf:1: secure mode needs Key= or KeyFile= (create one with \`mptctl genkey\`), or Mode=compat for original MPT peers"
+check_profile no-key "$P/no-key.conf:1: secure mode needs keys: PrivateKey= and PublicKey= (a key pair per end: \`mptctl genkey\`, \`mptctl pubkey\`), or a pre-shared Key= or KeyFile= (\`mptctl genpsk\`); or Mode=compat for original MPT peers"
 
 cat > "$P/compat-key.conf" <<EOF
 [Tunnel]

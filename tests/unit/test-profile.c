@@ -239,6 +239,9 @@ typedef struct {
 #define KEY0 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 #define KEY1 "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 #define KEY_MSG "invalid Key=: expected the base64 text of 32 bytes (44 characters), as `mptctl genkey` prints it"
+#define HS_KEY_MSG(k) "invalid " k "=: expected the base64 text of 32 bytes (44 characters), as `mptctl genkey` prints it"
+/* A public key: the X25519 public key of KEY1 is not it (a profile whose PublicKey= is its own is refused). */
+#define KEY2 "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
 
 /* KeyFile= vectors name files that main() writes into the temporary directory it changes to
  * (TEST_FILE has no directory, so relative key files are taken from there). */
@@ -261,7 +264,33 @@ static const KeyVector key_vectors[] = {
           .message = { "KeyFile=missing.key: cannot open 'missing.key': No such file or directory",
                        "KeyFile=public.key: 'public.key' is readable by everyone; make it private (chmod 600 or 640)",
                        "KeyFile=notakey.key: 'notakey.key' does not hold a key: expected one line with the base64 "
-                       "text of 32 bytes, as `mptctl genkey` prints it" } },
+                       "text of 32 bytes, as `mptctl genpsk` prints it" } },
+        /* The handshake's keys: test_key_good() adds what each needs (key_companions()). */
+        { "Tunnel.PrivateKey",
+          .good = { KEY0, KEY1 },
+          .bad = { "abc", KEY1 " " KEY0 },
+          .message = { HS_KEY_MSG("PrivateKey"), HS_KEY_MSG("PrivateKey") } },
+        { "Tunnel.PrivateKeyFile",
+          .good = { "test.key", "./test.key" },
+          .bad = { "missing.key", "public.key", "notakey.key" },
+          .message = { "PrivateKeyFile=missing.key: cannot open 'missing.key': No such file or directory",
+                       "PrivateKeyFile=public.key: 'public.key' is readable by everyone; make it private (chmod 600 or 640)",
+                       "PrivateKeyFile=notakey.key: 'notakey.key' does not hold a key: expected one line with the "
+                       "base64 text of 32 bytes, as `mptctl genkey` prints it" } },
+        { "Tunnel.PublicKey",
+          .good = { KEY2, KEY0 },
+          .bad = { "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8" },
+          .message = { HS_KEY_MSG("PublicKey") } },
+        { "Tunnel.PresharedKey",
+          .good = { KEY0, KEY1 },
+          .bad = { "not base64" },
+          .message = { HS_KEY_MSG("PresharedKey") } },
+        { "Tunnel.PresharedKeyFile",
+          .good = { "test.key" },
+          .bad = { "missing.key", "notakey.key" },
+          .message = { "PresharedKeyFile=missing.key: cannot open 'missing.key': No such file or directory",
+                       "PresharedKeyFile=notakey.key: 'notakey.key' does not hold a key: expected one line with the "
+                       "base64 text of 32 bytes, as `mptctl genpsk` prints it" } },
         { "Tunnel.Name",
           .good = { "t1", "a.b-c_9", "ABCDEFGHIJKLMNO", "0" },
           .bad = { "-t", ".t", "a b", "ABCDEFGHIJKLMNOP", "a/b" },
@@ -459,6 +488,19 @@ static void test_key_table_covered(void) {
         }
 }
 
+/* What a key of the handshake needs beside it for a good profile: the rest of a key pair. */
+static void key_companions(const MptConfKey *k, const char *lines[static 3]) {
+        lines[0] = lines[1] = NULL;
+        if (k == conf_key(MPT_KEY_TUNNEL_PRIVATE_KEY) || k == conf_key(MPT_KEY_TUNNEL_PRIVATE_KEY_FILE))
+                lines[0] = "PublicKey=" KEY2;
+        else if (k == conf_key(MPT_KEY_TUNNEL_PUBLIC_KEY))
+                lines[0] = "PrivateKey=" KEY1;
+        else if (k == conf_key(MPT_KEY_TUNNEL_PRESHARED_KEY) || k == conf_key(MPT_KEY_TUNNEL_PRESHARED_KEY_FILE)) {
+                lines[0] = "PrivateKey=" KEY1;
+                lines[1] = "PublicKey=" KEY2;
+        }
+}
+
 static void test_key_good(const void *data) {
         const MptConfKey *k = data;
         const KeyVector *v = find_vector(k);
@@ -466,7 +508,9 @@ static void test_key_good(const void *data) {
         g_assert_nonnull(v);
         for (size_t i = 0; i < N_VALUES && v->good[i]; i++) {
                 g_autofree char *line = g_strdup_printf("%s=%s", k->name, v->good[i]);
-                const char *lines[] = { line, NULL };
+                const char *lines[4] = { line };
+
+                key_companions(k, lines + 1);
                 g_autofree char *text = build_profile(k, lines, false, NULL);
                 g_autoptr(MptProfile) p = load_ok(text);
                 g_autofree char *value = format_key(p, k, 0);
@@ -493,8 +537,10 @@ static void test_key_bad(const void *data) {
         g_assert_nonnull(v);
         for (size_t i = 0; i < N_VALUES && v->bad[i]; i++) {
                 g_autofree char *line = g_strdup_printf("%s=%s", k->name, v->bad[i]);
-                const char *lines[] = { line, NULL };
+                const char *lines[4] = { line };
                 unsigned n = 0;
+
+                key_companions(k, lines + 1);
                 g_autofree char *text = build_profile(k, lines, true, &n);
                 g_autofree char *expect = g_strdup_printf(TEST_FILE ":%u: %s", n, v->message[i]);
                 const char *const expect_v[] = { expect, NULL };
@@ -531,7 +577,7 @@ static void test_key_reset(const void *data) {
         /* After resetting the mode or the key, the profile needs the other one to be good. */
         if (k->type == MPT_CONF_MODE)
                 lines[2] = none[0] = "Key=" KEY1;
-        else if (k->type == MPT_CONF_KEY || (k->type == MPT_CONF_PATH && g_str_equal(k->name, "KeyFile")))
+        else if (k->type == MPT_CONF_KEY || (k->type == MPT_CONF_PATH && g_str_has_suffix(k->name, "KeyFile")))
                 lines[2] = none[0] = "Mode=compat";
         text = build_profile(k, lines, false, NULL);
         text_none = build_profile(k, none[0] ? none : NULL, false, NULL);
@@ -612,9 +658,11 @@ static void test_key_table(void) {
         g_assert_cmpint(conf_key(MPT_KEY_PATH_REMOTE_PORT)->section, ==, MPT_SECTION_PATH);
         g_assert_cmpint(conf_key(MPT_KEY_TUNNEL_REMOTE_PORT)->section, ==, MPT_SECTION_TUNNEL);
         g_assert_cmpstr(conf_key(MPT_KEY_PATH_LOSS_THRESHOLD)->name, ==, "LossThreshold");
-        /* The one secret is Key=. */
+        /* The secrets: the pre-shared keys and the private key (not the other end's public key). */
         for (MptKeyId id = 0; id < _MPT_KEY_MAX; id++)
-                g_assert_cmpint(!!(conf_key(id)->flags & MPT_CONF_SECRET), ==, id == MPT_KEY_TUNNEL_KEY);
+                g_assert_cmpint(!!(conf_key(id)->flags & MPT_CONF_SECRET), ==,
+                                id == MPT_KEY_TUNNEL_KEY || id == MPT_KEY_TUNNEL_PRIVATE_KEY ||
+                                        id == MPT_KEY_TUNNEL_PRESHARED_KEY);
 }
 
 static void test_key_suggest(void) {
@@ -930,8 +978,37 @@ static const VerifyVector verify_vectors[] = {
         /* Secure mode and its key (these fixtures name Mode= or a key, so they load as written). */
         { "secure-without-key",
           "[Tunnel]\nMode=secure\n" P_OK,
-          { TEST_FILE ":2: secure mode needs Key= or KeyFile= (create one with `mptctl genkey`), or Mode=compat "
+          { TEST_FILE ":2: secure mode needs keys: PrivateKey= and PublicKey= (a key pair per end: `mptctl "
+                      "genkey`, `mptctl pubkey`), or a pre-shared Key= or KeyFile= (`mptctl genpsk`); or Mode=compat "
                       "for original MPT peers" } },
+        /* The handshake's keys. */
+        { "handshake-with-key",
+          "[Tunnel]\nKey=" KEY1 "\nPrivateKey=" KEY0 "\nPublicKey=" KEY2 "\n" P_OK,
+          { TEST_FILE ":2: Key= is the pre-shared key of secure mode without a handshake, and PrivateKey= asks for "
+                      "the handshake: remove Key=, or give it as PresharedKey= (mixed into the handshake)" } },
+        { "handshake-without-public-key",
+          "[Tunnel]\nPrivateKey=" KEY0 "\n" P_OK,
+          { TEST_FILE ":2: PrivateKey= needs PublicKey=, the other end's public key (`mptctl pubkey` prints it "
+                      "from that end's private key)" } },
+        { "handshake-without-private-key",
+          "[Tunnel]\nPublicKey=" KEY2 "\nPresharedKey=" KEY1 "\n" P_OK,
+          { TEST_FILE ":2: PublicKey= needs PrivateKey= or PrivateKeyFile=, this end's private key (create one "
+                      "with `mptctl genkey`)" } },
+        { "handshake-own-public-key",
+          /* KEY0's public key is X25519's base point times the clamped zero key. */
+          "[Tunnel]\nPrivateKey=" KEY0 "\nPublicKey=L+V9o0fNYkMVKNqsX7spBzD/9oSvxM/C7ZCZX1jLO3Q=\n" P_OK,
+          { TEST_FILE ":3: PublicKey= is this end's own public key: give the other end's (each end has a key pair "
+                      "of its own)" } },
+        { "handshake-private-key-twice",
+          "[Tunnel]\nPrivateKey=" KEY0 "\nPrivateKeyFile=test.key\nPublicKey=" KEY2 "\n" P_OK,
+          { TEST_FILE ":3: PrivateKey= and PrivateKeyFile= are both set; use one of them" } },
+        { "handshake-psk-twice",
+          "[Tunnel]\nPrivateKey=" KEY0 "\nPublicKey=" KEY2 "\nPresharedKey=" KEY1 "\nPresharedKeyFile=test.key\n" P_OK,
+          { TEST_FILE ":5: PresharedKey= and PresharedKeyFile= are both set; use one of them" } },
+        { "compat-with-private-key",
+          "[Tunnel]\nMode=compat\nPrivateKey=" KEY0 "\n" P_OK,
+          { TEST_FILE ":3: Mode=compat sends everything in the clear and takes no key; remove PrivateKey= or use "
+                      "Mode=secure" } },
         { "compat-with-key",
           "[Tunnel]\nMode=compat\nKey=" KEY1 "\n" P_OK,
           { TEST_FILE ":3: Mode=compat sends everything in the clear and takes no key; remove Key= or use "
