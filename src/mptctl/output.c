@@ -264,7 +264,19 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 get(r, "paths_total"), get(r, "scheduler"), get(r, "workers"),
                                 streq(get(r, "workers"), "1") ? "" : "s");
                         fprintf(f, "  ports: local %s, remote %s\n", get(r, "local_port"), get(r, "remote_port"));
-                        if (streq(get(r, "mode"), "secure"))
+                        if (streq(get(r, "mode"), "secure") && streq(get(r, "keys"), "handshake")) {
+                                fprintf(f, "  mode: secure (%s), handshake; public key %s\n", get(r, "cipher"),
+                                        get(r, "public_key"));
+                                if (isempty(get(r, "session_age_us")))
+                                        fprintf(f, "  session: none yet (%s initiations sent, %s sessions so far)\n",
+                                                get(r, "handshakes"), get(r, "sessions"));
+                                else {
+                                        format_usec(get(r, "session_age_us"), a, sizeof a);
+                                        fprintf(f, "  session: %s, ids %s here, %s there (%s sessions, %s initiations "
+                                                "sent)\n", a, get(r, "epoch"), get(r, "peer_epoch"), get(r, "sessions"),
+                                                get(r, "handshakes"));
+                                }
+                        } else if (streq(get(r, "mode"), "secure"))
                                 fprintf(f, "  mode: secure (%s), epoch %s, peer epoch %s (%s seen)\n", get(r, "cipher"),
                                         get(r, "epoch"), streq(get(r, "peer_epochs"), "0") ? "none" : get(r, "peer_epoch"),
                                         get(r, "peer_epochs"));

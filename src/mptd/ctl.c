@@ -7,6 +7,7 @@
 
 #include "ctl-protocol.h"
 #include "ctl.h"
+#include "session.h"
 #include "devclass.h"
 #include "log.h"
 #include "reload.h"
@@ -106,9 +107,29 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
         ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
         ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
-        if (t->secure) {
+        if (t->hs) {
+                /* With the handshake the epochs are the current session's ids: this end's (what the
+                 * other end puts in its datagrams) and the other end's. */
+                const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+                char pub[45];
+                MptKey pk = { .set = true };
+
+                memcpy(pk.bytes, mpt_handshake_public_key(t->hs), sizeof pk.bytes);
+                ctl_writer_field(w, "keys", "handshake");
+                ctl_writer_field(w, "public_key", "%s", mpt_key_to_base64(&pk, pub));
+                ctl_writer_field(w, "epoch", "0x%016" PRIx64, k->current.recv.epoch);
+                ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, k->current.send.epoch);
+                ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
+                ctl_writer_field(w, "handshakes", "%" PRIu64, t->hs_initiations);
+                ctl_writer_field(w, "sessions", "%" PRIu64, t->hs_sessions);
+                if (k->current.recv.epoch != 0)
+                        ctl_writer_field(w, "session_age_us", "%" PRIu64, session_now() - t->hs_session_at);
+                else
+                        ctl_writer_field(w, "session_age_us", "%s", "");
+        } else if (t->secure) {
                 uint64_t peer_epoch = mpt_secure_rx_peer_epoch(t->rx->secure);
 
+                ctl_writer_field(w, "keys", "pre-shared");
                 ctl_writer_field(w, "epoch", "0x%016" PRIx64, t->epoch);
                 ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, peer_epoch);
                 ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));

@@ -621,6 +621,10 @@ void path_send_feedback(Path *p, const MptFeedback *fb) {
                 t->feedback_tx++;
 }
 
+void path_send_keepalive(Path *p) {
+        send_keepalive(p);
+}
+
 static void send_keepalive(Path *p) {
         Tunnel *t = p->tunnel;
         uint8_t buf[MPT_KEEPALIVE_EXT_SIZE];
@@ -1007,7 +1011,9 @@ void path_handle_event(Path *p, const ControlEvent *ev) {
                 handle_endpoint(p, ev);
                 break;
         case CONTROL_EVENT_FEEDBACK:
-                break; /* the tunnel's (feedback_handle()) */
+        case CONTROL_EVENT_HANDSHAKE:
+        case CONTROL_EVENT_SESSION:
+                break; /* the tunnel's (feedback_handle(), session.c) */
         }
 }
 

@@ -77,9 +77,9 @@ void rx_shared_set_lender(RxShared *rs, const RxLender *lender) {
         rs->lender = *lender;
 }
 
-int rx_shared_set_secure(RxShared *rs, uint64_t own_epoch) {
+int rx_shared_set_secure(RxShared *rs, bool sessions, uint64_t own_epoch) {
         assert(!rs->secure);
-        rs->secure = mpt_secure_rx_new(own_epoch);
+        rs->secure = sessions ? mpt_secure_rx_new_sessions() : mpt_secure_rx_new(own_epoch);
         return rs->secure ? 0 : -ENOMEM;
 }
 

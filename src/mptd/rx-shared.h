@@ -90,8 +90,9 @@ int rx_shared_new(uint32_t window, usec_t max_delay, RxShared **ret);
 RxShared *rx_shared_free(RxShared *rs);
 /* Before any lane is made. */
 void rx_shared_set_lender(RxShared *rs, const RxLender *lender);
-/* Secure mode: the receive state of an end whose epoch is own_epoch. */
-int rx_shared_set_secure(RxShared *rs, uint64_t own_epoch);
+/* Secure mode: the receive state of an end whose epoch is own_epoch, or with the handshake
+ * (sessions) one whose epochs are its session ids (mpt_secure_rx_new_sessions()). */
+int rx_shared_set_secure(RxShared *rs, bool sessions, uint64_t own_epoch);
 
 /* ---- the data plane ---- */
 

@@ -8,6 +8,7 @@
 #include "feedback.h"
 #include "log.h"
 #include "offload.h"
+#include "session.h"
 #include "tunnel.h"
 #include "worker.h"
 
@@ -51,9 +52,15 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
         uint64_t counter;
 
         assert(path < MPT_PATHS_MAX);
+        const MptSecureKeys *keys = t->hs ? session_tx_keys(t) : &t->tx_keys;
+
+        if (!keys)
+                return MPT_DROP_NO_SESSION;
         if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
                 return MPT_DROP_COUNTER_EXHAUSTED;
-        *ret_len = mpt_secure_seal(buf, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+        if (t->hs)
+                session_sent(t);
+        *ret_len = mpt_secure_seal(buf, len, keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
                                    (MptSecureSender) {
                                            .path_id = (uint8_t) path,
                                            .lane = MPT_SECURE_LANE_CONTROL,
@@ -97,6 +104,7 @@ static Snapshot *snapshot_free(Snapshot *s) {
         for (size_t i = 0; i < s->n_close_fds; i++)
                 safe_close(s->close_fds[i]);
         free(s->close_fds);
+        explicit_bzero(s, sizeof(Snapshot));
         return mfree(s);
 }
 
@@ -200,6 +208,15 @@ int tunnel_publish(Tunnel *t) {
         s->vector_len = sched_build_vector(weights, n, s->vector);
         for (size_t i = 0; i < s->vector_len; i++)
                 s->vector[i] = ids[s->vector[i]];
+        if (t->hs) {
+                session_fill_snapshot(t, s);
+                if (s->tx_keys.epoch == 0) {
+                        /* Nothing to seal with yet: the workers drop what comes (no-session). */
+                        s->no_session = true;
+                        s->vector_len = 0;
+                }
+        } else if (t->secure)
+                s->tx_keys = t->tx_keys;
 
         old = t->snapshot;
         if (old) {
@@ -359,37 +376,47 @@ void tunnel_reset_reorder(Tunnel *t) {
         rx_shared_reset(t->rx, deliver_from_main, t);
 }
 
-void tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
+bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
         uint64_t one = 1;
         bool wake;
 
         pthread_mutex_lock(&t->ka_lock);
+        /* Handshake messages need work (a DH or more) before they are known to be genuine: only
+         * so many may wait, and then more are dropped rather than delaying the rest. */
+        if (ev->kind == CONTROL_EVENT_HANDSHAKE && t->hs_queued >= HANDSHAKE_QUEUE_MAX) {
+                pthread_mutex_unlock(&t->ka_lock);
+                return false;
+        }
         /* Keepalives come a few per second per path; a full queue means the main thread is stuck
          * or someone floods us. Drop rather than grow without bound. */
         if (t->ka_n >= 4096) {
                 t->ka_overflow++;
                 pthread_mutex_unlock(&t->ka_lock);
-                return;
+                return false;
         }
         if (t->ka_n % 64 == 0) {
                 ControlEvent *q = realloc(t->ka_queue, (t->ka_n + 64) * sizeof(ControlEvent));
                 if (!q) {
                         t->ka_overflow++;
                         pthread_mutex_unlock(&t->ka_lock);
-                        return;
+                        return false;
                 }
                 t->ka_queue = q;
         }
         t->ka_queue[t->ka_n++] = *ev;
+        if (ev->kind == CONTROL_EVENT_HANDSHAKE)
+                t->hs_queued++;
         wake = t->ka_n == 1;
         pthread_mutex_unlock(&t->ka_lock);
         if (wake)
                 (void) !write(t->ka_eventfd, &one, sizeof one);
+        return true;
 }
 
 static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Tunnel *t = userdata;
         ControlEvent *q;
+        unsigned handshakes;
         uint64_t v;
         size_t n;
 
@@ -398,10 +425,24 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         q = TAKE_PTR(t->ka_queue);
         n = t->ka_n;
         t->ka_n = 0;
+        handshakes = t->hs_queued;
+        t->hs_queued = 0;
         pthread_mutex_unlock(&t->ka_lock);
 
         for (size_t i = 0; i < n; i++) {
                 Path *p = NULL;
+
+                if (t->hs) {
+                        /* Under load when more than an eighth of what may wait did, as WireGuard. */
+                        if (q[i].kind == CONTROL_EVENT_HANDSHAKE) {
+                                session_handle_message(t, &q[i], handshakes > HANDSHAKE_QUEUE_MAX / 8);
+                                continue;
+                        }
+                        if (q[i].epoch != 0)
+                                session_heard(t, q[i].epoch);
+                }
+                if (q[i].kind == CONTROL_EVENT_HANDSHAKE || q[i].kind == CONTROL_EVENT_SESSION)
+                        continue;
                 /* Datagrams whose path the worker could not tell (paths sharing a socket, traffic
                  * from a new address) name it by the other end's token. */
                 if (q[i].kind == CONTROL_EVENT_FEEDBACK) {
@@ -915,7 +956,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         if (profile->tunnel.mode == MPT_MODE_SECURE) {
                 uint16_t rnd = 0;
 
-                assert(profile->tunnel.psk.set); /* profile_verify() */
+                assert(profile->tunnel.psk.set || profile_uses_handshake(profile)); /* profile_verify() */
                 r = mpt_secure_init();
                 if (r == -EOPNOTSUPP)
                         return log_tunnel_error_errno(t, r, "%s provides no ChaCha20-Poly1305, AES-256-GCM or "
@@ -931,9 +972,16 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (t->epoch == 0)
                         t->epoch = 1;
                 t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
-                r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
-                if (r < 0)
-                        return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
+                if (profile_uses_handshake(profile)) {
+                        /* Keys come with sessions (session.c); the epoch in each datagram is then the
+                         * receiver's session id. */
+                        t->handshake = true;
+                        t->epoch = 0;
+                } else {
+                        r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
+                        if (r < 0)
+                                return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
+                }
                 for (size_t i = 0; i < MPT_PATHS_MAX; i++)
                         t->tx_counter[i] = 1;
                 t->secure = true;
@@ -970,7 +1018,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = rx_shared_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay, &t->rx);
         if (r < 0)
                 return log_oom();
-        if (t->secure && rx_shared_set_secure(t->rx, t->epoch) < 0)
+        if (t->secure && rx_shared_set_secure(t->rx, t->handshake, t->epoch) < 0)
                 return log_oom();
         if (profile->tunnel.reorder_window > 0) {
                 t->reorder_hold = t->reorder_spread = profile->tunnel.reorder_max_delay;
@@ -1066,6 +1114,12 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                         return r;
         }
 
+        if (t->handshake) {
+                r = session_start(t);
+                if (r < 0)
+                        return r;
+        }
+
         r = tunnel_publish(t);
         if (r < 0)
                 return r;
@@ -1116,6 +1170,7 @@ Tunnel *tunnel_free(Tunnel *t) {
 
         sd_event_source_disable_unref(t->ka_source);
         sd_event_source_disable_unref(t->reclaim_timer);
+        session_stop(t);
         feedback_stop(t);
         sd_event_source_disable_unref(t->refresh_event);
         rtnl_monitor_free(t->monitor);

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <systemd/sd-event.h>
 
+#include "handshake.h"
 #include "learn.h"
 #include "netlink.h"
 #include "nft.h"
@@ -93,6 +94,12 @@ typedef struct Snapshot {
         struct Snapshot *retired_next;
         int *close_fds; /* sockets to close when this snapshot is freed */
         size_t n_close_fds;
+        /* Secure mode: what the workers seal with (epoch 0: nothing yet, with the handshake;
+         * no_session then says why nothing is sent), and with the handshake the key pairs they
+         * open with (session.h). Wiped when the snapshot is freed. */
+        MptSecureKeys tx_keys;
+        bool no_session;
+        MptHandshakeKeys hs_keys;
         SnapshotPath paths[];
 } Snapshot;
 
@@ -171,6 +178,8 @@ typedef enum ControlEventKind {
         CONTROL_EVENT_PATH_STATUS,
         CONTROL_EVENT_ENDPOINT, /* well-formed traffic of this path from a new address or port */
         CONTROL_EVENT_FEEDBACK, /* what arrived of our paths at the other end (secure mode) */
+        CONTROL_EVENT_HANDSHAKE, /* a handshake message (session.h), not authenticated yet */
+        CONTROL_EVENT_SESSION,   /* a datagram authenticated under a responder's new session (epoch) */
 } ControlEventKind;
 
 typedef struct ControlEvent {
@@ -179,10 +188,17 @@ typedef struct ControlEvent {
         usec_t when;
         MptSockaddr source;
         uint32_t token; /* ENDPOINT: the peer's path token, when the datagram was a keepalive */
+        /* With the handshake: the session (receive epoch) the datagram authenticated under; 0:
+         * none (compat mode, the pre-shared key, a handshake message). */
+        uint64_t epoch;
         union {
                 MptKeepalive ka;
                 MptPathStatus ps;
                 MptFeedback fb;
+                struct {
+                        uint8_t msg[MPT_HANDSHAKE_REPLY_MAX];
+                        size_t len;
+                } hs;
         };
 } ControlEvent;
 
@@ -280,6 +296,16 @@ struct Tunnel {
         MptSecureKeys tx_keys;
         uint64_t tx_counter[MPT_PATHS_MAX]; /* next counter per path on the control lane */
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
+        /* The handshake (session.c; NULL: the pre-shared key alone, t->tx_keys and t->epoch).
+         * Main thread, except handshake (set at start) and hs_queued (under ka_lock). */
+        bool handshake;
+        MptHandshake *hs;
+        sd_event_source *hs_timer;
+        uint64_t hs_version;   /* mpt_handshake_keys_version() the last snapshot has */
+        uint64_t hs_current;   /* the current key pair's receive epoch then (0: none) */
+        unsigned hs_queued;    /* handshake messages waiting in the control queue */
+        uint64_t hs_initiations, hs_sessions; /* initiations sent; sessions that became current */
+        usec_t hs_session_at;  /* when the current one did (session_now()) */
 
         /* The learned scheduler and feedback (feedback.c). */
         sd_event_source *feedback_timer;
@@ -405,8 +431,11 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
 /* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
 MptCipher tunnel_tx_cipher(Tunnel *t);
 
-/* Called by workers: hands a control event to the main thread. */
-void tunnel_queue_event(Tunnel *t, const ControlEvent *ev);
+/* Called by workers: hands a control event to the main thread. false: the queue is full (a
+ * handshake message: more of them wait than HANDSHAKE_QUEUE_MAX), counted by the caller as it
+ * sees fit. */
+#define HANDSHAKE_QUEUE_MAX 64u
+bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev);
 /* Re-reads the kernel's state for every path soon (coalesced). */
 void tunnel_schedule_refresh(Tunnel *t);
 /* Recomputes the automatic MTU from the paths' links and applies it when it changed. */
@@ -433,6 +462,8 @@ int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed);
 /* A reload removed the path: it stops (timers, sockets, its reorder state). */
 void path_retire(Path *p);
 void path_handle_event(Path *p, const ControlEvent *ev);
+/* Sends a keepalive over the path now (when it can send). */
+void path_send_keepalive(Path *p);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 bool path_can_send(const Path *p);
 

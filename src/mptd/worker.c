@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "byteorder.h"
+#include "session.h"
 #include "worker.h"
 
 #ifndef UDP_SEGMENT
@@ -590,7 +592,7 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
         }
 
         if (f.kind == MPT_FRAME_KEEPALIVE) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = *src };
+                ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = *src, .epoch = w->rx_epoch };
                 reason = mpt_keepalive_decode(&f, &ev.ka);
                 if (reason >= 0) {
                         COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
@@ -615,7 +617,8 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
                 return;
         }
         if (f.kind == MPT_FRAME_FEEDBACK) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_FEEDBACK, .path = (unsigned) p, .source = *src };
+                ControlEvent ev = { .kind = CONTROL_EVENT_FEEDBACK, .path = (unsigned) p, .source = *src,
+                                    .epoch = w->rx_epoch };
                 /* Only authenticated feedback may move traffic: in compat mode there is none. */
                 reason = w->tunnel->secure ? mpt_feedback_decode(&f, &ev.fb) : MPT_DROP_BAD_FEEDBACK;
                 if (reason >= 0) {
@@ -644,7 +647,8 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
         if (new_endpoint)
                 report_endpoint(w, (unsigned) p, src, 0);
         if (f.kind == MPT_FRAME_PATH_STATUS) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = *src };
+                ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = *src,
+                                    .epoch = w->rx_epoch };
                 reason = mpt_path_status_decode(&f, &ev.ps);
                 if (reason >= 0) {
                         COUNTER_ADD(w->path_counters[p].drops[reason], 1);
@@ -701,10 +705,10 @@ static size_t repair_send(Worker *w, const Snapshot *s, unsigned q, const uint8_
         int fd;
 
         if (q >= s->n_paths || q >= MPT_PATHS_MAX || (fd = s->paths[q].fds[w->id]) < 0 ||
-            w->tx_counter[q] >= UINT64_MAX - 1)
+            w->tx_counter[q] >= UINT64_MAX - 1 || s->tx_keys.epoch == 0)
                 return 0;
         sp = &s->paths[q];
-        dl = mpt_secure_seal_from(out, m, len, &t->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+        dl = mpt_secure_seal_from(out, m, len, &s->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
                                   (MptSecureSender) { .path_id = (uint8_t) q, .lane = (uint8_t) w->id,
                                                       .counter = w->tx_counter[q] });
         if (dl == 0)
@@ -1024,13 +1028,30 @@ static void secure_hold(Worker *w, int *held, int id) {
         *held = id;
 }
 
-static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, uint8_t *buf, size_t len,
-                               size_t seg, usec_t now) {
+/* A handshake message (handshake.h: 0xE4..0xE7) goes to the main thread, with the path whose
+ * socket it came in on and its source; not a drop. */
+#define SECURE_HANDED_ON _MPT_DROP_MAX
+
+static int hand_on_handshake(Worker *w, unsigned path, const MptSockaddr *src, const uint8_t *d, size_t len) {
+        ControlEvent ev = { .kind = CONTROL_EVENT_HANDSHAKE, .path = path, .source = *src, .when = now_usec() };
+
+        if (len > sizeof ev.hs.msg)
+                return MPT_DROP_HANDSHAKE_MALFORMED;
+        memcpy(ev.hs.msg, d, len);
+        ev.hs.len = len;
+        if (!tunnel_queue_event(w->tunnel, &ev))
+                return MPT_DROP_HANDSHAKE_OVERFLOW;
+        return SECURE_HANDED_ON;
+}
+
+static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, const MptSockaddr *src,
+                               uint8_t *buf, size_t len, size_t seg, usec_t now) {
         Tunnel *t = w->tunnel;
         unsigned counted = p >= 0 ? (unsigned) p : path;
         MptSecureHeader h[SECURE_RUN];
         int reason[SECURE_RUN];
-        uint64_t new_epochs = 0, paths = 0;
+        uint64_t new_epochs = 0, paths = 0, confirm = 0;
+        usec_t hs_now = t->handshake ? session_now() : 0;
 
         if (p >= 0)
                 paths = MPT_SECURE_PATH_BIT(p);
@@ -1045,8 +1066,12 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                 int held = -1;
 
                 for (size_t i = 0; i < n; i++) {
-                        size_t off = base + i * seg;
-                        reason[i] = mpt_secure_parse(buf + off, MIN(seg, len - off), &h[i]);
+                        size_t off = base + i * seg, dl = MIN(seg, len - off);
+
+                        if (t->handshake && buf[off] >= MPT_HANDSHAKE_INITIATION && buf[off] <= MPT_HANDSHAKE_RETRY)
+                                reason[i] = hand_on_handshake(w, path, src, buf + off, dl);
+                        else
+                                reason[i] = mpt_secure_parse(buf + off, dl, &h[i]);
                 }
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] < 0) {
@@ -1061,6 +1086,21 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
 
                         if (reason[i] >= 0)
                                 continue;
+                        if (t->handshake) {
+                                /* The key pairs of the sessions this end has: current, previous and a
+                                 * responder's next one (handshake.h). */
+                                const MptHandshakeKeypair *kp;
+                                int r = mpt_handshake_keys_rx(&s->hs_keys, h[i].epoch, hs_now, &kp);
+
+                                if (r >= 0) {
+                                        reason[i] = session_drop_reason(r);
+                                        continue;
+                                }
+                                reason[i] = mpt_secure_open(buf + off, MIN(seg, len - off), &kp->recv);
+                                if (reason[i] < 0 && kp == &s->hs_keys.next)
+                                        confirm = h[i].epoch;
+                                continue;
+                        }
                         if (h[i].epoch == w->rx_keys.epoch)
                                 keys = &w->rx_keys;
                         else {
@@ -1100,12 +1140,21 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
 
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] >= 0) {
-                                COUNTER_ADD(w->path_counters[counted].drops[reason[i]], 1);
+                                if (reason[i] != SECURE_HANDED_ON)
+                                        COUNTER_ADD(w->path_counters[counted].drops[reason[i]], 1);
                                 buf[base + i * seg] = 0;
                         }
         }
         if (new_epochs > 0)
                 __atomic_add_fetch(&t->peer_epochs, new_epochs, __ATOMIC_RELAXED);
+        /* The initiator of the responder's new session sends under it: it may become current (once
+         * per worker and set of keys is enough; the main thread republishes). */
+        if (confirm != 0 && w->confirmed_generation != s->generation) {
+                ControlEvent ev = { .kind = CONTROL_EVENT_SESSION, .path = counted, .epoch = confirm, .when = now };
+
+                if (tunnel_queue_event(t, &ev))
+                        w->confirmed_generation = s->generation;
+        }
 }
 
 static int gro_size(struct msghdr *mh) {
@@ -1152,7 +1201,8 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                 if (seg[m] == 0 || seg[m] > k)
                         seg[m] = k;
                 if (t->secure)
-                        secure_open_buffer(w, s, path, p[m], w->rx_cur[m], k, seg[m], msgs[m].arrival);
+                        secure_open_buffer(w, s, path, p[m], &msgs[m].source, w->rx_cur[m], k, seg[m],
+                                           msgs[m].arrival);
         }
 
         /* Then all messages in arrival order: control frames to the main thread, data without
@@ -1173,6 +1223,8 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                         if (t->secure) {
                                 if (d[0] == 0)
                                         continue;
+                                if (t->handshake)
+                                        w->rx_epoch = rd64be(d + 4);
                                 rx_track(w, d, dl, msgs[m].arrival);
                                 lane = d[3];
                                 d += MPT_SECURE_HEADER_SIZE;
@@ -1542,7 +1594,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         else {
                                 if (w->keep)
                                         keep_store(w, p, next[p], m, front + sg->payload_len);
-                                dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &t->tx_keys, cipher,
+                                dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &s->tx_keys, cipher,
                                                           t->aes ? MPT_SECURE_FLAG_AES : 0,
                                                           (MptSecureSender) { .path_id = (uint8_t) p,
                                                                               .lane = (uint8_t) w->id,
@@ -1601,7 +1653,8 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
                 return;
         }
         if (s->vector_len == 0) {
-                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_PATH], (uint64_t) total);
+                COUNTER_ADD(w->tunnel_counters.drops[s->no_session ? MPT_DROP_NO_SESSION : MPT_DROP_NO_PATH],
+                            (uint64_t) total);
                 return;
         }
         if (s->scheduler == MPT_SCHEDULER_FLOW)

@@ -206,6 +206,8 @@ struct Worker {
         MptRepairEntry repair_queue[WORKER_REPAIR_QUEUE];
         unsigned repair_queued;
         MptRepair repair_ask;
+        uint64_t rx_epoch;             /* with the handshake: the session of the datagram being handled */
+        uint64_t confirmed_generation; /* the snapshot under which a responder's session was confirmed */
         MptSecureKeys rx_keys;     /* epoch 0: none yet */
         MptSecureKeys rx_try_keys;
         MptSecureLimit rx_derive_limit; /* derivations of rx_try_keys */

@@ -368,6 +368,14 @@ MptSecureRx *mpt_secure_rx_new(uint64_t own_epoch) {
         return rx;
 }
 
+MptSecureRx *mpt_secure_rx_new_sessions(void) {
+        MptSecureRx *rx = calloc(1, sizeof(MptSecureRx));
+
+        if (rx)
+                rx->sessions = true;
+        return rx;
+}
+
 MptSecureRx *mpt_secure_rx_free(MptSecureRx *rx) {
         return mfree(rx);
 }
@@ -380,10 +388,33 @@ bool mpt_secure_rx_peer_aes(const MptSecureRx *rx) {
         return __atomic_load_n(&rx->peer_aes, __ATOMIC_RELAXED);
 }
 
+/* Which of two epochs is newer: a session id's generation, or the epoch itself (0: none). */
+static uint64_t epoch_order(const MptSecureRx *rx, uint64_t epoch) {
+        return rx->sessions ? (uint32_t) epoch : epoch;
+}
+
+static const MptSecureRxWindow *lane_window(const MptSecureRxLane *l, uint64_t epoch) {
+        for (size_t i = 0; i < MPT_SECURE_RX_WINDOWS; i++)
+                if (l->windows[i].epoch == epoch)
+                        return &l->windows[i];
+        return NULL;
+}
+
+/* Whether a lane would take a window for epoch, which it has none for: it is newer than one of
+ * those it has (an unused one counts as oldest). */
+static bool lane_takes(const MptSecureRx *rx, const MptSecureRxLane *l, uint64_t epoch) {
+        for (size_t i = 0; i < MPT_SECURE_RX_WINDOWS; i++)
+                if (epoch_order(rx, epoch) > epoch_order(rx, l->windows[i].epoch))
+                        return true;
+        return false;
+}
+
 int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h) {
         const MptSecureRxPath *p = &rx->paths[h->path_id];
 
-        if (h->epoch != mpt_secure_rx_peer_epoch(rx) || p->epoch != h->epoch || p->bound == 0)
+        if (!rx->sessions && h->epoch != mpt_secure_rx_peer_epoch(rx))
+                return -1;
+        if (p->epoch != h->epoch || p->bound == 0)
                 return -1;
         return p->bound - 1;
 }
@@ -391,18 +422,25 @@ int mpt_secure_rx_bound(const MptSecureRx *rx, const MptSecureHeader *h) {
 int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths) {
         const MptSecureRxPath *p = &rx->paths[h->path_id];
         const MptSecureRxLane *l = &p->lanes[h->lane];
+        const MptSecureRxWindow *win = lane_window(l, h->epoch);
         uint64_t peer = mpt_secure_rx_peer_epoch(rx);
 
-        if (h->epoch == rx->own_epoch)
-                return MPT_DROP_OWN_EPOCH;
-        /* (The sender path's own state may be of a newer epoch than peer_epoch was when it was
-         * read: another sender path raised it since.) */
-        if (h->epoch < peer || h->epoch < p->epoch || h->epoch < l->epoch)
+        if (!rx->sessions) {
+                if (h->epoch == rx->own_epoch)
+                        return MPT_DROP_OWN_EPOCH;
+                /* (The sender path's own state may be of a newer epoch than peer_epoch was when it
+                 * was read: another sender path raised it since.) */
+                if (h->epoch < peer || h->epoch < p->epoch)
+                        return MPT_DROP_STALE_EPOCH;
+        }
+        if (!win && !lane_takes(rx, l, h->epoch))
                 return MPT_DROP_STALE_EPOCH;
-        /* Bindings are of their epoch; a newer one starts without any. */
-        if (p->epoch == h->epoch && p->bound != 0 && !(paths & MPT_SECURE_PATH_BIT(p->bound - 1)))
+        /* Bindings are of their epoch; a newer one starts without any. (With the handshake, a
+         * datagram of an older session still in flight is held to the newer binding.) */
+        if (epoch_order(rx, h->epoch) <= epoch_order(rx, p->epoch) && p->bound != 0 &&
+            !(paths & MPT_SECURE_PATH_BIT(p->bound - 1)))
                 return MPT_DROP_PATH_MISMATCH;
-        if (l->epoch == h->epoch && !mpt_replay_check(&l->replay, h->counter))
+        if (win && !mpt_replay_check(&win->replay, h->counter))
                 return MPT_DROP_REPLAYED;
         return -1;
 }
@@ -410,6 +448,7 @@ int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_
 int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths, bool *ret_new_epoch) {
         MptSecureRxPath *p = &rx->paths[h->path_id];
         MptSecureRxLane *l = &p->lanes[h->lane];
+        MptSecureRxWindow *win;
         int reason = mpt_secure_rx_check(rx, h, paths);
         uint64_t peer;
         bool aes;
@@ -417,36 +456,44 @@ int mpt_secure_rx_accept(MptSecureRx *rx, const MptSecureHeader *h, uint64_t pat
         *ret_new_epoch = false;
         if (reason >= 0)
                 return reason;
-        /* The other end restarted (or this is its first datagram): a new key, new counters,
-         * and its paths may be others (its profile may have changed). Older epochs are refused
-         * from now on, on every sender path; this one's windows and binding start afresh when
-         * its first datagram of the epoch comes. */
+        /* The other end restarted, or a new session began (or this is the first datagram): a new
+         * key, new counters, and the other end's paths may be others (its profile may have
+         * changed). Without the handshake, older epochs are refused from now on, on every sender
+         * path; this one's windows and binding start afresh when its first datagram of the epoch
+         * comes. */
         peer = mpt_secure_rx_peer_epoch(rx);
-        while (h->epoch > peer)
+        while (epoch_order(rx, h->epoch) > epoch_order(rx, peer))
                 if (__atomic_compare_exchange_n(&rx->peer_epoch, &peer, h->epoch, false, __ATOMIC_RELEASE,
                                                 __ATOMIC_ACQUIRE)) {
                         *ret_new_epoch = true;
                         break;
                 }
-        if (h->epoch < peer)
+        if (!rx->sessions && h->epoch < peer)
                 return MPT_DROP_STALE_EPOCH; /* a newer one came meanwhile */
-        if (p->epoch != h->epoch) {
+        if (epoch_order(rx, h->epoch) > epoch_order(rx, p->epoch)) {
                 p->epoch = h->epoch;
                 p->bound = 0;
         }
-        if (l->epoch != h->epoch) {
-                l->epoch = h->epoch;
-                l->replay.any = false;
+        win = (MptSecureRxWindow *) lane_window(l, h->epoch);
+        if (!win) {
+                /* The older window goes (check() made sure that this epoch is newer than it). */
+                win = &l->windows[0];
+                for (size_t i = 1; i < MPT_SECURE_RX_WINDOWS; i++)
+                        if (epoch_order(rx, l->windows[i].epoch) < epoch_order(rx, win->epoch))
+                                win = &l->windows[i];
+                win->epoch = h->epoch;
+                win->replay.any = false;
         }
-        if (!mpt_replay_update(&l->replay, h->counter))
+        if (!mpt_replay_update(&win->replay, h->counter))
                 return MPT_DROP_REPLAYED;
         /* One path named: the datagram's path is known, and its sender path id belongs to it from
          * now on. (paths & (paths - 1)) == 0: at most one bit set. */
-        if (p->bound == 0 && paths != 0 && (paths & (paths - 1)) == 0)
+        if (p->bound == 0 && p->epoch == h->epoch && paths != 0 && (paths & (paths - 1)) == 0)
                 p->bound = (uint8_t) (__builtin_ctzll(paths) + 1);
-        /* Written only when it changes: the sending workers read it for every window. */
+        /* Written only when it changes: the sending workers read it for every window. Only the
+         * newest epoch's word counts. */
         aes = !!(h->flags & MPT_SECURE_FLAG_AES);
-        if (__atomic_load_n(&rx->peer_aes, __ATOMIC_RELAXED) != aes)
+        if (h->epoch == mpt_secure_rx_peer_epoch(rx) && __atomic_load_n(&rx->peer_aes, __ATOMIC_RELAXED) != aes)
                 __atomic_store_n(&rx->peer_aes, aes, __ATOMIC_RELAXED);
         return -1;
 }

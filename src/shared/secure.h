@@ -102,9 +102,18 @@ typedef struct MptReplay {
 } MptReplay;
 
 /* The anti-replay window of one lane of a sender path, in one epoch. */
-typedef struct MptSecureRxLane {
-        uint64_t epoch; /* what replay is of; another epoch's datagram finds it empty */
+typedef struct MptSecureRxWindow {
+        uint64_t epoch; /* what replay is of; 0: unused */
         MptReplay replay;
+} MptSecureRxWindow;
+
+/* A lane keeps the windows of the two newest epochs it saw: with the handshake, datagrams of the
+ * previous session may still arrive (slower paths) after the first ones of the next. A datagram
+ * of an epoch older than both is stale; one of a newer epoch takes the older window. */
+#define MPT_SECURE_RX_WINDOWS 2u
+
+typedef struct MptSecureRxLane {
+        MptSecureRxWindow windows[MPT_SECURE_RX_WINDOWS];
 } MptSecureRxLane;
 
 /* What a receiver remembers of one sender path id of the other end. Serialised by the caller. */
@@ -119,6 +128,12 @@ typedef struct MptSecureRxPath {
 /* What a receiver remembers about the other end's datagrams (mpt_secure_rx_new(): about 2 MiB
  * of address space, of which only the lanes in use are ever touched). */
 typedef struct MptSecureRx {
+        /* With the handshake (mpt_secure_rx_new_sessions()) an epoch is the receiver's own session
+         * id (handshake.h), whose low 32 bits count up per process: that orders them, and which
+         * of them may still be received is the key pairs' business (mpt_handshake_keys_rx()), so
+         * older epochs are not refused here as such. Without it, an epoch is the sender's (from
+         * the wall clock), and an older one is never accepted once a newer one authenticated. */
+        bool sessions;
         uint64_t own_epoch;  /* ours: a datagram that carries it was reflected back at us */
         uint64_t peer_epoch; /* atomic: the newest epoch that authenticated; 0: none yet */
         bool peer_aes;       /* atomic: the other end (in peer_epoch) can receive AES-256-GCM */
@@ -173,6 +188,8 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
 
 /* The receive state of an end whose own epoch is own_epoch; NULL: no memory. */
 MptSecureRx *mpt_secure_rx_new(uint64_t own_epoch);
+/* The receive state of an end that runs the handshake: epochs are its own session ids. */
+MptSecureRx *mpt_secure_rx_new_sessions(void);
 MptSecureRx *mpt_secure_rx_free(MptSecureRx *rx);
 /* The newest epoch of the other end that authenticated (any thread); 0: none yet. */
 uint64_t mpt_secure_rx_peer_epoch(const MptSecureRx *rx);

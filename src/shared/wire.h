@@ -83,6 +83,22 @@ typedef enum MptDropReason {
         MPT_DROP_PATH_MISMATCH,   /* its sender path id belongs to another path of ours (moved there) */
         MPT_DROP_EPOCH_LIMITED,   /* of a new epoch, while key derivations for new epochs are rate-limited */
         MPT_DROP_BAD_REPAIR,      /* a repair request that is malformed, of another version, or in compat mode */
+        /* Secure mode with the handshake (handshake.h). */
+        MPT_DROP_NO_SESSION,      /* TX: no session keys to seal with yet (the handshake is under way) */
+        MPT_DROP_UNKNOWN_SESSION, /* its receiver's session id names no session this end ever had */
+        MPT_DROP_STALE_SESSION,   /* of a session this end has dropped (an older one, or a replay after it) */
+        MPT_DROP_EXPIRED_SESSION, /* of a session older than 180 s */
+        /* Handshake messages, in the order of MptHandshakeDrop (handshake.h). */
+        MPT_DROP_HANDSHAKE_MALFORMED,
+        MPT_DROP_HANDSHAKE_MAC1,
+        MPT_DROP_HANDSHAKE_AUTH_FAILED,
+        MPT_DROP_HANDSHAKE_UNKNOWN_PEER,
+        MPT_DROP_HANDSHAKE_BAD_KEY,
+        MPT_DROP_HANDSHAKE_REPLAYED,
+        MPT_DROP_HANDSHAKE_FLOOD,
+        MPT_DROP_HANDSHAKE_UNEXPECTED,
+        MPT_DROP_HANDSHAKE_CRYPTO_ERROR,
+        MPT_DROP_HANDSHAKE_OVERFLOW, /* more handshake messages waiting than the main thread takes */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;

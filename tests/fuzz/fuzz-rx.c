@@ -508,7 +508,7 @@ static int fuzz_new(Input *in, Fuzz **ret) {
                 t->secure = true;
                 t->aes = fz->aes;
                 t->epoch = OWN_EPOCH;
-                r = rx_shared_set_secure(t->rx, OWN_EPOCH);
+                r = rx_shared_set_secure(t->rx, false, OWN_EPOCH);
                 if (r < 0)
                         return r;
         }

@@ -603,6 +603,53 @@ static void test_epochs(void) {
         mpt_secure_rx_free(rx);
 }
 
+/* With the handshake, epochs are this end's session ids (random high half, generation low): a
+ * datagram of the previous session still in flight is taken after the first of the next one, with
+ * its own window (a replay of it is still refused); one of an epoch older than both windows of
+ * its lane is stale; a datagram under a newer session rebinds nothing it should not. */
+#define SID(rnd, gen) ((UINT64_C(rnd) << 32) | (gen))
+
+static void test_sessions(void) {
+        MptSecureRx *rx = mpt_secure_rx_new_sessions();
+        g_assert_nonnull(rx);
+        MptSecureHeader h;
+        bool new_epoch;
+
+        h = hdr(0, SID(0xf0000000, 1), 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        h.counter = 2;
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        /* The next session: its random half is smaller, its generation newer. */
+        h = hdr(0, SID(0x10000000, 2), 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_true(new_epoch);
+        g_assert_cmpuint(rx->peer_epoch, ==, SID(0x10000000, 2));
+        /* A straggler of the previous one: taken once, in its own window. */
+        h = hdr(0, SID(0xf0000000, 1), 3);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        g_assert_false(new_epoch);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, MPT_DROP_REPLAYED);
+        h.counter = 2;
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_REPLAYED);
+        g_assert_cmpuint(rx->peer_epoch, ==, SID(0x10000000, 2));
+        /* A third session takes the oldest window: the first session is stale from then on. */
+        h = hdr(0, SID(0x20000000, 3), 1);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        h = hdr(0, SID(0xf0000000, 1), 4);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
+        h = hdr(0, SID(0x10000000, 2), 2);
+        g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
+        /* The binding of the newest session holds older sessions' datagrams too. */
+        h = hdr(0, SID(0x10000000, 2), 3);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(5)), ==, MPT_DROP_PATH_MISMATCH);
+        h = hdr(0, SID(0x20000000, 3), 2);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, MPT_SECURE_PATH_BIT(5)), ==, MPT_DROP_PATH_MISMATCH);
+        g_assert_cmpint(mpt_secure_rx_bound(rx, &h), ==, 0);
+        /* No own-epoch check: a reflected datagram has no key pair (mpt_handshake_keys_rx()). */
+        mpt_secure_rx_free(rx);
+}
+
 static MptSecureHeader hdr_lane(uint8_t path, uint8_t lane, uint64_t epoch, uint64_t counter) {
         MptSecureHeader h = hdr(path, epoch, counter);
 
@@ -1034,6 +1081,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/secure/replay/window-edges", test_replay_window_edges);
         g_test_add_func("/mpt/secure/replay/model", test_replay_model);
         g_test_add_func("/mpt/secure/epochs", test_epochs);
+        g_test_add_func("/mpt/secure/sessions", test_sessions);
         g_test_add_func("/mpt/secure/path-binding", test_path_binding);
         g_test_add_func("/mpt/secure/lanes", test_lanes);
         g_test_add_func("/mpt/secure/lanes-threads", test_lanes_threads);

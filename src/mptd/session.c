@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <time.h>
+
+#include "log.h"
+#include "session.h"
+
+static_assert(MPT_DROP_HANDSHAKE_CRYPTO_ERROR - MPT_DROP_HANDSHAKE_MALFORMED ==
+                      MPT_HANDSHAKE_DROP_CRYPTO_ERROR - MPT_HANDSHAKE_DROP_MALFORMED,
+              "the handshake's drop reasons and the counters' are in the same order");
+
+usec_t session_now(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+MptDropReason session_drop_reason(int d) {
+        switch (d) {
+        case MPT_HANDSHAKE_DROP_UNKNOWN_SESSION:
+                return MPT_DROP_UNKNOWN_SESSION;
+        case MPT_HANDSHAKE_DROP_STALE_SESSION:
+                return MPT_DROP_STALE_SESSION;
+        case MPT_HANDSHAKE_DROP_EXPIRED:
+                return MPT_DROP_EXPIRED_SESSION;
+        default:
+                if (d >= MPT_HANDSHAKE_DROP_MALFORMED && d <= MPT_HANDSHAKE_DROP_CRYPTO_ERROR)
+                        return (MptDropReason) (MPT_DROP_HANDSHAKE_MALFORMED + (d - MPT_HANDSHAKE_DROP_MALFORMED));
+                return MPT_DROP_HANDSHAKE_MALFORMED;
+        }
+}
+
+const MptSecureKeys *session_tx_keys(Tunnel *t) {
+        const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(mpt_handshake_keys(t->hs), session_now(), 0);
+
+        return kp ? &kp->send : NULL;
+}
+
+void session_fill_snapshot(Tunnel *t, Snapshot *s) {
+        const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+        /* The number of messages sent under a key pair is bounded by the counters: every path and
+         * lane has 2^64 - 1 of its own, and REJECT_AFTER_MESSAGES is beyond what any one reaches. */
+        const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(k, session_now(), 0);
+
+        s->hs_keys = *k;
+        if (kp)
+                s->tx_keys = kp->send;
+}
+
+static int sync_keys(Tunnel *t);
+
+/* Sends a handshake message (in the clear: it protects itself) over path p to dst. */
+static bool send_raw(Path *p, const uint8_t *msg, size_t len, const MptSockaddr *dst, socklen_t dst_len) {
+        if (!path_can_send(p))
+                return false;
+        if (sendto(p->fds[0], msg, len, MSG_DONTWAIT, &dst->sa, dst_len) < 0) {
+                COUNTER_ADD(p->counters.drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
+                                                                                  : MPT_DROP_SEND_ERROR],
+                            1);
+                return false;
+        }
+        return true;
+}
+
+/* A new initiation over every path that can send: the handshake must not wait for a dead path,
+ * and the other end answers the first copy (and drops the others as handshake-replayed). */
+static void initiate(Tunnel *t, usec_t now, MptHandshakeWant why) {
+        uint8_t msg[MPT_HANDSHAKE_INITIATION_SIZE];
+        bool created = false;
+        unsigned sent = 0;
+        int r;
+
+        for (size_t i = 0; i < t->n_paths; i++) {
+                Path *p = t->paths[i];
+
+                if (!path_can_send(p) || p->remote_len == 0)
+                        continue;
+                r = created ? mpt_handshake_initiation_for_path(t->hs, now, (unsigned) i, msg)
+                            : mpt_handshake_create_initiation(t->hs, now, (unsigned) i, msg);
+                if (r < 0) {
+                        log_tunnel_warning_errno(t, r, "Failed to create a handshake initiation: %m");
+                        return;
+                }
+                created = true;
+                sent += send_raw(p, msg, sizeof msg, &p->remote, p->remote_len);
+        }
+        if (sent > 0)
+                t->hs_initiations++;
+        log_tunnel_debug(t, "Handshake: initiation (%s) sent over %u path(s)", mpt_handshake_want_to_string(why), sent);
+}
+
+static void keepalives(Tunnel *t) {
+        for (size_t i = 0; i < t->n_paths; i++)
+                path_send_keepalive(t->paths[i]);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Tunnel *t = userdata;
+        usec_t now = session_now();
+        uint64_t dropped[3];
+        MptHandshakeWant want;
+
+        (void) mpt_handshake_expire(t->hs, now, dropped);
+        want = mpt_handshake_want_initiation(t->hs, now, 0);
+        if (want != MPT_HANDSHAKE_WANT_NOTHING)
+                initiate(t, now, want);
+        if (mpt_handshake_want_keepalive(t->hs, now))
+                keepalives(t);
+        return sync_keys(t);
+}
+
+/* After anything that may have changed the key pairs or the timers: republish the keys for the
+ * workers when they changed, and arm the timer for what falls due next. */
+static int sync_keys(Tunnel *t) {
+        const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+        usec_t now = session_now(), next;
+        uint64_t v = mpt_handshake_keys_version(t->hs);
+
+        if (v != t->hs_version) {
+                uint64_t current = k->current.recv.epoch;
+                bool had = t->hs_current != 0;
+
+                t->hs_version = v;
+                if (current != t->hs_current && current != 0) {
+                        t->hs_sessions++;
+                        t->hs_session_at = now;
+                        if (had)
+                                log_tunnel_debug(t, "Handshake: new session (%" PRIu64 " so far)", t->hs_sessions);
+                        else
+                                log_tunnel_info(t, "Handshake complete: session keys established with the other end");
+                } else if (current == 0 && had)
+                        log_tunnel_notice(t, "Session keys expired: nothing is sent until a new handshake completes");
+                t->hs_current = current;
+                (void) tunnel_publish(t);
+        }
+        next = mpt_handshake_next_event(t->hs, now);
+        if (next == USEC_INFINITY)
+                return sd_event_source_set_enabled(t->hs_timer, SD_EVENT_OFF);
+        /* The timer's clock is the handshake's: absolute CLOCK_BOOTTIME. */
+        (void) sd_event_source_set_time(t->hs_timer, MAX(next, now));
+        return sd_event_source_set_enabled(t->hs_timer, SD_EVENT_ONESHOT);
+}
+
+int session_start(Tunnel *t) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        int r;
+
+        r = mpt_noise_init();
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to initialise the handshake's algorithms in %s: %m",
+                                              mpt_secure_library());
+        r = mpt_handshake_new(c->hs_private.bytes, c->public_key.bytes, c->hs_psk.set ? c->hs_psk.bytes : NULL,
+                              t->aes, &t->hs);
+        if (r == -EINVAL)
+                return log_tunnel_error_errno(t, r, "PublicKey= is this end's own public key: give the other end's");
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to set up the handshake: %m");
+        r = sd_event_add_time(t->event, &t->hs_timer, CLOCK_BOOTTIME, session_now(), 0, on_timer, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to add the handshake's timer: %m");
+        (void) sd_event_source_set_description(t->hs_timer, "handshake");
+        return 0;
+}
+
+void session_stop(Tunnel *t) {
+        t->hs_timer = sd_event_source_disable_unref(t->hs_timer);
+        t->hs = mpt_handshake_free(t->hs);
+}
+
+void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) {
+        uint8_t reply[MPT_HANDSHAKE_REPLY_MAX];
+        size_t reply_len = 0;
+        MptHandshakeReply what;
+        MptHandshakeSource src = { .path_id = ev->path };
+        MptAddress a;
+        uint16_t port;
+        socklen_t dst_len;
+        Path *p;
+        int r;
+
+        if (ev->path >= t->n_paths)
+                return;
+        p = t->paths[ev->path];
+        if (sockaddr_to_address(&ev->source, &a, &port) < 0)
+                return;
+        src.addr_len = (uint8_t) (family_address_size(a.family) + 2);
+        memcpy(src.addr, a.addr.bytes, family_address_size(a.family));
+        src.addr[src.addr_len - 2] = (uint8_t) (port >> 8);
+        src.addr[src.addr_len - 1] = (uint8_t) port;
+        dst_len = a.family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+        r = mpt_handshake_receive(t->hs, session_now(), &src, under_load, ev->hs.msg, ev->hs.len, reply, &reply_len,
+                                  &what);
+        if (r >= 0) {
+                COUNTER_ADD(p->counters.drops[session_drop_reason(r)], 1);
+                log_tunnel_debug(t, "Handshake message (type 0x%02x) on path %s dropped: %s", ev->hs.msg[0], p->name,
+                                 mpt_handshake_drop_to_string(r));
+        } else {
+                log_tunnel_debug(t, "Handshake message (type 0x%02x) on path %s: %s", ev->hs.msg[0], p->name,
+                                 mpt_handshake_reply_to_string(what));
+                if (reply_len > 0)
+                        (void) send_raw(p, reply, reply_len, &ev->source, dst_len);
+                if (what == MPT_HANDSHAKE_REPLY_INITIATION)
+                        t->hs_initiations++;
+        }
+        explicit_bzero(reply, sizeof reply);
+        (void) sync_keys(t);
+        /* A session this end initiated is current now: the other end starts sending under it once a
+         * datagram under it arrived, so send one at once over every path. */
+        if (r < 0 && what == MPT_HANDSHAKE_REPLY_CONFIRM)
+                keepalives(t);
+}
+
+void session_heard(Tunnel *t, uint64_t epoch) {
+        mpt_handshake_received(t->hs, session_now(), epoch);
+        (void) sync_keys(t);
+}
+
+void session_sent(Tunnel *t) {
+        mpt_handshake_sent(t->hs, session_now());
+}
