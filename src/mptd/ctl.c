@@ -122,10 +122,9 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
                 ctl_writer_field(w, "handshakes", "%" PRIu64, t->hs_initiations);
                 ctl_writer_field(w, "sessions", "%" PRIu64, t->hs_sessions);
+                /* Absent while there is no session. */
                 if (k->current.recv.epoch != 0)
                         ctl_writer_field(w, "session_age_us", "%" PRIu64, session_now() - t->hs_session_at);
-                else
-                        ctl_writer_field(w, "session_age_us", "%s", "");
         } else if (t->secure) {
                 uint64_t peer_epoch = mpt_secure_rx_peer_epoch(t->rx->secure);
 

@@ -56,7 +56,7 @@ names=$(jq -c '[.[0].paths[].name]' "$LAB_DIR/show.json")
 addrs=$(jq -c '.[0].addresses' "$LAB_DIR/show.json")
 [ "$addrs" = '["10.77.0.1/24"]' ] || it_fail "tunnel addresses in JSON: expected [\"10.77.0.1/24\"], got $addrs"
 
-python3 - "$LAB_DIR/fields.json" "$LAB_DIR/show.json" "$LAB_DIR/dump.txt" "${MPT_LAB_MODE:-secure}" <<'EOF' || it_fail "mptctl --json show: members not of their fields' types (above)"
+python3 - "$LAB_DIR/fields.json" "$LAB_DIR/show.json" "$LAB_DIR/dump.txt" "${MPT_LAB_MODE:-handshake}" <<'EOF' || it_fail "mptctl --json show: members not of their fields' types (above)"
 import json, sys
 
 fields = json.load(open(sys.argv[1]))

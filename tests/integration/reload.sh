@@ -68,7 +68,7 @@ sleep 2
 it_set_path_key a p0 Weight 3
 # (Compat mode has no learned scheduler: no feedback.)
 secure=1
-[ "${MPT_LAB_MODE:-secure}" = compat ] && secure=0
+[ "${MPT_LAB_MODE:-handshake}" = compat ] && secure=0
 ((secure)) && sed -i 's/^Scheduler=weighted$/Scheduler=learned/' "$LAB_DIR/a.conf"
 # The route comes from a drop-in (a.conf.d/, next to the profile).
 mkdir -p "$LAB_DIR/a.conf.d"

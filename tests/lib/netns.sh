@@ -234,12 +234,13 @@ lab_pair_init() {
 
 # lab_profiles N TUNNEL_FAMILY(4|6|46) PATH_FAMILYSPEC [EXTRA_TUNNEL_KEYS] [EXTRA_PATH_KEYS]
 # Writes $LAB_DIR/a.conf and b.conf. The tunnel is named "lab" at both ends; each end has its
-# own runtime directory, so the names do not clash. The tunnel is in secure mode with this run's
-# key (lab_key), or with MPT_LAB_MODE=handshake with this run's key pairs (lab_pair_init), unless
-# MPT_LAB_MODE=compat or the extra tunnel keys set Mode= or keys.
+# own runtime directory, so the names do not clash. The tunnel is in secure mode with the
+# handshake and this run's key pairs (lab_pair_init; MPT_LAB_MODE unset or handshake), or with
+# this run's pre-shared key alone (lab_key; MPT_LAB_MODE=secure), or in compat mode
+# (MPT_LAB_MODE=compat), unless the extra tunnel keys set Mode= or keys.
 lab_profiles() {
         local n=$1 tfam=$2 pfam=$3 extra_t=${4:-} extra_p=${5:-} side other i f mode_line lab_mode
-        lab_mode=${MPT_LAB_MODE:-secure}
+        lab_mode=${MPT_LAB_MODE:-handshake}
         if printf '%b' "$extra_t" | grep -qE '^(Mode|Key|KeyFile|PrivateKey|PrivateKeyFile|PublicKey)='; then
                 lab_mode=given
         elif [ "$lab_mode" = handshake ]; then
@@ -282,7 +283,7 @@ lab_profiles() {
                                 if [ -n "$extra_p" ]; then printf '%b\n' "$extra_p"; fi
                         done
                 } > "$LAB_DIR/$side.conf"
-                # It holds the key (Key=): private, or mptd warns about it.
+                # It holds a secret key (PrivateKey=, Key=): private, or mptd warns about it.
                 chmod 600 "$LAB_DIR/$side.conf"
         done
 }
