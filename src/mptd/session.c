@@ -192,6 +192,9 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
 
         r = mpt_handshake_receive(t->hs, session_now(), &src, under_load, ev->hs.msg, ev->hs.len, reply, &reply_len,
                                   &what);
+        /* The workers get new keys before the reply goes: the other end sends under a new
+         * session as soon as it has the response. */
+        (void) sync_keys(t);
         if (r >= 0) {
                 COUNTER_ADD(p->counters.drops[session_drop_reason(r)], 1);
                 log_tunnel_debug(t, "Handshake message (type 0x%02x) on path %s dropped: %s", ev->hs.msg[0], p->name,
@@ -205,7 +208,6 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
                         t->hs_initiations++;
         }
         explicit_bzero(reply, sizeof reply);
-        (void) sync_keys(t);
         /* A session this end initiated is current now: the other end starts sending under it once a
          * datagram under it arrived, so send one at once over every path. */
         if (r < 0 && what == MPT_HANDSHAKE_REPLY_CONFIRM)

@@ -857,6 +857,11 @@ static bool seq_read_retry(const uint32_t *seq, uint32_t s) {
         return __atomic_load_n(seq, __ATOMIC_RELAXED) != s;
 }
 
+/* Whether epoch a is newer than b (secure.h: with the handshake, by the session's generation). */
+static bool epoch_newer(const Tunnel *t, uint64_t a, uint64_t b) {
+        return t->handshake ? (uint32_t) a > (uint32_t) b : a > b;
+}
+
 /* An authenticated datagram of the other end's path path_id (its secure header says which),
  * len bytes on the wire, arrived at `arrival`. */
 static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
@@ -872,8 +877,12 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
         __atomic_store_n(&r->bytes, r->bytes + len, __ATOMIC_RELAXED);
         __atomic_store_n(&r->packets, r->packets + 1, __ATOMIC_RELAXED);
         /* A new epoch of the sender (it restarted) numbers every lane from 1 again; a datagram of
-         * an older one that arrives after it is counted, but tells nothing of what was sent. */
-        if (epoch > r->epoch) {
+         * an older one that arrives after it is counted, but tells nothing of what was sent. With
+         * the handshake the epoch is this end's session id, whose low half counts the sessions
+         * (the high half is random): a new session starts afresh too (the other end may have
+         * restarted; after a rekey its counters go on, and only the first datagram's gap goes
+         * unnoticed), and datagrams of the one before are no news. */
+        if (epoch_newer(w->tunnel, epoch, r->epoch)) {
                 memset(r->lane_top, 0, sizeof r->lane_top);
                 r->epoch = epoch;
         }
@@ -1052,6 +1061,8 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
         int reason[SECURE_RUN];
         uint64_t new_epochs = 0, paths = 0, confirm = 0;
         usec_t hs_now = t->handshake ? session_now() : 0;
+        /* The snapshot whose key pairs open the datagrams: s, or a newer one (below). */
+        const Snapshot *ks = s;
 
         if (p >= 0)
                 paths = MPT_SECURE_PATH_BIT(p);
@@ -1090,14 +1101,27 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                                 /* The key pairs of the sessions this end has: current, previous and a
                                  * responder's next one (handshake.h). */
                                 const MptHandshakeKeypair *kp;
-                                int r = mpt_handshake_keys_rx(&s->hs_keys, h[i].epoch, hs_now, &kp);
+                                int r = mpt_handshake_keys_rx(&ks->hs_keys, h[i].epoch, hs_now, &kp);
 
+                                if (r == MPT_HANDSHAKE_DROP_UNKNOWN_SESSION) {
+                                        /* A session newer than these keys: the main thread made it a
+                                         * moment ago, and the other end already sends under it. The
+                                         * newest snapshot may have it; it stays valid while this
+                                         * worker works on this batch (it has not said that it saw a
+                                         * newer generation, so the snapshot is not freed). */
+                                        const Snapshot *newest = __atomic_load_n(&t->snapshot, __ATOMIC_ACQUIRE);
+
+                                        if (newest != ks) {
+                                                ks = newest;
+                                                r = mpt_handshake_keys_rx(&ks->hs_keys, h[i].epoch, hs_now, &kp);
+                                        }
+                                }
                                 if (r >= 0) {
                                         reason[i] = session_drop_reason(r);
                                         continue;
                                 }
                                 reason[i] = mpt_secure_open(buf + off, MIN(seg, len - off), &kp->recv);
-                                if (reason[i] < 0 && kp == &s->hs_keys.next)
+                                if (reason[i] < 0 && kp == &ks->hs_keys.next)
                                         confirm = h[i].epoch;
                                 continue;
                         }
@@ -1149,11 +1173,11 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                 __atomic_add_fetch(&t->peer_epochs, new_epochs, __ATOMIC_RELAXED);
         /* The initiator of the responder's new session sends under it: it may become current (once
          * per worker and set of keys is enough; the main thread republishes). */
-        if (confirm != 0 && w->confirmed_generation != s->generation) {
+        if (confirm != 0 && w->confirmed_generation != ks->generation) {
                 ControlEvent ev = { .kind = CONTROL_EVENT_SESSION, .path = counted, .epoch = confirm, .when = now };
 
                 if (tunnel_queue_event(t, &ev))
-                        w->confirmed_generation = s->generation;
+                        w->confirmed_generation = ks->generation;
         }
 }
 

@@ -137,12 +137,12 @@
  * (mpt_handshake_received(): that is how a responder learns that it may send with a new session)
  * and that they sent (mpt_handshake_sent(), at least once a second while sending).
  *
- * ---- What integration must do (not done here) ----
+ * ---- What integration does (src/mptd/session.c, worker.c; here as the contract) ----
  * Profile keys (in profile-keys.c, so every front door carries them): PrivateKey= and
  * PrivateKeyFile= (this end's, base64 as `mptctl genkey` prints it; a file others can read refused
  * as KeyFile= is), PublicKey= (the other end's, `mptctl pubkey`), PresharedKey= and
- * PresharedKeyFile= (optional, `mptctl genpsk`). Key= and KeyFile= are version 2's pre-shared key
- * without handshake: decide whether they stay as a fallback or become PresharedKey=. mptd then:
+ * PresharedKeyFile= (optional, `mptctl genpsk`). Key= and KeyFile= stay version 2's pre-shared key
+ * without handshake, the simpler option (they exclude the handshake's keys). mptd:
  *   - calls mpt_handshake_new() at start (one MptHandshake per tunnel) and mpt_noise_init() before
  *     any system call filter;
  *   - demultiplexes received datagrams on the first byte before mpt_secure_parse() (which refuses

@@ -718,8 +718,10 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                 bool priv;
 
                 if (!key_given(t, MPT_KEY_TUNNEL_PRIVATE_KEY) && !key_given(t, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE)) {
+                        /* As for a missing key below: front doors without sections (line 0, the
+                         * NetworkManager plugin) ask for the secret instead (profile_lacks_key()). */
                         if (!is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY) &&
-                            !is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE))
+                            !is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE) && p->tunnel.line > 0)
                                 diag_add(d, TFILE(p, hs_given), TLINE(p, hs_given),
                                          "%s= needs PrivateKey= or PrivateKeyFile=, this end's private key "
                                          "(create one with `mptctl genkey`)", conf_key(hs_given)->name);
@@ -749,6 +751,10 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                          "secure mode needs keys: PrivateKey= and PublicKey= (a key pair per end: `mptctl "
                          "genkey`, `mptctl pubkey`), or a pre-shared Key= or KeyFile= (`mptctl genpsk`); or "
                          "Mode=compat for original MPT peers");
+}
+
+bool profile_lacks_key(const MptProfile *p) {
+        return p->tunnel.mode == MPT_MODE_SECURE && !p->tunnel.psk.set && !p->tunnel.hs_private.set;
 }
 
 bool profile_uses_handshake(const MptProfile *p) {

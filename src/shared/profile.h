@@ -310,6 +310,10 @@ bool profile_uses_sequence(const MptProfile *p);
 /* Whether the tunnel authenticates its ends with the handshake (secure mode with PrivateKey= or
  * PrivateKeyFile=), rather than with the pre-shared key alone (Key= or KeyFile=). */
 bool profile_uses_handshake(const MptProfile *p);
+/* Secure mode without the key it needs yet (no Key=/KeyFile=, no PrivateKey=/PrivateKeyFile=):
+ * only front doors without sections get that far (the NetworkManager plugin, which then asks for
+ * the secret); a profile file is refused. */
+bool profile_lacks_key(const MptProfile *p);
 /* Encapsulation overhead of a path in bytes (outer IP + UDP [+ secure header and tag] + GRE
  * [+ sequence]). */
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path);

@@ -25,8 +25,9 @@
 #   5. The TCP stream (16 s at 50 Mbit/s) lived through all of it: iperf3 completed, at 20 Mbit/s
 #      or more.
 #   6. Reloading an unchanged file says "nothing changed", and so does syncconf of what
-#      `mptctl showconf` prints; the same key from KeyFile= instead of Key= is applied ("Key=,
-#      KeyFile=") and shown.
+#      `mptctl showconf` prints; the same key from KeyFile= instead of Key= (PrivateKeyFile=
+#      instead of PrivateKey=, with the handshake) is applied ("Key=, KeyFile=") and shown;
+#      another key is refused ("the keys cannot change while the tunnel runs").
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -192,15 +193,25 @@ lab_ctl a showconf lab > "$LAB_DIR/shown.conf"
 chmod 600 "$LAB_DIR/shown.conf"
 out=$(lab_ctl a syncconf lab "$LAB_DIR/shown.conf") || it_fail "mptctl syncconf of showconf's output failed: $out"
 [ "$out" = "lab: nothing changed" ] || it_fail "syncconf of showconf's output: expected 'lab: nothing changed', got '$out'"
-# The same key from a KeyFile= instead of Key=: no new key, but the configuration says where it
-# comes from now (secure mode only: compat mode has no key).
+# The same key from a KeyFile= instead of Key= (with the handshake: PrivateKeyFile= instead of
+# PrivateKey=): no new key, but the configuration says where it comes from now (secure mode
+# only: compat mode has no key). Another private key is refused: the keys change only with a
+# restart.
 if ((secure)); then
-        grep '^Key=' "$LAB_DIR/shown.conf" | cut -d= -f2- > "$LAB_DIR/a.key"
+        k=Key
+        grep -q '^PrivateKey=' "$LAB_DIR/shown.conf" && k=PrivateKey
+        grep "^$k=" "$LAB_DIR/shown.conf" | cut -d= -f2- > "$LAB_DIR/a.key"
         chmod 600 "$LAB_DIR/a.key"
-        sed -i "s|^Key=.*|KeyFile=$LAB_DIR/a.key|" "$LAB_DIR/shown.conf"
-        out=$(lab_ctl a syncconf lab "$LAB_DIR/shown.conf") || it_fail "mptctl syncconf with KeyFile= failed: $out"
-        [ "$out" = "lab: applied Key=, KeyFile=" ] || it_fail "syncconf with the same key in KeyFile=: got '$out'"
-        lab_ctl a showconf lab | grep -qxF "KeyFile=$LAB_DIR/a.key" || it_fail "showconf after KeyFile=: no KeyFile= line"
+        cp "$LAB_DIR/shown.conf" "$LAB_DIR/other-key.conf"
+        sed -i "s|^$k=.*|${k}File=$LAB_DIR/a.key|" "$LAB_DIR/shown.conf"
+        out=$(lab_ctl a syncconf lab "$LAB_DIR/shown.conf") || it_fail "mptctl syncconf with ${k}File= failed: $out"
+        [ "$out" = "lab: applied $k=, ${k}File=" ] || it_fail "syncconf with the same key in ${k}File=: got '$out'"
+        lab_ctl a showconf lab | grep -qxF "${k}File=$LAB_DIR/a.key" || it_fail "showconf after ${k}File=: no ${k}File= line"
+        sed -i "s|^$k=.*|$k=$("$MPTCTL" genkey)|" "$LAB_DIR/other-key.conf"
+        rc=0
+        out=$(lab_ctl a syncconf lab "$LAB_DIR/other-key.conf" 2>&1) || rc=$?
+        [ "$rc" != 0 ] && [[ "$out" == *"the keys cannot change while the tunnel runs"* ]] ||
+                it_fail "syncconf with another $k=: expected a refusal, got exit $rc: $out"
 fi
 it_wait_ping a "$b_tun" 5 || it_fail "no ping through the tunnel after the reloads"
 lab_log "reload: OK"

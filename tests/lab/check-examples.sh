@@ -41,8 +41,8 @@ essence() {
 
 # lab_profiles returns 1 without extra path keys although it worked (its per-path loop ends
 # with `[ -n "$extra_p" ] && ...`): judge it by the files.
-# The examples carry a fixed (public) lab key; lab_profiles writes it when LAB_KEY holds it.
-# The examples' key pairs are lab_profiles' for this run (the lab's default mode, the handshake).
+# The examples carry fixed (public) lab key pairs (the lab's default mode, the handshake):
+# lab_profiles writes them when LAB_PRIVATE_a/b hold them.
 for side in a b; do
         k=$(sed -n 's/^PrivateKey=//p' "$root/data/examples/lab-$side.conf")
         [ -n "$k" ] || lab_die "data/examples/lab-$side.conf has no PrivateKey="

@@ -16,7 +16,8 @@
 #   carrying the default route (ipv4.never-default no: a path with only LocalAddress= gets a host
 #   route from the service, a path with Interface= is bound to it; either way the peer hears the
 #   path on its own interface and `ip route get` shows where the remote goes), NetworkManager's
-#   exit (mptd stopped). A connection that belongs to a user (connection.permissions) cannot make the
+#   exit (mptd stopped). The handshake: a connection with the other end's PublicKey asks for this
+#   end's PrivateKey (PrivateKey-flags=2, nmcli --ask) and comes up with a session. A connection that belongs to a user (connection.permissions) cannot make the
 #   service read a file: KeyFile= is refused with one message whether the root-only file exists or
 #   not, and strace of the service shows that no system call named either file. A tunnel name that
 #   is a system tunnel's (/etc/mpt/NAME.conf, a .netdev file's [NetDev] Name=) or an existing
@@ -79,7 +80,9 @@ step() {
 
 # ---- lab: two IPv4 paths, the peer's mptd in b ----
 lab_topology 2 none 4
-lab_profiles 2 4 4
+# The pre-shared key (MPT_LAB_MODE=secure): the steps below work with Key and Key-flags; the
+# handshake (PrivateKey) has a step of its own at the end.
+MPT_LAB_MODE=secure lab_profiles 2 4 4
 lab_start b
 
 # ---- private bus, NetworkManager in a ----
@@ -420,6 +423,32 @@ if [ -n "$LAB_KEY" ]; then
         down_and_check mpt-user
         nmcli connection delete mpt-user >/dev/null
 fi
+
+# ---- the handshake: this end's private key is the secret, the other end's public key data ----
+step "handshake, private key not saved (PrivateKey-flags=2): nmcli --ask"
+lab_pair_init
+lab_stop b
+sed -e '/^Key=/d' -e '/^Mode=/d' -e "s|^Name=lab\$|Name=lab\nPrivateKey=$LAB_PRIVATE_b\nPublicKey=$LAB_PUBLIC_a|" \
+        "$LAB_DIR/b.conf" > "$LAB_DIR/b-hs.conf"
+chmod 600 "$LAB_DIR/b-hs.conf"
+lab_start b "$LAB_DIR/b-hs.conf"
+nmcli connection add type vpn con-name mpt-hs vpn-type mpt ipv4.never-default yes ipv6.method ignore \
+        vpn.data "Name=lab, PublicKey=$LAB_PUBLIC_b, Address=$(lab_tunnel_addr a 4)/24, Peer=$(lab_tunnel_addr b 4), Path0.Interface=pa0, Path0.Remote=$(lab_path_addr b 0 4), Path1.Interface=pa1, Path1.Remote=$(lab_path_addr b 1 4), PrivateKey-flags=2" \
+        >/dev/null || lab_die "nmcli connection add (handshake) failed"
+printf '%s\n' "$LAB_PRIVATE_a" | nmcli --ask --wait 90 connection up mpt-hs >"$LAB_DIR/ask.out" 2>&1 ||
+        lab_die "nmcli --ask connection up mpt-hs failed: $(cat "$LAB_DIR/ask.out")"
+lab_log "nmcli --ask: $(tr '\n' '|' < "$LAB_DIR/ask.out")"
+grep -q "needs this computer's private key" "$LAB_DIR/ask.out" || lab_die "nmcli did not show the auth dialog's description"
+grep -q "Private key (vpn.secrets.PrivateKey): " "$LAB_DIR/ask.out" || lab_die "nmcli did not prompt for the private key"
+wait_until 20 lab_exec a ping -c 1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || lab_die "no ping through the tunnel (handshake)"
+[ "$(lab_json b 't["keys"]')" = handshake ] && [ "$(lab_json b 't["sessions"]')" -ge 1 ] ||
+        lab_die "the peer has no handshake session"
+[ -z "$(nmcli -s -g vpn.secrets connection show mpt-hs)" ] ||
+        lab_die "a not-saved private key was stored: $(nmcli -s -g vpn.secrets connection show mpt-hs)"
+down_and_check mpt-hs
+nmcli connection delete mpt-hs >/dev/null
+lab_stop b
+lab_start b
 
 # ---- a tunnel name must be its own: not a system tunnel's, not an existing interface's ----
 step "names of the system's tunnels and of interfaces are refused"

@@ -316,6 +316,59 @@ static void test_secret(void) {
         g_assert_null(nm_setting_vpn_get_data_item(s2, MPT_NM_SECRET_KEY));
 }
 
+/* With the handshake: the private key (and an optional pre-shared key) are secrets, the other
+ * end's public key is data; a connection with PublicKey needs the secret PrivateKey, and lacks it
+ * (NetworkManager asks) rather than being refused without it. */
+static void test_handshake_secret(void) {
+        static const KV data[] = {
+                { "Path0.Interface", "eth0" }, { "Path0.Remote", "192.0.2.1" },
+                { "PublicKey", "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=" }, {},
+        };
+        static const char priv[] = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        static const char psk[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        g_autoptr(NMSettingVpn) s = setting_new(data, NULL);
+        g_autoptr(NMSettingVpn) s2 = setting_new(NULL, NULL);
+        g_autoptr(NMSettingVpn) plain = setting_new(good, NULL);
+        g_autoptr(MptProfile) p = NULL, lacking = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = NULL;
+
+        g_assert_true(mpt_nm_key_is_secret("PrivateKey"));
+        g_assert_true(mpt_nm_key_is_secret("PresharedKey"));
+        g_assert_false(mpt_nm_key_is_secret("PublicKey"));
+        g_assert_false(mpt_nm_key_is_secret("PrivateKeyFile"));
+        g_assert_cmpstr(mpt_nm_secret_name(s), ==, MPT_NM_PRIVATE_KEY);
+        g_assert_cmpstr(mpt_nm_secret_name(plain), ==, MPT_NM_SECRET_KEY);
+
+        /* Without the private key: built, and it lacks its key. */
+        g_assert_true(mpt_nm_profile_from_setting(s, &lacking, &error));
+        g_assert_no_error(error);
+        g_assert_true(mpt_nm_profile_lacks_key(lacking));
+
+        nm_setting_vpn_add_secret(s, MPT_NM_PRIVATE_KEY, priv);
+        nm_setting_vpn_add_secret(s, "PresharedKey", psk);
+        g_assert_true(mpt_nm_profile_from_setting(s, &p, &error));
+        g_assert_no_error(error);
+        g_assert_false(mpt_nm_profile_lacks_key(p));
+        g_assert_true(profile_uses_handshake(p));
+        text = mpt_nm_profile_to_text(p, NULL);
+        g_assert_nonnull(strstr(text, "\nPrivateKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"));
+        g_assert_nonnull(strstr(text, "\nPublicKey=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\n"));
+
+        /* Back: the private and pre-shared keys are secrets, the public key data. */
+        g_assert_true(mpt_nm_setting_from_profile(p, s2, &error));
+        g_assert_cmpstr(nm_setting_vpn_get_secret(s2, MPT_NM_PRIVATE_KEY), ==, priv);
+        g_assert_cmpstr(nm_setting_vpn_get_secret(s2, "PresharedKey"), ==, psk);
+        g_assert_null(nm_setting_vpn_get_data_item(s2, MPT_NM_PRIVATE_KEY));
+        g_assert_cmpstr(nm_setting_vpn_get_data_item(s2, "PublicKey"), ==, "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=");
+        g_assert_null(nm_setting_vpn_get_secret(s2, "PublicKey"));
+
+        /* A pre-shared Key beside the key pair: refused, with the reason. */
+        nm_setting_vpn_add_secret(s, MPT_NM_SECRET_KEY, psk);
+        g_assert_false(mpt_nm_validate(s, &error));
+        g_assert_nonnull(strstr(error->message, "Key= is the pre-shared key of secure mode without a handshake"));
+}
+
 /* Whose a connection is: connection.permissions empty is the system's. */
 static void test_owner(void) {
         g_autoptr(NMConnection) c = nm_simple_connection_new();
@@ -413,6 +466,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/mpt/nm-profile/round-trip", test_round_trip);
         g_test_add_func("/mpt/nm-profile/file-errors", test_file_errors);
         g_test_add_func("/mpt/nm-profile/secret", test_secret);
+        g_test_add_func("/mpt/nm-profile/handshake-secret", test_handshake_secret);
         g_test_add_func("/mpt/nm-profile/owner", test_owner);
         g_test_add_func("/mpt/nm-profile/user-key-file", test_user_key_file);
         return g_test_run();

@@ -39,12 +39,14 @@
 #include <gtk/gtk.h>
 #endif
 
-#define KEY_LABEL _("Pre-shared key")
+/* The secret asked for: the pre-shared key (Key), or with the handshake this end's private key. */
+#define KEY_LABEL(r) (g_str_equal((r)->secret, MPT_NM_PRIVATE_KEY) ? _("Private key") : _("Pre-shared key"))
 #define UI_GROUP "VPN Plugin UI"
 #define VPN_MESSAGE_HINT "x-vpn-message:"
 
 typedef struct Request {
         const char *name;
+        const char *secret;        /* MPT_NM_SECRET_KEY or MPT_NM_PRIVATE_KEY (mpt_nm_secret_name()) */
         NMSettingVpn *setting;
         const char *existing;      /* the key we were given, or NULL */
         char **problems;           /* of vpn.data, or NULL */
@@ -66,12 +68,12 @@ static gboolean needs_key(NMSettingVpn *s, GHashTable *data) {
         g_autoptr(MptProfile) p = NULL;
         g_autoptr(NMSettingVpn) copy = NULL;
 
-        (void) nm_vpn_service_plugin_get_secret_flags(data, MPT_NM_SECRET_KEY, &flags);
+        (void) nm_vpn_service_plugin_get_secret_flags(data, mpt_nm_secret_name(s), &flags);
         if (flags & NM_SETTING_SECRET_FLAG_NOT_REQUIRED)
                 return FALSE;
         /* Without the key we were given: does the profile still need one? */
         copy = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(s)));
-        nm_setting_vpn_remove_secret(copy, MPT_NM_SECRET_KEY);
+        nm_setting_vpn_remove_secret(copy, mpt_nm_secret_name(s));
         if (!mpt_nm_profile_from_setting(copy, &p, NULL))
                 return FALSE;
         return mpt_nm_profile_lacks_key(p);
@@ -82,6 +84,11 @@ static char *description(const Request *r) {
                 return g_strdup_printf(_("The mpt connection '%s' cannot be activated: %s"), r->name, r->problems[0]);
         if (r->message)
                 return g_strdup(r->message);
+        if (g_str_equal(r->secret, MPT_NM_PRIVATE_KEY))
+                return g_strdup_printf(_("The mpt connection '%s' needs this computer's private key (secure mode "
+                                         "with a handshake): the key from `mptctl genkey` whose public key the "
+                                         "other end has."),
+                                       r->name);
         return g_strdup_printf(_("The mpt connection '%s' needs its pre-shared key (secure mode): the key "
                                  "from `mptctl genkey` that the other end uses."),
                                r->name);
@@ -97,10 +104,10 @@ static int external_ui(const Request *r, gboolean should_ask) {
         g_key_file_set_string(kf, UI_GROUP, "Description", desc);
         g_key_file_set_string(kf, UI_GROUP, "Title", title);
         if (r->need_key) {
-                g_key_file_set_string(kf, MPT_NM_SECRET_KEY, "Value", r->existing ?: "");
-                g_key_file_set_string(kf, MPT_NM_SECRET_KEY, "Label", KEY_LABEL);
-                g_key_file_set_boolean(kf, MPT_NM_SECRET_KEY, "IsSecret", TRUE);
-                g_key_file_set_boolean(kf, MPT_NM_SECRET_KEY, "ShouldAsk", should_ask);
+                g_key_file_set_string(kf, r->secret, "Value", r->existing ?: "");
+                g_key_file_set_string(kf, r->secret, "Label", KEY_LABEL(r));
+                g_key_file_set_boolean(kf, r->secret, "IsSecret", TRUE);
+                g_key_file_set_boolean(kf, r->secret, "ShouldAsk", should_ask);
         }
         text = g_key_file_to_data(kf, NULL, NULL);
         fputs(text, stdout);
@@ -136,7 +143,7 @@ static void on_key_changed(GtkEditable *editable, gpointer data) {
         gboolean ok = FALSE;
 
         if (*key) {
-                nm_setting_vpn_add_secret(copy, MPT_NM_SECRET_KEY, key);
+                nm_setting_vpn_add_secret(copy, d->request->secret, key);
                 ok = mpt_nm_validate(copy, &error);
         }
         explicit_bzero(key, strlen(key));
@@ -167,8 +174,8 @@ static char *ask_gtk(const Request *r, gboolean retry) {
         d.entry = gtk_entry_new();
         gtk_entry_set_visibility(GTK_ENTRY(d.entry), FALSE);
         gtk_entry_set_activates_default(GTK_ENTRY(d.entry), TRUE);
-        gtk_entry_set_placeholder_text(GTK_ENTRY(d.entry), KEY_LABEL);
-        atk_object_set_name(gtk_widget_get_accessible(d.entry), KEY_LABEL);
+        gtk_entry_set_placeholder_text(GTK_ENTRY(d.entry), KEY_LABEL(r));
+        atk_object_set_name(gtk_widget_get_accessible(d.entry), KEY_LABEL(r));
         gtk_box_pack_start(GTK_BOX(area), d.entry, FALSE, FALSE, 0);
         d.problem = gtk_label_new(NULL);
         gtk_label_set_line_wrap(GTK_LABEL(d.problem), TRUE);
@@ -211,7 +218,7 @@ static int classic(const Request *r, gboolean should_ask, gboolean retry) {
         /* KEY\nVALUE\n pairs, then an empty line; agents such as GNOME Shell send QUIT once they
          * have read two empty lines, nm-applet has sent it already. */
         if (key && *key)
-                printf("%s\n%s\n", MPT_NM_SECRET_KEY, key);
+                printf("%s\n%s\n", r->secret, key);
         printf("\n\n");
         ok = fflush(stdout) == 0;
         if (key)
@@ -270,7 +277,8 @@ int main(int argc, char **argv) {
 
         r.name = name;
         r.setting = s;
-        r.existing = g_hash_table_lookup(secrets, MPT_NM_SECRET_KEY);
+        r.secret = mpt_nm_secret_name(s);
+        r.existing = g_hash_table_lookup(secrets, r.secret);
         if (r.existing && !*r.existing)
                 r.existing = NULL;
         {
@@ -279,7 +287,7 @@ int main(int argc, char **argv) {
                 g_autoptr(NMSettingVpn) data_only = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(s)));
                 g_autoptr(GError) key_error = NULL;
 
-                nm_setting_vpn_remove_secret(data_only, MPT_NM_SECRET_KEY);
+                nm_setting_vpn_remove_secret(data_only, r.secret);
                 r.problems = mpt_nm_validate_all(data_only, NULL);
                 if (!r.problems && r.existing && !mpt_nm_validate(s, &key_error)) {
                         key_message = g_strdup_printf(_("The stored key of '%s' is not usable: %s"), name,
@@ -296,7 +304,7 @@ int main(int argc, char **argv) {
                 for (char **h = hints; h && *h; h++) {
                         if (g_str_has_prefix(*h, VPN_MESSAGE_HINT))
                                 service_message = *h + strlen(VPN_MESSAGE_HINT);
-                        else if (g_str_equal(*h, MPT_NM_SECRET_KEY))
+                        else if (g_str_equal(*h, r.secret))
                                 service_asks_key = reprompt = TRUE; /* the service asks for the key (again) */
                 }
                 /* A message without a request for the key is the service refusing the connection

@@ -145,7 +145,7 @@ static gboolean export_to_file(NMVpnEditorPlugin *plugin, const char *path, NMCo
         }
         /* A connection from NetworkManager comes without its secrets; a file for mptd needs the
          * key, so ask for it (root, or the owner of an agent-owned key, gets it). */
-        if (NM_IS_REMOTE_CONNECTION(connection) && !nm_setting_vpn_get_secret(s, MPT_NM_SECRET_KEY)) {
+        if (NM_IS_REMOTE_CONNECTION(connection) && !nm_setting_vpn_get_secret(s, mpt_nm_secret_name(s))) {
                 g_autoptr(GVariant) secrets = NULL;
                 g_autoptr(GError) local = NULL;
 
@@ -163,9 +163,9 @@ static gboolean export_to_file(NMVpnEditorPlugin *plugin, const char *path, NMCo
                 return FALSE;
         if (mpt_nm_profile_lacks_key(profile)) {
                 g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
-                                    "the connection's pre-shared key (vpn.secrets Key) is not available to "
-                                    "this user, and mptd needs it in the file: export as root, or store the "
-                                    "key in the connection");
+                                    "the connection's secret key (vpn.secrets Key or PrivateKey) is not "
+                                    "available to this user, and mptd needs it in the file: export as root, "
+                                    "or store the key in the connection");
                 return FALSE;
         }
         text = mpt_nm_profile_to_text(profile, error);

@@ -108,7 +108,6 @@ static void name_widget(GtkWidget *w, const char *id, const char *label) {
 
 /* ---- the editor object ---- */
 
-#define MPT_KEY_SECRET MPT_NM_SECRET_KEY
 /* A profile key's name (also its vpn.data name), by identity (profile.h). */
 #define KEY(id) (conf_key(MPT_KEY_##id)->name)
 
@@ -173,7 +172,9 @@ struct _MptEditor {
         GtkWidget *add_path;
         GPtrArray *rows; /* PathRow* */
         GtkWidget *mode;
-        GtkWidget *key;
+        GtkWidget *private_key; /* secret PrivateKey (the handshake) */
+        GtkWidget *public_key;  /* PublicKey: the other end's */
+        GtkWidget *key;         /* secret Key (the pre-shared key alone) */
         GtkWidget *key_file;
         GtkWidget *error_label;
 
@@ -249,11 +250,29 @@ static void add_item(NMSettingVpn *s, const char *key, const char *value) {
                 nm_setting_vpn_add_data_item(s, key, v);
 }
 
+/* A secret entry (with its storage menu) into s: the secret unless it is not to be saved, and its
+ * flags when there is a key or the original had flags. */
+static void write_secret(MptEditor *self, NMSettingVpn *s, GtkWidget *entry, const char *name) {
+        NMSettingSecretFlags flags = nma_utils_menu_to_secret_flags(entry);
+        g_autofree char *flags_item = g_strdup_printf("%s-flags", name);
+
+        nm_setting_vpn_remove_secret(s, name);
+        nm_setting_vpn_remove_data_item(s, flags_item);
+        if (!(flags & (NM_SETTING_SECRET_FLAG_NOT_SAVED | NM_SETTING_SECRET_FLAG_NOT_REQUIRED))) {
+                g_autofree char *key = g_strstrip(g_strdup(entry_text(entry)));
+                if (*key)
+                        nm_setting_vpn_add_secret(s, name, key);
+        }
+        /* Flags are only meaningful with a key, or when the original had them. */
+        if (*entry_text(entry) || flags != NM_SETTING_SECRET_FLAG_NONE ||
+            nm_setting_vpn_get_data_item(self->original, flags_item))
+                nm_setting_set_secret_flags(NM_SETTING(s), name, flags, NULL);
+}
+
 /* Builds the vpn setting the widgets describe, on top of the original's other keys. */
 static NMSettingVpn *editor_build_setting(MptEditor *self) {
         NMSettingVpn *s = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(self->original)));
         g_autofree const char **keys = NULL;
-        NMSettingSecretFlags flags;
         const char *v;
 
         g_object_set(s, NM_SETTING_VPN_SERVICE_TYPE, MPT_NM_DBUS_SERVICE, NULL);
@@ -316,20 +335,13 @@ static NMSettingVpn *editor_build_setting(MptEditor *self) {
                 add_item(s, KEY(TUNNEL_MODE), v);
         nm_setting_vpn_remove_data_item(s, KEY(TUNNEL_KEY_FILE));
         add_item(s, KEY(TUNNEL_KEY_FILE), entry_text(self->key_file));
-
-        flags = nma_utils_menu_to_secret_flags(self->key);
-        nm_setting_vpn_remove_secret(s, MPT_KEY_SECRET);
-        nm_setting_vpn_remove_data_item(s, MPT_KEY_SECRET "-flags");
-        if (!(flags & (NM_SETTING_SECRET_FLAG_NOT_SAVED | NM_SETTING_SECRET_FLAG_NOT_REQUIRED))) {
-                g_autofree char *key = g_strstrip(g_strdup(entry_text(self->key)));
-                if (*key)
-                        nm_setting_vpn_add_secret(s, MPT_KEY_SECRET, key);
+        nm_setting_vpn_remove_data_item(s, KEY(TUNNEL_PUBLIC_KEY));
+        {
+                g_autofree char *pub = g_strstrip(g_strdup(entry_text(self->public_key)));
+                add_item(s, KEY(TUNNEL_PUBLIC_KEY), pub);
         }
-        /* Flags are only meaningful with a key, or when the original had them. */
-        if (*entry_text(self->key) || flags != NM_SETTING_SECRET_FLAG_NONE ||
-            nm_setting_vpn_get_data_item(self->original, MPT_KEY_SECRET "-flags"))
-                nm_setting_set_secret_flags(NM_SETTING(s), MPT_KEY_SECRET, flags, NULL);
-
+        write_secret(self, s, self->key, MPT_NM_SECRET_KEY);
+        write_secret(self, s, self->private_key, MPT_NM_PRIVATE_KEY);
         return s;
 }
 
@@ -548,10 +560,15 @@ static void editor_load(MptEditor *self) {
         if (!mode || !gtk_combo_box_set_active_id(GTK_COMBO_BOX(self->mode), mode))
                 gtk_combo_box_set_active_id(GTK_COMBO_BOX(self->mode), "secure");
         entry_set(self->key_file, nm_setting_vpn_get_data_item(s, KEY(TUNNEL_KEY_FILE)));
-        entry_set(self->key, nm_setting_vpn_get_secret(s, MPT_KEY_SECRET));
-        nm_setting_get_secret_flags(NM_SETTING(s), MPT_KEY_SECRET, &flags, NULL);
+        entry_set(self->public_key, nm_setting_vpn_get_data_item(s, KEY(TUNNEL_PUBLIC_KEY)));
+        entry_set(self->key, nm_setting_vpn_get_secret(s, MPT_NM_SECRET_KEY));
+        nm_setting_get_secret_flags(NM_SETTING(s), MPT_NM_SECRET_KEY, &flags, NULL);
         /* No setting: libnma would write the flags into it at once; update_connection() sets them. */
         nma_utils_setup_password_storage(self->key, flags, NULL, NULL, TRUE, FALSE);
+        entry_set(self->private_key, nm_setting_vpn_get_secret(s, MPT_NM_PRIVATE_KEY));
+        flags = NM_SETTING_SECRET_FLAG_NONE;
+        nm_setting_get_secret_flags(NM_SETTING(s), MPT_NM_PRIVATE_KEY, &flags, NULL);
+        nma_utils_setup_password_storage(self->private_key, flags, NULL, NULL, TRUE, FALSE);
 }
 
 /* ---- construction ---- */
@@ -633,14 +650,27 @@ static void editor_build(MptEditor *self) {
         name_widget(self->mode, "mpt-mode", _("Mode"));
         gtk_grid_attach(GTK_GRID(page), new_label(_("Mode"), self->mode), 0, 0, 1, 1);
         gtk_grid_attach(GTK_GRID(page), self->mode, 1, 0, 1, 1);
+        /* Either a key pair (the handshake: this end's private key, the other end's public key) or
+         * a pre-shared key alone; mpt_nm_validate() says what is wrong with a mix. */
+        self->private_key = new_entry("mpt-private-key", _("Private key"), _("base64, from mptctl genkey"),
+                                      _("This computer's private key (mptctl genkey). With the other end's "
+                                        "public key the two ends run a handshake that gives every session keys "
+                                        "of its own."));
+        gtk_entry_set_visibility(GTK_ENTRY(self->private_key), FALSE);
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Private key"), self->private_key), 0, 1, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), self->private_key, 1, 1, 1, 1);
+        self->public_key = new_entry("mpt-public-key", _("Other end's public key"), _("base64, from mptctl pubkey"),
+                                     _("The public key of the other end (mptctl pubkey there)"));
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Other end's public key"), self->public_key), 0, 2, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), self->public_key, 1, 2, 1, 1);
         self->key = new_entry("mpt-key", _("Pre-shared key"), _("base64, 32 bytes"),
-                              _("Pre-shared key of the tunnel (32 bytes, base64)"));
+                              _("Pre-shared key of the tunnel (32 bytes, base64), instead of a key pair"));
         gtk_entry_set_visibility(GTK_ENTRY(self->key), FALSE);
-        gtk_grid_attach(GTK_GRID(page), new_label(_("Pre-shared key"), self->key), 0, 1, 1, 1);
-        gtk_grid_attach(GTK_GRID(page), self->key, 1, 1, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Pre-shared key"), self->key), 0, 3, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), self->key, 1, 3, 1, 1);
         self->key_file = new_entry("mpt-key-file", _("Key file"), _("none"), _("File that holds the pre-shared key"));
-        gtk_grid_attach(GTK_GRID(page), new_label(_("Key file"), self->key_file), 0, 2, 1, 1);
-        gtk_grid_attach(GTK_GRID(page), self->key_file, 1, 2, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), new_label(_("Key file"), self->key_file), 0, 4, 1, 1);
+        gtk_grid_attach(GTK_GRID(page), self->key_file, 1, 4, 1, 1);
 
         /* Advanced. */
         page = new_page(notebook, _("Advanced"), "mpt-page-advanced");
@@ -659,6 +689,8 @@ static void editor_connect_signals(MptEditor *self) {
         for (size_t i = 0; i < N_ALL_PATHS; i++)
                 g_signal_connect(self->all_paths[i], "changed", G_CALLBACK(on_changed), self);
         g_signal_connect(self->mode, "changed", G_CALLBACK(on_changed), self);
+        g_signal_connect(self->private_key, "changed", G_CALLBACK(on_changed), self);
+        g_signal_connect(self->public_key, "changed", G_CALLBACK(on_changed), self);
         g_signal_connect(self->key, "changed", G_CALLBACK(on_changed), self);
         g_signal_connect(self->key_file, "changed", G_CALLBACK(on_changed), self);
 }

@@ -440,10 +440,16 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
                 return FALSE;
         }
         if (mpt_nm_profile_lacks_key(self->profile)) {
-                g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
-                                    "vpn.secrets: Key: secure mode needs the pre-shared key (vpn.secrets Key, "
-                                    "create one with `mptctl genkey`) or KeyFile=, or Mode=compat for "
-                                    "original MPT peers");
+                if (g_str_equal(mpt_nm_secret_name(s), MPT_NM_PRIVATE_KEY))
+                        g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                                            "vpn.secrets: PrivateKey: the handshake needs this end's private key "
+                                            "(vpn.secrets PrivateKey, create one with `mptctl genkey`) or "
+                                            "PrivateKeyFile=");
+                else
+                        g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_BAD_ARGUMENTS,
+                                            "vpn.secrets: Key: secure mode needs the pre-shared key (vpn.secrets "
+                                            "Key, create one with `mptctl genpsk`) or KeyFile=, or a key pair "
+                                            "(PrivateKey, PublicKey), or Mode=compat for original MPT peers");
                 g_warning("%s", (*error)->message);
                 g_clear_pointer(&self->profile, mpt_nm_profile_free);
                 return FALSE;
@@ -499,14 +505,15 @@ static gboolean real_connect_interactive(NMVpnServicePlugin *plugin, NMConnectio
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
         g_autoptr(NMSettingVpn) data_only = NULL;
         g_autoptr(GError) problem = NULL;
-        const char *none[] = { NULL }, *key[] = { MPT_NM_SECRET_KEY, NULL };
+        const char *none[] = { NULL }, *key[] = { NULL, NULL };
 
         if (!s || check_setting(connection, s, NULL, &problem))
                 return real_connect(plugin, connection, error);
         g_warning("%s", problem->message);
         /* Only the key is wrong (malformed): the agent asks for it again. */
+        key[0] = mpt_nm_secret_name(s);
         data_only = NM_SETTING_VPN(nm_setting_duplicate(NM_SETTING(s)));
-        nm_setting_vpn_remove_secret(data_only, MPT_NM_SECRET_KEY);
+        nm_setting_vpn_remove_secret(data_only, key[0]);
         nm_vpn_service_plugin_secrets_required(plugin, problem->message,
                                                check_setting(connection, data_only, NULL, NULL) ? key : none);
         return TRUE;
@@ -541,7 +548,7 @@ static gboolean real_need_secrets(NMVpnServicePlugin *plugin, NMConnection *conn
         /* Compat mode takes no key; KeyFile= is read by the service itself. */
         if (!mpt_nm_profile_lacks_key(p))
                 return FALSE;
-        (void) nm_setting_get_secret_flags(NM_SETTING(s), MPT_NM_SECRET_KEY, &flags, NULL);
+        (void) nm_setting_get_secret_flags(NM_SETTING(s), mpt_nm_secret_name(s), &flags, NULL);
         if (flags & NM_SETTING_SECRET_FLAG_NOT_REQUIRED)
                 return FALSE;
         *setting_name = NM_SETTING_VPN_SETTING_NAME;

@@ -50,7 +50,14 @@ gboolean mpt_nm_item_parse(const char *item, int *ret_path, const char **ret_key
 }
 
 gboolean mpt_nm_profile_lacks_key(const MptProfile *p) {
-        return p->tunnel.mode == MPT_MODE_SECURE && !p->tunnel.psk.set;
+        return profile_lacks_key(p);
+}
+
+const char *mpt_nm_secret_name(NMSettingVpn *s) {
+        /* A connection with the other end's public key runs the handshake: its own private key is
+         * the secret (PrivateKeyFile= may name a file instead, for a system connection). */
+        return nm_setting_vpn_get_data_item(s, conf_key(MPT_KEY_TUNNEL_PUBLIC_KEY)->name) ? MPT_NM_PRIVATE_KEY
+                                                                                         : MPT_NM_SECRET_KEY;
 }
 
 const char *mpt_nm_profile_get_name(const MptProfile *p) {
@@ -125,8 +132,10 @@ static void builder_assign(Builder *b, MptSection section, MptPathConfig *path, 
                 diag_add(&b->diag, where, line,
                          "%s= is refused: this connection belongs to %s%s%s (connection.permissions), and the "
                          "VPN service, which runs as root, reads files only for system connections; put the key "
-                         "in vpn.secrets (%s) instead, or make the connection a system one", key,
-                         b->user ? "user '" : "users", b->user ?: "", b->user ? "'" : "", MPT_NM_SECRET_KEY);
+                         "in vpn.secrets (%.*s) instead, or make the connection a system one", key,
+                         b->user ? "user '" : "users", b->user ?: "", b->user ? "'" : "",
+                         /* The secret of KeyFile= is Key, of PrivateKeyFile= PrivateKey, ... */
+                         (int) (g_str_has_suffix(key, "File") ? strlen(key) - 4 : strlen(key)), key);
                 return;
         }
         (void) profile_assign(b->profile, section, path, key, value, where, line, &b->diag);

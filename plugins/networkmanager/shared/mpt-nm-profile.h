@@ -13,8 +13,9 @@
  *                  (gaps are allowed), a path exists when it has at least one key
  *   Key-flags      NMSettingSecretFlags of the secret "Key" (NetworkManager's convention)
  *
- *   vpn.secrets:   Key  the pre-shared key (any [Tunnel] key that is a secret, see
- *                       mpt_nm_key_is_secret()); never in vpn.data
+ *   vpn.secrets:   Key  the pre-shared key, or with the handshake PrivateKey (this end's
+ *                       private key) and optionally PresharedKey (any [Tunnel] key that is a
+ *                       secret, see mpt_nm_key_is_secret()); never in vpn.data
  *
  * A list key (Address=, Peer=, Route=) takes its entries separated by spaces in one item.
  * Messages read "vpn.data: Path1.Remote: invalid Remote= 'x': ..." (the item's name in place of
@@ -36,6 +37,7 @@ typedef struct MptProfile MptProfile;
 
 #define MPT_NM_DBUS_SERVICE "org.freedesktop.NetworkManager.mpt"
 #define MPT_NM_SECRET_KEY "Key"
+#define MPT_NM_PRIVATE_KEY "PrivateKey"
 #define MPT_NM_DEFAULT_NAME "mpt0"
 #define MPT_NM_PATH_PREFIX "Path"
 
@@ -89,8 +91,13 @@ gboolean mpt_nm_profile_from_file(const char *filename, MptProfile **ret, char *
 
 /* The profile's accessors the plugin needs without the model's headers. */
 const char *mpt_nm_profile_get_name(const MptProfile *p);
-/* Secure mode without a key yet (vpn.secrets Key missing, no KeyFile=): mptd would refuse it. */
+/* Secure mode without a key yet (vpn.secrets Key or PrivateKey missing, no KeyFile= or
+ * PrivateKeyFile=): mptd would refuse it. */
 gboolean mpt_nm_profile_lacks_key(const MptProfile *p);
+/* The secret that the connection needs from NetworkManager: MPT_NM_PRIVATE_KEY when it runs the
+ * handshake (vpn.data has the other end's PublicKey), else MPT_NM_SECRET_KEY (the pre-shared key
+ * alone). */
+const char *mpt_nm_secret_name(NMSettingVpn *s);
 void mpt_nm_profile_free(MptProfile *p);
 
 G_END_DECLS
