@@ -90,6 +90,17 @@ static void initiate(Tunnel *t, usec_t now, MptHandshakeWant why) {
         log_tunnel_debug(t, "Handshake: initiation (%s) sent over %u path(s)", mpt_handshake_want_to_string(why), sent);
 }
 
+/* MPT_DEBUG_REKEY: when the initiator of the current session rekeys early (as the handshake does
+ * after REKEY_AFTER_TIME; no initiation of its own under way); USEC_INFINITY: never. */
+static usec_t debug_rekey_due(Tunnel *t, usec_t now) {
+        const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+
+        if (dataplane_options.rekey_usec == 0 || k->current.recv.epoch == 0 || !k->current.initiator ||
+            mpt_handshake_pending(t->hs, NULL))
+                return USEC_INFINITY;
+        return k->current.created + dataplane_options.rekey_usec;
+}
+
 static void keepalives(Tunnel *t) {
         for (size_t i = 0; i < t->n_paths; i++)
                 path_send_keepalive(t->paths[i]);
@@ -103,6 +114,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) mpt_handshake_expire(t->hs, now, dropped);
         want = mpt_handshake_want_initiation(t->hs, now, 0);
+        if (want == MPT_HANDSHAKE_WANT_NOTHING && debug_rekey_due(t, now) <= now)
+                want = MPT_HANDSHAKE_WANT_REKEY_TIME;
         if (want != MPT_HANDSHAKE_WANT_NOTHING)
                 initiate(t, now, want);
         if (mpt_handshake_want_keepalive(t->hs, now))
@@ -134,7 +147,7 @@ static int sync_keys(Tunnel *t) {
                 t->hs_current = current;
                 (void) tunnel_publish(t);
         }
-        next = mpt_handshake_next_event(t->hs, now);
+        next = MIN(mpt_handshake_next_event(t->hs, now), debug_rekey_due(t, now));
         if (next == USEC_INFINITY)
                 return sd_event_source_set_enabled(t->hs_timer, SD_EVENT_OFF);
         /* The timer's clock is the handshake's: absolute CLOCK_BOOTTIME. */

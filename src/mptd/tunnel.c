@@ -307,6 +307,9 @@ void dataplane_options_load(void) {
         e = getenv("MPT_DEBUG_PACE");
         if (e && parse_boolean(e) == 0)
                 dataplane_options.pace = false;
+        e = getenv("MPT_DEBUG_REKEY");
+        if (e && safe_atou(e, &v) >= 0 && v >= 100)
+                dataplane_options.rekey_usec = (usec_t) v * USEC_PER_MSEC;
         e = getenv("MPT_DEBUG_CIPHER");
         if (e && mpt_cipher_from_string(e) == MPT_CIPHER_CHACHA20_POLY1305)
                 dataplane_options.no_aes = true;

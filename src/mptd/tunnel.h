@@ -388,7 +388,9 @@ uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path);
  *   MPT_DEBUG_RX_SPREAD=1  every worker receives paths and sends flows (see path_rx_worker())
  *   MPT_DEBUG_CIPHER=chacha20-poly1305  secure mode as on a CPU without AES instructions
  *   MPT_DEBUG_PACE=0     the learned scheduler paces no path (to compare; learn_pace_rate())
- *   MPT_DEBUG_REPAIR=0   no loss repair in secure mode (to compare) */
+ *   MPT_DEBUG_REPAIR=0   no loss repair in secure mode (to compare)
+ *   MPT_DEBUG_REKEY=MS   with the handshake, the initiator of a session rekeys after MS (>= 100)
+ *                        milliseconds instead of 2 minutes (tests of what a rekey does) */
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
@@ -400,6 +402,7 @@ typedef struct DataplaneOptions {
         bool rx_spread; /* MPT_DEBUG_RX_SPREAD: no receiving and sending workers apart */
         bool pace;      /* MPT_DEBUG_PACE=0: the learned scheduler paces no path (learn_pace_rate()) */
         bool repair;    /* MPT_DEBUG_REPAIR=0: no loss repair */
+        usec_t rekey_usec; /* MPT_DEBUG_REKEY: rekey after this (0: as the handshake says) */
 } DataplaneOptions;
 
 extern DataplaneOptions dataplane_options;

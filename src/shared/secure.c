@@ -434,7 +434,7 @@ int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_
                         return MPT_DROP_STALE_EPOCH;
         }
         if (!win && !lane_takes(rx, l, h->epoch))
-                return MPT_DROP_STALE_EPOCH;
+                return rx->sessions ? MPT_DROP_STALE_SESSION : MPT_DROP_STALE_EPOCH;
         /* Bindings are of their epoch; a newer one starts without any. (With the handshake, a
          * datagram of an older session still in flight is held to the newer binding.) */
         if (epoch_order(rx, h->epoch) <= epoch_order(rx, p->epoch) && p->bound != 0 &&

@@ -214,7 +214,8 @@ int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k);
 #define MPT_SECURE_PATH_BIT(i) (UINT64_C(1) << (i))
 
 /* Before decrypting (cheap, changes nothing): -1 when the datagram may be accepted, else
- * own-epoch, stale-epoch, path-mismatch (its sender path id is bound to a path of ours that is
+ * own-epoch, stale-epoch (with the handshake: stale-session, an epoch older than both windows of
+ * its lane), path-mismatch (its sender path id is bound to a path of ours that is
  * not in paths) or replayed. This and mpt_secure_rx_accept() must be serialised per sender path
  * id (h->path_id); calls for different ones may run at once. */
 int mpt_secure_rx_check(const MptSecureRx *rx, const MptSecureHeader *h, uint64_t paths);

@@ -117,7 +117,7 @@ grep -qx "ExecStart=$sbindir/mptd --log-target=journal %i" "$D$unitdir/mptd@.ser
         fail "mptd@.service does not run $sbindir/mptd: $(grep ExecStart "$D$unitdir/mptd@.service")"
 
 # The installed examples are valid, checked by the installed mptctl, once their key file exists
-# as they tell (KeyFile=mpt0.key next to them, private).
+# as they tell (PrivateKeyFile=mpt0.key next to them, private; the host's own key pair).
 (umask 077; "$D$sbindir/mptctl" genkey > "$D$docdir/examples/mpt0.key") || fail "mptctl genkey failed"
 "$D$sbindir/mptctl" check "$D$docdir/examples/mpt0.netdev" "$D$docdir/examples/mpt0-peer.netdev" \
         "$D$docdir/examples/two-host-a.conf" "$D$docdir/examples/two-host-b.conf" > "$T/check.log" 2>&1 ||

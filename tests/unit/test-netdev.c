@@ -512,8 +512,9 @@ static void test_examples(void) {
         g_autofree char *key = g_build_filename(dir, "mpt0.key", NULL);
         g_autoptr(GError) error = NULL;
 
-        /* They name their key file KeyFile=mpt0.key, next to them: load copies from a directory
-         * that has one (a checked-out file would be readable by everyone, and refused). */
+        /* They name their private key file PrivateKeyFile=mpt0.key, next to them: load copies
+         * from a directory that has one (a checked-out file would be readable by everyone, and
+         * refused). */
         g_assert_nonnull(dir);
         g_file_set_contents(key, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", -1, &error);
         g_assert_no_error(error);
@@ -542,7 +543,8 @@ static void test_examples(void) {
                 g_assert_cmpuint(p->n_paths, ==, 2);
                 g_assert_cmpstr(p->paths[0].name, ==, "fiber");
                 g_assert_cmpstr(p->paths[1].name, ==, "lte");
-                g_assert_true(p->tunnel.psk.set);
+                g_assert_true(profile_uses_handshake(p));
+                g_assert_true(p->tunnel.public_key.set);
                 profile_free(p);
                 diag_done(&d);
         }

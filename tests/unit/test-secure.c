@@ -637,7 +637,7 @@ static void test_sessions(void) {
         h = hdr(0, SID(0x20000000, 3), 1);
         g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         h = hdr(0, SID(0xf0000000, 1), 4);
-        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_EPOCH);
+        g_assert_cmpint(mpt_secure_rx_check(rx, &h, AT_OWN(h)), ==, MPT_DROP_STALE_SESSION);
         h = hdr(0, SID(0x10000000, 2), 2);
         g_assert_cmpint(mpt_secure_rx_accept(rx, &h, AT_OWN(h), &new_epoch), ==, -1);
         /* The binding of the newest session holds older sessions' datagrams too. */
