@@ -249,10 +249,15 @@ static bool kernel_needs_net_raw(void) {
 /* Becomes arg_uid/arg_gid (no supplementary groups) and keeps the permitted capabilities across
  * the change (their effective set is empty then; drop_privileges() raises what it keeps). */
 static int switch_user(void) {
+        int pdeathsig = 0;
+
         if (geteuid() != 0)
                 return log_error_errno(SYNTHETIC_ERRNO(EPERM),
                                        "--user=%s: mptd must start as root to change its user (it runs as uid %u).",
                                        arg_user, (unsigned) geteuid());
+        /* The parent-death signal (nm-mpt-service asks for one, so that mptd does not outlive it)
+         * is cleared when the user changes: set it again after. */
+        (void) prctl(PR_GET_PDEATHSIG, &pdeathsig, 0, 0, 0);
         if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
                 return log_error_errno(errno, "Failed to keep capabilities across the user change: %m");
         if (setgroups(0, NULL) < 0)
@@ -265,6 +270,13 @@ static int switch_user(void) {
                                        errno == EPERM ? " (CAP_SETUID is missing: a unit's CapabilityBoundingSet=?)" : "");
         if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
                 return log_error_errno(errno, "Failed to reset PR_SET_KEEPCAPS: %m");
+        if (pdeathsig > 0) {
+                if (prctl(PR_SET_PDEATHSIG, pdeathsig, 0, 0, 0) < 0)
+                        return log_error_errno(errno, "Failed to set the parent-death signal again: %m");
+                /* The parent may have gone in between. */
+                if (getppid() == 1)
+                        return log_error_errno(SYNTHETIC_ERRNO(ESRCH), "The process that started mptd is gone.");
+        }
         log_info("Running as user %s (uid %u, gid %u) from now on.", arg_user, (unsigned) arg_uid, (unsigned) arg_gid);
         return 0;
 }

@@ -18,6 +18,8 @@
 #     also after a path binds again to a new address (with the other path taken down, so that
 #     the pings can only cross the rebound one, whose packet counters grow at both ends), and it
 #     keeps only what it needs;
+#   - a parent-death signal asked for by mptd's starter (as nm-mpt-service does) survives
+#     --user=nobody: the starter killed, mptd exits;
 #   - mptd started as root with --user=nobody sets up as root (its own TUN device, the control
 #     socket in a root-owned directory) and then runs as nobody (uid and gid 65534, no
 #     supplementary groups) with only CAP_NET_ADMIN in every set and a cut bounding set: traffic
@@ -213,5 +215,43 @@ if [ "$had_table" -gt 0 ]; then
                 it_soft_fail "mptd --user=nobody left its nftables table behind"
 fi
 it_note "mptd --user=nobody: nftables table while running: $had_table, gone after exit"
+
+# The parent-death signal a starter asks for (nm-mpt-service: mptd must not outlive it) survives
+# the change of user (the kernel clears it then): the starter killed, mptd --user=nobody exits.
+MPT_RUNTIME_DIR="$LAB_DIR/run-a" ip netns exec "$(lab_ns a)" python3 -c '
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+pid = os.fork()
+if pid == 0:
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.execv(sys.argv[1], sys.argv[1:])
+print(pid, flush=True)
+time.sleep(3600)' "$MPTD" --log-target=console --user=nobody "$LAB_DIR/a.conf" \
+        > "$LAB_DIR/starter.out" 2>> "$LAB_DIR/mptd-a-starter.log" &
+starter=$!
+LAB_PIDS+=("$starter")
+for _ in $(seq 100); do
+        [ -s "$LAB_DIR/starter.out" ] && lab_ctl a show lab >/dev/null 2>&1 && break
+        sleep 0.1
+done
+child=$(head -n 1 "$LAB_DIR/starter.out")
+[ -n "$child" ] && lab_ctl a show lab >/dev/null 2>&1 || it_fail "mptd --user=nobody under a starter did not come up: $(tail -n 3 "$LAB_DIR/mptd-a-starter.log")"
+[ "$(awk '/^Uid:/ { print $2 }' "/proc/$child/status")" = 65534 ] || it_soft_fail "mptd under the starter is not nobody"
+kill -KILL "$starter"
+wait "$starter" 2>/dev/null || true
+gone=0
+for _ in $(seq 50); do
+        if [ ! -d "/proc/$child" ] || [ "$(ps -o stat= -p "$child" 2>/dev/null | cut -c1)" = Z ]; then
+                gone=1
+                break
+        fi
+        sleep 0.1
+done
+if [ "$gone" = 1 ]; then
+        it_note "mptd --user=nobody exited when its starter was killed (parent-death signal kept)"
+else
+        kill -TERM "$child" 2>/dev/null || true
+        it_soft_fail "mptd --user=nobody outlived its starter: the parent-death signal was lost with the user change"
+fi
 
 it_finish "least privilege"

@@ -16,7 +16,8 @@
 #   carrying the default route (ipv4.never-default no: a path with only LocalAddress= gets a host
 #   route from the service, a path with Interface= is bound to it; either way the peer hears the
 #   path on its own interface and `ip route get` shows where the remote goes), NetworkManager's
-#   exit (mptd stopped). The handshake: a connection with the other end's PublicKey asks for this
+#   exit (mptd stopped). mptd runs as the user MPT_NM_MPTD_USER names (nobody here) with
+#   CAP_NET_ADMIN alone once it has set up. The handshake: a connection with the other end's PublicKey asks for this
 #   end's PrivateKey (PrivateKey-flags=2, nmcli --ask) and comes up with a session. A connection that belongs to a user (connection.permissions) cannot make the
 #   service read a file: KeyFile= is refused with one message whether the root-only file exists or
 #   not, and strace of the service shows that no system call named either file. A tunnel name that
@@ -119,8 +120,9 @@ if [ ! -d /etc/mpt ]; then
 fi
 [ -d /etc/systemd/network ] || lab_skip "needs /etc/systemd/network (systemd)"
 # The VPN service and mptd inherit NetworkManager's environment: the build tree's mptd, the
-# lab's runtime directory for a (so lab_ctl a reaches the tunnel).
-MPT_NM_MPTD=$MPTD MPT_RUNTIME_DIR=$LAB_DIR/run-a \
+# lab's runtime directory for a (so lab_ctl a reaches the tunnel), and the user mptd becomes
+# once it has set up (the system's "mpt" by default, which the test machine may not have).
+MPT_NM_MPTD=$MPTD MPT_RUNTIME_DIR=$LAB_DIR/run-a MPT_NM_MPTD_USER=nobody \
         ip netns exec "$(lab_ns a)" "$here/nm-in-ns.sh" >"$LAB_DIR/nm.log" 2>&1 &
 NM_PID=$!
 for _ in $(seq 200); do
@@ -208,6 +210,12 @@ fi
 
 step "up (imported) and ping"
 up_and_ping "$imported_uuid"
+# mptd under NetworkManager drops root as the unit does: nobody here, only CAP_NET_ADMIN.
+pid=$(tunnel_pid)
+[ "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")" = 65534 ] ||
+        lab_die "mptd under NetworkManager runs as uid $(awk '/^Uid:/ { print $2 }' "/proc/$pid/status"), expected nobody"
+[ "$(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status")" = 0000000000001000 ] ||
+        lab_die "mptd under NetworkManager has capabilities $(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status"), expected CAP_NET_ADMIN alone"
 lab_exec a ip -d link show lab | grep -q "tun type tun" || lab_die "lab is not a TUN device"
 [ "$(stat -c %a "$LAB_DIR/run-a/lab.nm.conf")" = 600 ] || lab_die "the private profile file is not 0600"
 step "export and re-import"

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -60,10 +61,30 @@ typedef struct MptServiceClass {
 GType mpt_service_get_type(void);
 G_DEFINE_TYPE(MptService, mpt_service, NM_TYPE_VPN_SERVICE_PLUGIN)
 
+#define MPT_NM_MPTD_USER_DEFAULT "mpt"
+
 static const char *mptd_path(void) {
         /* The tests run the build tree's mptd; NetworkManager passes its environment on. */
         const char *e = g_getenv("MPT_NM_MPTD");
         return e && *e ? e : MPT_NM_MPTD_PATH;
+}
+
+/* The user mptd runs as once it has set the tunnel up (mptd --user): the system user "mpt"
+ * (sysusers.d/mpt.conf makes it) when it exists, as in the unit; NULL: root (logged once). The
+ * tests name another one with MPT_NM_MPTD_USER (empty: root). */
+static const char *mptd_user(void) {
+        static gboolean warned;
+        const char *e = g_getenv("MPT_NM_MPTD_USER");
+
+        if (e)
+                return *e ? e : NULL;
+        if (getpwnam(MPT_NM_MPTD_USER_DEFAULT))
+                return MPT_NM_MPTD_USER_DEFAULT;
+        if (!warned)
+                g_message("no user '%s' (systemd-sysusers creates it from mpt.conf): mptd keeps running as root",
+                          MPT_NM_MPTD_USER_DEFAULT);
+        warned = TRUE;
+        return NULL;
 }
 
 static void stop_watches(MptService *self) {
@@ -418,6 +439,7 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
         MptService *self = (MptService *) plugin;
         NMSettingVpn *s = nm_connection_get_setting_vpn(connection);
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_autofree char *user_arg = NULL;
         g_auto(GStrv) envp = NULL;
         char notify_name[108];
         const char *lvl;
@@ -471,6 +493,8 @@ static gboolean real_connect(NMVpnServicePlugin *plugin, NMConnection *connectio
         self->notify_source = g_unix_fd_add(self->notify_fd, G_IO_IN, on_notify, self);
 
         g_ptr_array_add(argv, (char *) mptd_path());
+        if (mptd_user())
+                g_ptr_array_add(argv, user_arg = g_strdup_printf("--user=%s", mptd_user()));
         lvl = g_getenv("NM_VPN_LOG_LEVEL");
         if (lvl && atoi(lvl) >= 7)
                 g_ptr_array_add(argv, (char *) "--log-level=debug");
