@@ -472,6 +472,47 @@ static void test_security(void) {
         }
 }
 
+/* The handshake's keys: a connection with PrivateKey (secret) and PublicKey (data) shows them;
+ * typed ones are saved as the secret PrivateKey (with its flags) and the data item PublicKey;
+ * a pre-shared Key beside them is refused with the validator's message. */
+static void test_handshake_keys(void) {
+        static const char *const data[] = {
+                "Path0.Interface", "eth0", "Path0.Remote", "192.0.2.1",
+                "PublicKey", "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=", NULL,
+        };
+        static const char *const secrets[] = { "PrivateKey", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", NULL };
+        const char *other_pub = "q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=";
+        const char *other_priv = "cGVyLXBlZXIga2V5cyBmb3IgdGhlIGhhbmRzaGFrZSE=";
+        g_autoptr(NMConnection) c = connection_new(data, secrets);
+        g_autoptr(NMVpnEditor) editor = editor_for(c);
+        g_autoptr(GError) got = NULL;
+        g_autoptr(NMConnection) out = NULL;
+        NMSettingVpn *s;
+
+        g_assert_cmpstr(text_of(editor, "mpt-public-key"), ==, "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=");
+        g_assert_cmpstr(text_of(editor, "mpt-private-key"), ==, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+        g_assert_null(shown_error(editor));
+
+        type_into(editor, "mpt-public-key", other_pub);
+        type_into(editor, "mpt-private-key", other_priv);
+        out = save(editor, c, &got);
+        g_assert_no_error(got);
+        s = nm_connection_get_setting_vpn(out);
+        g_assert_cmpstr(nm_setting_vpn_get_data_item(s, "PublicKey"), ==, other_pub);
+        g_assert_cmpstr(nm_setting_vpn_get_secret(s, "PrivateKey"), ==, other_priv);
+        g_assert_null(nm_setting_vpn_get_data_item(s, "PrivateKey"));
+        g_assert_null(nm_setting_vpn_get_secret(s, "Key"));
+        g_clear_object(&out);
+
+        /* Both schemes at once: the validator's message, nothing saved. */
+        type_into(editor, "mpt-key", other_pub);
+        out = save(editor, c, &got);
+        g_assert_null(out);
+        g_assert_nonnull(got);
+        g_assert_nonnull(strstr(got->message, "Key= is the pre-shared key of secure mode without a handshake"));
+        g_assert_cmpstr(shown_error(editor), ==, got->message);
+}
+
 int main(int argc, char **argv) {
         const char *path = g_getenv("MPT_EDITOR_SO");
         GModule *module;
@@ -503,5 +544,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/mpt/nm-editor/new-connection", test_new_connection);
         g_test_add_func("/mpt/nm-editor/placeholders", test_placeholders);
         g_test_add_func("/mpt/nm-editor/security", test_security);
+        g_test_add_func("/mpt/nm-editor/handshake-keys", test_handshake_keys);
         return g_test_run();
 }
