@@ -857,11 +857,6 @@ static bool seq_read_retry(const uint32_t *seq, uint32_t s) {
         return __atomic_load_n(seq, __ATOMIC_RELAXED) != s;
 }
 
-/* Whether epoch a is newer than b (secure.h: with the handshake, by the session's generation). */
-static bool epoch_newer(const Tunnel *t, uint64_t a, uint64_t b) {
-        return t->handshake ? (uint32_t) a > (uint32_t) b : a > b;
-}
-
 /* An authenticated datagram of the other end's path path_id (its secure header says which),
  * len bytes on the wire, arrived at `arrival`. */
 static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
@@ -882,7 +877,8 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
          * (the high half is random): a new session starts afresh too (the other end may have
          * restarted; after a rekey its counters go on, and only the first datagram's gap goes
          * unnoticed), and datagrams of the one before are no news. */
-        if (epoch_newer(w->tunnel, epoch, r->epoch)) {
+        if (mpt_secure_epoch_order(w->tunnel->handshake, epoch) >
+            mpt_secure_epoch_order(w->tunnel->handshake, r->epoch)) {
                 memset(r->lane_top, 0, sizeof r->lane_top);
                 r->epoch = epoch;
         }
@@ -1042,7 +1038,7 @@ static void secure_hold(Worker *w, int *held, int id) {
 #define SECURE_HANDED_ON _MPT_DROP_MAX
 
 static int hand_on_handshake(Worker *w, unsigned path, const MptSockaddr *src, const uint8_t *d, size_t len) {
-        ControlEvent ev = { .kind = CONTROL_EVENT_HANDSHAKE, .path = path, .source = *src, .when = now_usec() };
+        ControlEvent ev = { .kind = CONTROL_EVENT_HANDSHAKE, .path = path, .source = *src };
 
         if (len > sizeof ev.hs.msg)
                 return MPT_DROP_HANDSHAKE_MALFORMED;

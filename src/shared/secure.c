@@ -388,9 +388,8 @@ bool mpt_secure_rx_peer_aes(const MptSecureRx *rx) {
         return __atomic_load_n(&rx->peer_aes, __ATOMIC_RELAXED);
 }
 
-/* Which of two epochs is newer: a session id's generation, or the epoch itself (0: none). */
 static uint64_t epoch_order(const MptSecureRx *rx, uint64_t epoch) {
-        return rx->sessions ? (uint32_t) epoch : epoch;
+        return mpt_secure_epoch_order(rx->sessions, epoch);
 }
 
 static const MptSecureRxWindow *lane_window(const MptSecureRxLane *l, uint64_t epoch) {

@@ -186,6 +186,12 @@ size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCiph
 size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const MptSecureKeys *k, MptCipher cipher,
                             uint8_t flags, MptSecureSender from);
 
+/* Which of two epochs is newer compares these: with the handshake (sessions) a session id's
+ * generation, its low 32 bits (the high half is random); else the epoch itself. */
+static inline uint64_t mpt_secure_epoch_order(bool sessions, uint64_t epoch) {
+        return sessions ? (uint32_t) epoch : epoch;
+}
+
 /* The receive state of an end whose own epoch is own_epoch; NULL: no memory. */
 MptSecureRx *mpt_secure_rx_new(uint64_t own_epoch);
 /* The receive state of an end that runs the handshake: epochs are its own session ids. */

@@ -41,7 +41,6 @@ lab_init
 it_require python3
 lab_topology 2 none 4
 it_profiles 2 4 4
-frames() { python3 "$here/frames.py" "$@"; }
 
 # sum SIDE 'REASON REASON ...': those drop counters over the tunnel and its paths.
 dsum() {
@@ -52,6 +51,38 @@ names = sys.argv[1].split()
 tot = sum(t.get("drops", {}).get(n, 0) for n in names)
 tot += sum(p["drops"].get(n, 0) for p in t["paths"] for n in names)
 print(tot)' "$2"
+}
+# capture NAME SECONDS PINGS: captures what arrives at b on pb0 for SECONDS while a sends PINGS
+# pings through the tunnel, into $LAB_DIR/NAME; sets N_CAP (frames), KINDS ("0xe3=N ...", by
+# first byte) and N_E3 (transport datagrams among them: a handshake may take place meanwhile,
+# and its messages are refused by reasons of their own).
+capture() {
+        local cap_pid
+        lab_exec b python3 "$here/frames.py" capture pb0 4754 "$2" "$LAB_DIR/$1" > "$LAB_DIR/$1.out" &
+        cap_pid=$!
+        sleep 0.3
+        lab_exec a ping -q -c "$3" -i 0.05 -I "$a_addr" "$b_addr" > /dev/null || true
+        wait "$cap_pid"
+        read -r N_CAP KINDS < "$LAB_DIR/$1.out"
+        N_E3=$(printf '%s\n' $KINDS | sed -n 's/^0xe3=//p')
+        N_E3=${N_E3:-0}
+}
+# drop_deltas SIDE FROM TO [REASONS]: the drop counters (over the tunnel and its paths) that grew
+# between two it_snap snapshots, as {reason: growth}; only REASONS when given.
+drop_deltas() {
+        python3 - "$LAB_DIR/snap-$1-$2.json" "$LAB_DIR/snap-$1-$3.json" "${4:-}" <<'EOF'
+import json, sys
+a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
+only = sys.argv[3].split()
+def drops(t):
+    d = dict(t.get("drops", {}))
+    for p in t["paths"]:
+        for k, v in p["drops"].items():
+            d[k] = d.get(k, 0) + v
+    return d
+da, db = drops(a), drops(b)
+print({k: db[k] - da.get(k, 0) for k in db if db[k] != da.get(k, 0) and (not only or k in only)})
+EOF
 }
 # field SIDE FIELD: a path counter summed over the paths.
 psum() {
@@ -82,17 +113,9 @@ lab_ctl a show lab | grep -q "handshake; public key $LAB_PUBLIC_a" || it_fail "m
 it_pass "handshake: sessions at both ends, traffic both ways"
 
 # ---- 2. replay within the session ----
-lab_exec b python3 "$here/frames.py" capture pb0 4754 2 "$LAB_DIR/cap" > "$LAB_DIR/cap.out" &
-cap_pid=$!
-sleep 0.3
-lab_exec a ping -q -c 30 -i 0.05 -I "$a_addr" "$b_addr" > /dev/null || true
-wait "$cap_pid"
-read -r n_cap kinds < "$LAB_DIR/cap.out"
-it_note "captured $n_cap datagrams a -> b on p0 ($kinds)"
-# Transport datagrams among them (a handshake may have taken place meanwhile: its messages are
-# refused too, but counted by their own reasons).
-n_e3=$(printf '%s\n' $kinds | sed -n 's/^0xe3=//p')
-n_e3=${n_e3:-0}
+capture cap 2 30
+n_e3=$N_E3
+it_note "captured $N_CAP datagrams a -> b on p0 ($KINDS)"
 [ "$n_e3" -ge 10 ] || it_fail "captured only $n_e3 transport datagrams"
 # (a's sent packets are read before b's delivered ones at the start, after them at the end: what
 # a sends meanwhile, the kernel's own packets, may only make a's count the larger.)
@@ -187,16 +210,9 @@ lab_stop b
 MPT_DEBUG_REKEY=700 it_start a
 MPT_DEBUG_REKEY=700 it_start b
 it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b with rekeys every 0.7 s"
-lab_exec b python3 "$here/frames.py" capture pb0 4754 1 "$LAB_DIR/cap2" > "$LAB_DIR/cap2.out" &
-cap_pid=$!
-sleep 0.3
-lab_exec a ping -q -c 10 -i 0.05 -I "$a_addr" "$b_addr" > /dev/null || true
-wait "$cap_pid"
-read -r n_cap2 kinds2 < "$LAB_DIR/cap2.out"
-# Transport datagrams among them (the rest are the handshake's messages of the rekeys).
-n_e3=$(printf '%s\n' $kinds2 | sed -n 's/^0xe3=//p')
-n_e3=${n_e3:-0}
-[ "$n_cap2" -ge 5 ] || it_fail "captured only $n_cap2 datagrams before the rekeys"
+capture cap2 1 10
+n_e3=$N_E3
+[ "$N_CAP" -ge 5 ] || it_fail "captured only $N_CAP datagrams before the rekeys"
 s0=$(lab_json b 't["sessions"]')
 it_snap b hs-before
 read -r lost sent _ <<<"$(it_iperf_udp "$b_addr" 5 20M)"
@@ -205,17 +221,8 @@ s1=$(lab_json b 't["sessions"]')
 it_note "UDP through $((s1 - s0)) rekeys: $lost of $sent datagrams lost"
 [ $((s1 - s0)) -ge 4 ] || it_fail "only $((s1 - s0)) new sessions in 5 s with a rekey every 0.7 s"
 [ "$lost" = 0 ] || it_soft_fail "$lost of $sent UDP datagrams lost across the rekeys"
-for r in unknown-session stale-session expired-session replayed auth-failed path-mismatch no-session; do
-        d=$(python3 - "$LAB_DIR/snap-b-hs-before.json" "$LAB_DIR/snap-b-hs-after.json" "$r" <<'EOF'
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-def total(t):
-    return t.get("drops", {}).get(sys.argv[3], 0) + sum(p["drops"].get(sys.argv[3], 0) for p in t["paths"])
-print(total(b) - total(a))
-EOF
-)
-        [ "$d" = 0 ] || it_soft_fail "b dropped $d datagrams as $r while the sessions changed"
-done
+d=$(drop_deltas b hs-before hs-after 'unknown-session stale-session expired-session replayed auth-failed path-mismatch no-session')
+[ "$d" = "{}" ] || it_soft_fail "b dropped datagrams while the sessions changed: $d"
 # (A keepalive among them may still find its session's window on the control lane, which
 # sees few sessions: then it is refused as replayed.)
 a_tx0=$(psum a tx_packets) b_rx0=$(psum b rx_packets) old0=$(dsum b 'stale-session replayed')
@@ -224,21 +231,8 @@ n_sent=$(lab_exec a python3 "$here/frames.py" replay pa0 "$LAB_DIR/cap2")
 sleep 1
 b_rx1=$(psum b rx_packets) a_tx1=$(psum a tx_packets) old1=$(dsum b 'stale-session replayed')
 it_snap b replay-after
-[ $((old1 - old0)) -eq "$n_e3" ] || {
-        python3 - "$LAB_DIR/snap-b-replay-before.json" "$LAB_DIR/snap-b-replay-after.json" >&2 <<'EOF'
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-def drops(t):
-    d = dict(t.get("drops", {}))
-    for p in t["paths"]:
-        for k, v in p["drops"].items():
-            d[k] = d.get(k, 0) + v
-    return d
-da, db = drops(a), drops(b)
-print("  b's drops during the replay:", {k: db[k] - da.get(k, 0) for k in db if db[k] != da.get(k, 0)})
-EOF
-        it_fail "replayed $n_sent datagrams ($n_e3 transport) of a session $((s1 - s0)) rekeys ago, b counted $((old1 - old0)) as stale-session or replayed"
-}
+[ $((old1 - old0)) -eq "$n_e3" ] ||
+        it_fail "replayed $n_sent datagrams ($n_e3 transport) of a session $((s1 - s0)) rekeys ago, b counted $((old1 - old0)) as stale-session or replayed (all of b's drops meanwhile: $(drop_deltas b replay-before replay-after))"
 [ $((b_rx1 - b_rx0)) -le $((a_tx1 - a_tx0)) ] ||
         it_fail "after the replay across rekeys b's paths delivered $((b_rx1 - b_rx0)) data packets while a sent $((a_tx1 - a_tx0))"
 it_pass "rekeys under traffic lose nothing; a replay across them is refused ($n_e3 transport datagrams, $((n_sent - n_e3)) handshake messages)"

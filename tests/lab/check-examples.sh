@@ -43,12 +43,9 @@ essence() {
 # with `[ -n "$extra_p" ] && ...`): judge it by the files.
 # The examples carry fixed (public) lab key pairs (the lab's default mode, the handshake):
 # lab_profiles writes them when LAB_PRIVATE_a/b hold them.
-for side in a b; do
-        k=$(sed -n 's/^PrivateKey=//p' "$root/data/examples/lab-$side.conf")
-        [ -n "$k" ] || lab_die "data/examples/lab-$side.conf has no PrivateKey="
-        eval "LAB_PRIVATE_$side=\$k"
-        eval "LAB_PUBLIC_$side=\$(printf '%s\n' \"\$k\" | \"\$MPTCTL\" pubkey)" || lab_die "mptctl pubkey failed"
-done
+LAB_PRIVATE_a=$(sed -n 's/^PrivateKey=//p' "$root/data/examples/lab-a.conf")
+LAB_PRIVATE_b=$(sed -n 's/^PrivateKey=//p' "$root/data/examples/lab-b.conf")
+[ -n "$LAB_PRIVATE_a" ] && [ -n "$LAB_PRIVATE_b" ] || lab_die "data/examples/lab-a.conf or lab-b.conf has no PrivateKey="
 MPT_LAB_MODE=handshake lab_profiles 4 4 4
 
 failures=0

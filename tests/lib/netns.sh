@@ -219,15 +219,17 @@ lab_key() {
 }
 
 # lab_pair_init: a key pair per side for the handshake (MPT_LAB_MODE=handshake), fresh per run:
-# LAB_PRIVATE_a/_b (mptctl genkey) and LAB_PUBLIC_a/_b (mptctl pubkey). Call in the lab's shell.
+# LAB_PRIVATE_a/_b (mptctl genkey, unless set already, e.g. to the examples' keys) and
+# LAB_PUBLIC_a/_b (mptctl pubkey of them). Call in the lab's shell.
 LAB_PRIVATE_a= LAB_PRIVATE_b= LAB_PUBLIC_a= LAB_PUBLIC_b=
 lab_pair_init() {
         local side k
         for side in a b; do
                 eval "k=\$LAB_PRIVATE_$side"
-                [ -z "$k" ] || continue
-                k=$("$MPTCTL" genkey) || lab_die "mptctl genkey failed"
-                eval "LAB_PRIVATE_$side=\$k"
+                if [ -z "$k" ]; then
+                        k=$("$MPTCTL" genkey) || lab_die "mptctl genkey failed"
+                        eval "LAB_PRIVATE_$side=\$k"
+                fi
                 eval "LAB_PUBLIC_$side=\$(printf '%s\n' \"\$k\" | \"\$MPTCTL\" pubkey)" || lab_die "mptctl pubkey failed"
         done
 }
