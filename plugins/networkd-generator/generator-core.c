@@ -301,6 +301,9 @@ int generator_unit_new(const GeneratorPaths *paths, const char *ifname, const ch
                      "After=systemd-networkd.service\n"
                      "\n"
                      "[Service]\n"
+                     "# mptd runs as user mpt: it reads a .netdev that holds keys through the group\n"
+                     "# systemd-networkd reads it through (chmod 640, group systemd-network).\n"
+                     "SupplementaryGroups=systemd-network\n"
                      "ExecStart=\n"
                      "ExecStart=%s --log-target=journal --netdev %s\n",
                      source, ifname, source_path, u.device, u.device, exec_mptd, exec_source) < 0) {

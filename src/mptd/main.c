@@ -15,6 +15,7 @@
 #include "log.h"
 #include "netdev.h"
 #include "reload.h"
+#include "sandbox.h"
 #include "tunnel.h"
 
 static unsigned arg_workers;
@@ -215,6 +216,15 @@ static int load_profile(MptProfile **ret, char **ret_filename) {
         diag_done(&diag);
         if (r == -EBADFD) {
                 fprintf(stderr, "mptd: cannot read %s: not a regular file\n", filename);
+                return -EINVAL;
+        }
+        if (r == -EACCES && geteuid() != 0) {
+                struct passwd *pw = getpwuid(geteuid());
+                struct group *gr = getgrgid(getegid());
+                /* Most likely mptd@.service (User=mpt) and a profile made private to root. */
+                fprintf(stderr, "mptd: cannot read %s: %s (mptd runs as user %s: let it read the profile and its "
+                        "key files through its group, e.g. chown root:%s and chmod 640)\n", filename, strerror(-r),
+                        pw ? pw->pw_name : "?", gr ? gr->gr_name : "mpt");
                 return -EINVAL;
         }
         if (r < 0) {
@@ -424,6 +434,11 @@ static int run(int argc, char *argv[]) {
         /* The profile is read and the control socket exists (chown needs CAP_CHOWN); from here on
          * nothing needs more than the network capabilities. Before tunnel_new() starts threads. */
         r = drop_privileges();
+        if (r < 0)
+                return 1;
+        /* No program runs, no process starts, no privilege changes from here on, in any thread
+         * (sandbox.h); each worker then narrows it to the data plane. */
+        r = sandbox_install_process();
         if (r < 0)
                 return 1;
         r = tunnel_new(event, profile, workers, &tunnel);

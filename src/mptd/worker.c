@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "byteorder.h"
+#include "log.h"
+#include "sandbox.h"
 #include "session.h"
 #include "worker.h"
 
@@ -1871,6 +1873,12 @@ static void *worker_main(void *userdata) {
 
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, NULL);
+        /* From here on this thread parses what arrives from the network: only the system calls
+         * of the data plane (sandbox.h). worker_start() waits for the result. */
+        w->sandbox_r = sandbox_install_worker();
+        sem_post(&w->sandboxed);
+        if (w->sandbox_r < 0)
+                return NULL;
 
         while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
                 unsigned ready[MPT_PATHS_MAX], n_ready;
@@ -1915,12 +1923,24 @@ int worker_start(Worker *w) {
         char name[16];
         int r;
 
+        if (sem_init(&w->sandboxed, 0, 0) < 0)
+                return -errno;
         r = pthread_create(&w->thread, NULL, worker_main, w);
-        if (r != 0)
+        if (r != 0) {
+                sem_destroy(&w->sandboxed);
                 return -r;
+        }
         w->started = true;
         snprintf(name, sizeof name, "mptd-w%u", w->id);
         (void) pthread_setname_np(w->thread, name);
+        while (sem_wait(&w->sandboxed) < 0 && errno == EINTR)
+                ;
+        sem_destroy(&w->sandboxed);
+        if (w->sandbox_r < 0) {
+                pthread_join(w->thread, NULL);
+                w->started = false;
+                return log_tunnel_error_errno(w->tunnel, w->sandbox_r, "Failed to install the seccomp filter of worker %u: %m", w->id);
+        }
         return 0;
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <semaphore.h>
+
 #include "offload.h"
 #include "rx-shared.h"
 #include "tunnel.h"
@@ -105,6 +107,9 @@ struct Worker {
         unsigned id;
         pthread_t thread;
         bool started;
+        /* The thread's own seccomp filter (sandbox.c): its result, posted before the thread runs. */
+        sem_t sandboxed;
+        int sandbox_r;
         int tun_fd;
         int epoll_fd;
         int wake_fd;

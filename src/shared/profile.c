@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <sys/stat.h>
@@ -1063,6 +1064,28 @@ static void diag_sort_by_line(const MptProfile *p, MptDiagnostics *d, size_t fir
 /* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
  * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
  * nothing. */
+static gid_t service_gid = (gid_t) -1;
+static bool looked_up;
+
+void profile_set_service_gid(gid_t gid) {
+        service_gid = gid;
+        looked_up = true;
+}
+
+uint32_t profile_file_mode(const struct stat *st) {
+        uint32_t mode = st->st_mode & 07777;
+
+        if (!looked_up) {
+                struct group *g = getgrnam("mpt");
+                if (g)
+                        service_gid = g->gr_gid;
+                looked_up = true;
+        }
+        if (st->st_gid == service_gid)
+                mode |= MPT_FILE_SERVICE_GROUP;
+        return mode;
+}
+
 static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
         ParseState s = { .profile = p, .dropin = true, .file = path, .section = _MPT_SECTION_INVALID };
@@ -1075,7 +1098,7 @@ static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
         r = read_full_file_flags(path, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
-        p->dropin_modes[p->cur_file - 1] = st.st_mode & 07777;
+        p->dropin_modes[p->cur_file - 1] = profile_file_mode(&st);
         conf_parse_buffer(path, buf, size, &profile_callbacks, &s, d);
         pending_flush(&s, d);
         pending_clear(&s);
@@ -1169,7 +1192,7 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
         }
         r = load(filename, buf, size, dropins, n_dropins, ret, d);
         if (r >= 0)
-                (*ret)->file_mode = st.st_mode & 07777;
+                (*ret)->file_mode = profile_file_mode(&st);
         return r;
 }
 
@@ -1206,7 +1229,8 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
                 uint32_t mode = src > 0 && src <= p->n_dropins ? p->dropin_modes[src - 1] : p->file_mode;
                 /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for
                  * the keys of WireGuard). */
-                uint32_t exposed = mode & (p->from_netdev ? S_IROTH : S_IRGRP | S_IROTH);
+                uint32_t exposed = mode & (p->from_netdev || (mode & MPT_FILE_SERVICE_GROUP) ? S_IROTH
+                                                                                            : S_IRGRP | S_IROTH);
                 const char *what = id == MPT_KEY_TUNNEL_KEY           ? "the tunnel's secret key"
                                    : id == MPT_KEY_TUNNEL_PRIVATE_KEY ? "this end's private key"
                                                                       : "the tunnel's pre-shared key";
@@ -1220,11 +1244,13 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
                         diag_add(d, TFILE(p, id), TLINE(p, id),
                                  "%s= holds %s, and %s can read this file (mode %04o): make it readable "
                                  "by root and systemd-networkd only (chmod 640, group systemd-network), or move "
-                                 "the key to %sFile=", k->name, what, who, (unsigned) mode, k->name);
+                                 "the key to %sFile=", k->name, what, who, (unsigned) (mode & 07777), k->name);
                 else
                         diag_add(d, TFILE(p, id), TLINE(p, id),
                                  "%s= holds %s, and %s can read this file (mode %04o): make it private "
-                                 "(chmod 600), or move the key to %sFile=", k->name, what, who, (unsigned) mode, k->name);
+                                 "(chmod 600; or chmod 640 and chown root:mpt, for mptd@.service, which runs mptd as "
+                                 "user mpt), or move the key to %sFile=", k->name, what, who, (unsigned) (mode & 07777),
+                                 k->name);
                 found = true;
         }
         return found;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/stat.h>
+
 /* The profile model: one tunnel and its paths, whatever front door it came through (a native
  * profile file, a systemd .netdev file, NetworkManager's vpn.data). Every front door feeds
  * key/value assignments through profile_assign(); one key table (profile-keys.c) defines the
@@ -131,7 +133,8 @@ typedef struct MptProfile {
          * attaches to it (never creates it). */
         bool from_netdev;
         /* Permission bits of the regular file it was read from; 0 when it came from elsewhere
-         * (a buffer, a pipe). */
+         * (a buffer, a pipe). With MPT_FILE_SERVICE_GROUP when the file's group is the one mptd
+         * reads profiles through (profile_file_mode()). */
         uint32_t file_mode;
         /* Drop-ins read after it (profile_load_file()), in order: file names and permission bits.
          * Their index + 1 is what key_src[] and line_src say. */
@@ -256,6 +259,14 @@ int conf_key_default_text(const MptConfKey *k, char **ret);
 
 /* The text mptctl shows for a key's value: "(hidden)" for a secret that is set. */
 int profile_format_value_shown(const MptConfKey *k, const void *config, char **ret);
+
+/* In a file mode (MptProfile.file_mode, dropin_modes): the file's group is mptd's own, the group
+ * of the "mpt" user that the shipped unit runs mptd as, which reads the profile through it: its
+ * read bit exposes nothing. */
+#define MPT_FILE_SERVICE_GROUP 0x10000u
+uint32_t profile_file_mode(const struct stat *st);
+/* Instead of the "mpt" group's (tests). */
+void profile_set_service_gid(gid_t gid);
 
 /* Parses and verifies a native profile file and its drop-ins (mpt.conf(5), DROP-INS): *.conf
  * files in the directories FILE.d/ (FILE's base name, e.g. mpt0.conf.d) next to it, and, for a

@@ -93,12 +93,16 @@ elif grep -q '@runtimedir@' "$completion"; then
         fail "${completion#"$D"} still has @runtimedir@"
 fi
 
-# The profile directory is root's alone: profiles may hold a key (Key=).
+# The profile directory: root's, and readable by group mpt only (profiles may hold a key), which
+# tmpfiles.d gives it (the user mptd@.service runs as); into a DESTDIR, nothing runs systemd-sysusers.
 if [ ! -d "$D$sysconfdir/mpt" ]; then
         fail "$sysconfdir/mpt is not installed"
-elif [ "$(stat -c %a "$D$sysconfdir/mpt")" != 700 ]; then
-        fail "$sysconfdir/mpt is installed with mode $(stat -c %a "$D$sysconfdir/mpt"), expected 700"
+elif [ "$(stat -c %a "$D$sysconfdir/mpt")" != 750 ]; then
+        fail "$sysconfdir/mpt is installed with mode $(stat -c %a "$D$sysconfdir/mpt"), expected 750"
 fi
+grep -qx "z $sysconfdir/mpt 0750 root mpt -" "$D$tmpfilesdir/mpt.conf" ||
+        fail "$tmpfilesdir/mpt.conf does not give $sysconfdir/mpt to group mpt: $(cat "$D$tmpfilesdir/mpt.conf")"
+
 
 # The template orders itself after network-pre.target without pulling it in (a passive target),
 # and has systemd create the runtime directory and keep it for the other instances.

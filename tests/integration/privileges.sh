@@ -6,7 +6,8 @@
 # Asserts:
 #   - mptd started as root keeps only CAP_NET_ADMIN (and CAP_NET_RAW on kernels before 5.7) in
 #     its effective, permitted and bounding sets, in every thread, no inheritable or ambient
-#     capabilities, and NoNewPrivs;
+#     capabilities, and NoNewPrivs; mptd's own seccomp filter in every thread, and the data
+#     plane's second one in each worker thread (not in a sanitized build, which has none);
 #   - the control socket: with --control-group=GID, "nobody" is refused (mptctl says permission
 #     denied), "nobody" with that supplementary group is served; and when the socket file is
 #     opened up by hand (mode 0666), mptd itself refuses "nobody" (SO_PEERCRED) with a clear
@@ -25,7 +26,11 @@
 #     supplementary groups) with only CAP_NET_ADMIN in every set and a cut bounding set: traffic
 #     flows, a path binds again to a new address, root's mptctl is served, and SIGTERM ends it
 #     cleanly (status 0, its TUN device and nftables table gone); --user with an unknown user or
-#     root is refused before anything is set up.
+#     root is refused before anything is set up;
+#   - as mptd@.service runs it (User=, AmbientCapabilities=, ExecReload=): an unprivileged user
+#     with ambient network capabilities creates its own TUN device, reads a profile of mode 640
+#     through its group, carries traffic, keeps only what it needs, reloads as that user, and
+#     exits cleanly; a profile private to root is refused with what to change.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,7 +66,7 @@ want=0000000000001000
 IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
 if [ "$kmaj" -lt 5 ] || { [ "$kmaj" = 5 ] && [ "$kmin" -lt 7 ]; }; then want=0000000000003000; fi
 check_caps() { # pid, description, expected bounding set
-        local pid=$1 what=$2 bnd=$3 task st
+        local pid=$1 what=$2 bnd=$3 task st filters
         for task in /proc/"$pid"/task/*; do
                 st=$(cat "$task/status") || continue
                 for f in "CapEff:$want" "CapPrm:$want" "CapInh:0000000000000000" "CapAmb:0000000000000000" \
@@ -69,6 +74,13 @@ check_caps() { # pid, description, expected bounding set
                         grep -qx "${f%%:*}:[[:space:]]*${f#*:}" <<<"$st" ||
                                 it_soft_fail "$what, thread $(basename "$task"): expected ${f%%:*} ${f#*:}, got: $(grep "^${f%%:*}:" <<<"$st")"
                 done
+                # mptd's own seccomp filters (none in a sanitized build): the process's in every
+                # thread, and the data plane's on top in each worker.
+                [ -z "${MPT_SANITIZED:-}" ] || continue
+                filters=1
+                case "$(cat "$task/comm")" in mptd-w*) filters=2 ;; esac
+                grep -qx "Seccomp:[[:space:]]*2" <<<"$st" && grep -qx "Seccomp_filters:[[:space:]]*$filters" <<<"$st" ||
+                        it_soft_fail "$what, thread $(basename "$task") ($(cat "$task/comm")): expected $filters seccomp filters, got: $(grep "^Seccomp" <<<"$st" | tr '\n' ' ')"
         done
         it_note "$what: $(ls /proc/"$pid"/task | wc -l) threads checked"
 }
@@ -253,5 +265,47 @@ else
         kill -TERM "$child" 2>/dev/null || true
         it_soft_fail "mptd --user=nobody outlived its starter: the parent-death signal was lost with the user change"
 fi
+
+# As mptd@.service runs it: an unprivileged user from the start (User=mpt; here nobody, with group
+# $GROUP as mpt's) with the network capabilities as ambient ones (AmbientCapabilities=), creating
+# its own TUN device, reading a profile that is root's and readable by its group only, and
+# reloading as that user (ExecReload=mptctl reload). A profile private to root: a clear refusal.
+lab_exec a ip link show lab >/dev/null 2>&1 && it_fail "the TUN device of the last mptd is still there"
+mkdir -p "$LAB_DIR/etc-unit" "$LAB_DIR/run-unit"
+cp "$LAB_DIR/a.conf" "$LAB_DIR/etc-unit/lab.conf"
+chown "$NOBODY:$GROUP" "$LAB_DIR/run-unit"
+chown "0:$GROUP" "$LAB_DIR/etc-unit" "$LAB_DIR/etc-unit/lab.conf"
+chmod 750 "$LAB_DIR/etc-unit"
+chmod 600 "$LAB_DIR/etc-unit/lab.conf"
+as_unit() { # (exec: in the background, $! is mptd)
+        MPT_RUNTIME_DIR="$LAB_DIR/run-unit" exec ip netns exec "$(lab_ns a)" \
+                setpriv --reuid="$NOBODY" --regid="$GROUP" --clear-groups \
+                --inh-caps=+net_admin,+net_raw --ambient-caps=+net_admin,+net_raw "$@"
+}
+rc=0
+out=$(as_unit "$MPTD" --log-target=console "$LAB_DIR/etc-unit/lab.conf" 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF "cannot read $LAB_DIR/etc-unit/lab.conf: Permission denied (mptd runs as user nobody: let it read the profile" <<<"$out" ||
+        it_soft_fail "a profile private to root, mptd as the unit's user: expected exit 1 and a clear reason, got $rc: $out"
+it_note "profile private to root: $out"
+chmod 640 "$LAB_DIR/etc-unit/lab.conf"
+as_unit "$MPTD" --log-target=console -w 2 "$LAB_DIR/etc-unit/lab.conf" >>"$LAB_DIR/mptd-a-unit.log" 2>&1 &
+pid=$!
+LAB_PIDS+=("$pid")
+unit_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-unit" "$MPTCTL" "$@"; }
+for _ in $(seq 100); do
+        unit_ctl show lab >/dev/null 2>&1 && break
+        kill -0 "$pid" 2>/dev/null || it_fail "mptd as the unit's user exited: $(tail -n 5 "$LAB_DIR/mptd-a-unit.log")"
+        sleep 0.1
+done
+grep -q "Created TUN device 'lab'" "$LAB_DIR/mptd-a-unit.log" ||
+        it_soft_fail "mptd as the unit's user did not create its TUN device: $(tail -n 5 "$LAB_DIR/mptd-a-unit.log")"
+it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "no ping through the tunnel of mptd as the unit's user"
+lab_exec a ping -c 20 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost with mptd as the unit's user"
+check_caps "$pid" "mptd as the unit's user" "$(awk '/^CapBnd:/ {print $2}' /proc/self/status)"
+out=$(as_unit "$MPTCTL" reload lab 2>&1) || it_soft_fail "mptctl reload as the unit's user (ExecReload=) failed: $out"
+it_note "reload as the unit's user: $out"
+kill -TERM "$pid"
+wait "$pid" || it_soft_fail "mptd as the unit's user did not exit cleanly (status $?)"
+lab_exec a ip link show lab >/dev/null 2>&1 && it_soft_fail "the TUN device of mptd as the unit's user outlived it"
 
 it_finish "least privilege"

@@ -18,6 +18,8 @@
 #      the device left in place);
 #   3. a with --netdev on a .netdev file, attached to a persistent device: pings, then the
 #      device deleted (a exits with status 0).
+# And mptd's own seccomp filters (sandbox.h): installed in each run, and none of the calls a
+# worker thread made was refused by the data plane's list.
 # (A profile reload joins this list once mptd has one.)
 
 set -eu
@@ -243,6 +245,32 @@ for t in a b nobody netdev; do
         [ "$(wc -l < "$LAB_DIR/used-$t")" -gt 20 ] || it_fail "the trace of run '$t' recorded almost nothing: $(head -n 3 "$f")"
 done
 sort -u "$LAB_DIR"/used-* > "$LAB_DIR/used"
+# mptd's own filters (sandbox.h): each run installed the process's (all threads at once) and then
+# each worker thread its own, after which no system call of a worker was refused (a refusal
+# returns EPERM, or ENOSYS for clone3): the data plane's list holds all it does.
+: > "$LAB_DIR/worker-used"
+for t in a b nobody netdev; do
+        f=$LAB_DIR/strace-$t.out
+        # (strace -f may split a call into "<unfinished ...>" and "<... seccomp resumed>".)
+        grep -q "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, " "$f" ||
+                it_fail "run '$t' did not install mptd's process filter"
+        ! grep "seccomp(SECCOMP_SET_MODE_FILTER, \|seccomp resumed>" "$f" | grep -v " = 0$" | grep -v "<unfinished ...>$" ||
+                it_fail "run '$t': a seccomp filter could not be installed"
+        n=$(grep "seccomp(SECCOMP_SET_MODE_FILTER, 0, " "$f" | awk '{ print $1 }' | sort -u | wc -l)
+        [ "$n" -ge 2 ] || it_fail "run '$t': $n worker threads installed their filter, expected one per worker (2)"
+        awk -v used="$LAB_DIR/worker-used" '
+                $2 ~ /^seccomp\(SECCOMP_SET_MODE_FILTER,/ && $3 == "0," { w[$1] = 1; next }
+                ($1 in w) {
+                        name = $2 == "<..." ? $3 : $2
+                        sub(/\(.*/, "", name)
+                        if (name !~ /^[a-z0-9_]+$/ || name == "seccomp") next
+                        print name > used
+                        if ($0 ~ / = -1 E(PERM|NOSYS) /) print
+                }' "$f" > "$LAB_DIR/worker-refused-$t"
+        [ ! -s "$LAB_DIR/worker-refused-$t" ] ||
+                it_fail "run '$t': mptd's worker filter refused: $(head -n 5 "$LAB_DIR/worker-refused-$t")"
+done
+it_note "the workers' system calls (none refused): $(sort -u "$LAB_DIR/worker-used" | tr '\n' ' ')"
 # execve is strace starting mptd (systemd's own execve is not filtered either).
 bad=$(comm -23 "$LAB_DIR/used" "$LAB_DIR/allowed" | grep -vx execve || true)
 [ -z "$bad" ] || it_fail "mptd uses system calls the unit's SystemCallFilter= refuses: $(echo $bad)"

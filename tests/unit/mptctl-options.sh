@@ -94,7 +94,7 @@ cp "$dir/open.conf" "$dir/private.conf"
 chmod 644 "$dir/open.conf"
 chmod 600 "$dir/private.conf"
 printf '[Tunnel]\nName=x\nMode=compat\n\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n' > "$dir/-x.conf"
-msg="Key= holds the tunnel's secret key, and its group and others can read this file (mode 0644): make it private (chmod 600), or move the key to KeyFile="
+msg="Key= holds the tunnel's secret key, and its group and others can read this file (mode 0644): make it private (chmod 600; or chmod 640 and chown root:mpt, for mptd@.service, which runs mptd as user mpt), or move the key to KeyFile="
 
 "$MPTCTL" check "$dir/open.conf" > "$dir/out" 2> "$dir/err" || fail "check of a readable Key=: exit $?, expected 0"
 [ "$(cat "$dir/out")" = "$dir/open.conf: OK (tunnel 'open', 1 path)" ] || fail "check of a readable Key=: stdout '$(cat "$dir/out")'"

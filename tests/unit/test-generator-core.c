@@ -106,6 +106,9 @@ static void test_unit(void) {
                         "After=systemd-networkd.service\n"
                         "\n"
                         "[Service]\n"
+                        "# mptd runs as user mpt: it reads a .netdev that holds keys through the group\n"
+                        "# systemd-networkd reads it through (chmod 640, group systemd-network).\n"
+                        "SupplementaryGroups=systemd-network\n"
                         "ExecStart=\n"
                         "ExecStart=/usr/sbin/mptd --log-target=journal --netdev /etc/systemd/network/mpt-lab.netdev\n");
         generator_unit_done(&u);

@@ -1305,6 +1305,7 @@ static void test_key_private(void) {
         static const struct {
                 mode_t mode;
                 const char *who; /* NULL: no diagnostic */
+                bool service_group; /* the file's group is mptd's (user mpt's) */
         } modes[] = {
                 { 0600, NULL },
                 { 0400, NULL },
@@ -1312,7 +1313,10 @@ static void test_key_private(void) {
                 { 0604, "others" },
                 { 0644, "its group and others" },
                 { 0660, "its group" },
+                { 0640, NULL, true },
+                { 0644, "others", true },
         };
+        struct stat st;
         static const char text[] = "[Tunnel]\nAddress=10.0.0.1/30\n\nKey=" KEY1 "\n" P_OK;
 
         for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
@@ -1320,13 +1324,18 @@ static void test_key_private(void) {
                 MptDiagnostics d = {};
 
                 write_key_file("inline.conf", text, modes[i].mode);
+                /* mptd's group: the file's own group, or one that is not it. */
+                g_assert_cmpint(stat("inline.conf", &st), ==, 0);
+                profile_set_service_gid(modes[i].service_group ? st.st_gid : st.st_gid + 1);
                 g_assert_cmpint(profile_load_file("inline.conf", &p, &d), ==, 0);
-                g_assert_cmpuint(p->file_mode, ==, modes[i].mode);
+                g_assert_cmpuint(p->file_mode & 07777, ==, modes[i].mode);
+                g_assert_cmpuint(!!(p->file_mode & MPT_FILE_SERVICE_GROUP), ==, modes[i].service_group);
                 g_assert_cmpint(profile_check_key_private(p, &d), ==, !!modes[i].who);
                 if (modes[i].who) {
                         g_autofree char *want = g_strdup_printf(
                                 "inline.conf:4: Key= holds the tunnel's secret key, and %s can read this file "
-                                "(mode %04o): make it private (chmod 600), or move the key to KeyFile=",
+                                "(mode %04o): make it private (chmod 600; or chmod 640 and chown root:mpt, for "
+                                "mptd@.service, which runs mptd as user mpt), or move the key to KeyFile=",
                                 modes[i].who, (unsigned) modes[i].mode);
                         char *got = NULL;
 
