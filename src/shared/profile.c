@@ -609,6 +609,11 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
                 FAIL("%s=%s: '%s' is not a regular file", name, value, path);
         if (fd == -ENOSYS)
                 FAIL("%s=%s: cannot open '%s' safely: /proc is not mounted", name, value, path);
+        /* Most likely mptd@.service (user mpt) and a key file made private to root. */
+        if (fd == -EACCES && geteuid() != 0)
+                FAIL("%s=%s: cannot open '%s': %s (this runs as uid %u: mptd@.service runs mptd as user mpt, "
+                     "which reads key files through its group: chown root:mpt and chmod 640)",
+                     name, value, path, strerror(-fd), (unsigned) geteuid());
         if (fd < 0)
                 FAIL("%s=%s: cannot open '%s': %s", name, value, path, strerror(-fd));
         if (st.st_mode & S_IROTH) {

@@ -288,6 +288,20 @@ out=$(as_unit "$MPTD" --log-target=console "$LAB_DIR/etc-unit/lab.conf" 2>&1) ||
         it_soft_fail "a profile private to root, mptd as the unit's user: expected exit 1 and a clear reason, got $rc: $out"
 it_note "profile private to root: $out"
 chmod 640 "$LAB_DIR/etc-unit/lab.conf"
+# The private key in a key file next to it: private to root, refused with what to change; root's
+# and readable by the group, used.
+if grep -q '^PrivateKey=' "$LAB_DIR/etc-unit/lab.conf"; then
+        sed -n 's/^PrivateKey=//p' "$LAB_DIR/etc-unit/lab.conf" > "$LAB_DIR/etc-unit/lab.key"
+        chmod 600 "$LAB_DIR/etc-unit/lab.key"
+        sed -i 's/^PrivateKey=.*/PrivateKeyFile=lab.key/' "$LAB_DIR/etc-unit/lab.conf"
+        rc=0
+        out=$(as_unit "$MPTD" --log-target=console "$LAB_DIR/etc-unit/lab.conf" 2>&1) || rc=$?
+        [ "$rc" = 1 ] && grep -qF "PrivateKeyFile=lab.key: cannot open '$LAB_DIR/etc-unit/lab.key': Permission denied (this runs as uid $NOBODY: mptd@.service runs mptd as user mpt, which reads key files through its group: chown root:mpt and chmod 640)" <<<"$out" ||
+                it_soft_fail "a key file private to root, mptd as the unit's user: expected exit 1 and a clear reason, got $rc: $out"
+        chgrp "$GROUP" "$LAB_DIR/etc-unit/lab.key"
+        chmod 640 "$LAB_DIR/etc-unit/lab.key"
+        it_note "key file private to root: refused with what to change; mode 640 with the group: used"
+fi
 as_unit "$MPTD" --log-target=console -w 2 "$LAB_DIR/etc-unit/lab.conf" >>"$LAB_DIR/mptd-a-unit.log" 2>&1 &
 pid=$!
 LAB_PIDS+=("$pid")
