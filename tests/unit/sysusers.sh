@@ -6,7 +6,7 @@
 # makes a system user "mpt" with a group of the same name, no login shell and / as home. Then the
 # shipped tmpfiles.d file, run by systemd-tmpfiles on the same root, gives the profile directory
 # (made there with mode 700, as an older mpt installed it) to root and group mpt, mode 750, so
-# that the unit can read its profiles.
+# that the unit can read its profiles, and makes the runtime directory user mpt's.
 #
 #   sysusers.sh SOURCE_DIR/data/sysusers-mpt.conf BUILD_DIR/data/mpt.conf
 set -eu
@@ -33,4 +33,8 @@ chmod 700 "$root$etc/mpt"
 systemd-tmpfiles --root="$root" --create "$tmpfiles"
 got=$(stat -c '%a %u %g' "$root$etc/mpt")
 [ "$got" = "750 0 $gid" ] || { echo "FAIL: $etc/mpt after systemd-tmpfiles: mode, owner, group $got; expected 750 0 $gid"; exit 1; }
-echo "PASS: $name ($uid:$gid, $gecos, $home, $shell); $grp; $etc/mpt: $got"
+run=$(sed -n 's/^d \([^ ]*\) 0755 mpt mpt -$/\1/p' "$tmpfiles")
+[ -n "$run" ] || { echo "FAIL: $tmpfiles does not make the runtime directory user mpt's: $(cat "$tmpfiles")"; exit 1; }
+rgot=$(stat -c '%a %u %g' "$root$run")
+[ "$rgot" = "755 $uid $gid" ] || { echo "FAIL: $run after systemd-tmpfiles: $rgot; expected 755 $uid $gid"; exit 1; }
+echo "PASS: $name ($uid:$gid, $gecos, $home, $shell); $grp; $etc/mpt: $got; $run: $rgot"
