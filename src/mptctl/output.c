@@ -225,6 +225,26 @@ static void print_drops(FILE *f, const CtlRecord *r) {
                 fputc('\n', f);
 }
 
+/* Policy=: "  policy 0: proto udp dport 5060 lowest-latency (12 packets)", a line per rule, and
+ * the path lowest-latency rules use. */
+static void print_policy(FILE *f, const CtlRecord *r) {
+        const char *fastest = ctl_record_get(r, "policy_fastest");
+        char key[32];
+
+        for (unsigned k = 0;; k++) {
+                const char *rule, *hits;
+                snprintf(key, sizeof key, "policy.%u", k);
+                rule = ctl_record_get(r, key);
+                snprintf(key, sizeof key, "policy_hits.%u", k);
+                hits = ctl_record_get(r, key);
+                if (!rule || !hits)
+                        break;
+                fprintf(f, "  policy %u: %s (%s packet%s)\n", k, rule, hits, streq(hits, "1") ? "" : "s");
+        }
+        if (fastest)
+                fprintf(f, "  lowest-latency path: %s\n", isempty(fastest) ? "none (no path up)" : fastest);
+}
+
 /* "  workers: 0 received 1200 sent 3, 1 received 0 sent 1180" (data packets), with several. */
 static void print_workers(FILE *f, const CtlRecord *r) {
         char key[32];
@@ -307,6 +327,7 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                                 format_usec(get(r, "reorder_spread_us"), b, sizeof b);
                                 fprintf(f, "  reorder hold: %s now (paths' delay spread %s)\n", a, b);
                         }
+                        print_policy(f, r);
                         print_workers(f, r);
                         print_drops(f, r);
                 } else if (streq(r->type, "path")) {

@@ -8,6 +8,7 @@
 #include "ctl-protocol.h"
 #include "ctl.h"
 #include "session.h"
+#include "worker.h"
 #include "devclass.h"
 #include "log.h"
 #include "reload.h"
@@ -180,6 +181,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "reorder.stale", "%" PRIu64, st.stale);
                 ctl_writer_field(w, "reorder.resyncs", "%" PRIu64, st.resyncs);
                 ctl_writer_field(w, "reorder.overflows", "%" PRIu64, st.overflows);
+                ctl_writer_field(w, "reorder.early", "%" PRIu64, st.early);
                 ctl_writer_field(w, "reorder.buffered", "%zu", held);
         }
         tunnel_sum_counters(t, -1, &pc);
@@ -190,6 +192,25 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "repair.sent", "%" PRIu64, pc.repair_sent);
                 ctl_writer_field(w, "repair.missed", "%" PRIu64, pc.repair_missed);
         }
+        /* Policy=: each rule as it reads, the packets it matched, and the path of lowest-latency. */
+        for (size_t i = 0; i < c->policy.n; i++) {
+                _cleanup_free_ char *rule = mpt_policy_format(&c->policy.items[i]);
+                uint64_t hits = 0;
+                char key[48];
+
+                for (unsigned k = 0; k < t->n_workers; k++)
+                        hits += worker_policy_hits(t->workers[k], i);
+                snprintf(key, sizeof key, "policy.%u", (unsigned) i);
+                ctl_writer_field(w, key, "%s", strna(rule));
+                snprintf(key, sizeof key, "policy_hits.%u", (unsigned) i);
+                ctl_writer_field(w, key, "%" PRIu64, hits);
+        }
+        for (size_t i = 0; i < c->policy.n; i++)
+                if (c->policy.items[i].mode == MPT_POLICY_LOWEST_LATENCY) {
+                        ctl_writer_field(w, "policy_fastest", "%s",
+                                         t->fastest >= 0 && (size_t) t->fastest < t->n_paths ? t->paths[t->fastest]->name : "");
+                        break;
+                }
         /* Which workers move the data: packets each received and sent, over all paths. */
         for (unsigned k = 0; k < t->n_workers; k++) {
                 uint64_t rx, tx;

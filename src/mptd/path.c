@@ -810,6 +810,7 @@ static void update_rtt(Path *p, const MptKeepalive *ka, usec_t now) {
                 p->rtt_var = (3 * p->rtt_var + diff) / 4;
                 p->rtt = MAX((7 * p->rtt + sample) / 8, (usec_t) 1);
         }
+        tunnel_rtt_changed(p->tunnel);
 }
 
 /* Loss of keepalives over roughly the last 20 (exponential decay), both directions. */

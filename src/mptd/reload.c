@@ -19,6 +19,7 @@
 #include "profile.h"
 #include "reload.h"
 #include "tunnel.h"
+#include "worker.h"
 
 /* Why a key cannot change while the tunnel runs; NULL: it can. */
 static const char *not_live(MptKeyId id) {
@@ -336,6 +337,10 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
                 t->old_profiles[t->n_old_profiles++] = old; /* (else its owner frees it) */
         __atomic_store_n(&t->profile, n, __ATOMIC_RELEASE);
         t->owns_profile = true;
+        /* Other rules: their counts start again (they are counted by position). */
+        if (key_differs(conf_key(MPT_KEY_TUNNEL_POLICY), &old->tunnel, &n->tunnel) > 0)
+                for (unsigned w = 0; w < t->n_workers; w++)
+                        worker_policy_reset(t->workers[w]);
 
         /* Paths removed (the last ones): they stop, leave the schedule and go. */
         while (t->n_paths > n->n_paths) {

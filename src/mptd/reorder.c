@@ -16,6 +16,7 @@ typedef struct Slot {
         bool buffered;  /* holds a packet with this seq, waiting */
         bool known;     /* expected has passed seq: delivered says whether it was delivered */
         bool delivered;
+        bool early;     /* delivered ahead of expected (reorder_insert_now()): nothing to wait for */
         bool lent;      /* pkt points into the lender's memory, not into data */
         usec_t arrival;
         usec_t release; /* not delivered before (its path's extra delay), even in order */
@@ -175,7 +176,11 @@ static void advance_one(Reorder *r, bool timeout, ReorderDeliver deliver, void *
 
         if (s->buffered && s->seq == r->expected)
                 deliver_slot(r, s, deliver, userdata);
-        else {
+        else if (s->early && s->seq == r->expected) {
+                s->early = false;
+                s->known = true;
+                s->delivered = true;
+        } else {
                 s->seq = r->expected;
                 s->buffered = false;
                 s->known = true;
@@ -192,6 +197,14 @@ static void advance_one(Reorder *r, bool timeout, ReorderDeliver deliver, void *
 static void drain(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata) {
         for (;;) {
                 Slot *s = slot_of(r, r->expected);
+                if (s->early && s->seq == r->expected) {
+                        /* Delivered already: passed over. */
+                        s->early = false;
+                        s->known = true;
+                        s->delivered = true;
+                        r->expected++;
+                        continue;
+                }
                 if (!(s->buffered && s->seq == r->expected))
                         break;
                 if (s->release > now) {
@@ -298,6 +311,7 @@ static void forget_history(Reorder *r) {
                 assert(!r->slots[i].buffered);
                 r->slots[i].known = false;
                 r->slots[i].delivered = false;
+                r->slots[i].early = false;
         }
 }
 
@@ -346,6 +360,7 @@ static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t
         s->buffered = true;
         s->known = false;
         s->delivered = false;
+        s->early = false;
         r->n_buffered++;
         r->bytes_buffered += len;
         r->deadline = MIN(r->deadline, now + r->max_delay);
@@ -419,7 +434,7 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
         {
                 /* (at expected too: a packet that waits for its path's extra delay) */
                 Slot *s = slot_of(r, seq);
-                if (d >= 0 && s->buffered && s->seq == seq) {
+                if (d >= 0 && (s->buffered || s->early) && s->seq == seq) {
                         r->stats.duplicates++;
                         return MPT_DROP_DUPLICATE;
                 }
@@ -466,6 +481,47 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
         k = hold(r, seq, pkt, len, now, r->paths[path].down ? 0 : r->paths[path].extra);
         if (k < 0)
                 return k;
+        infer_losses(r, now, deliver, userdata);
+        return -1;
+}
+
+int reorder_insert_now(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
+                       ReorderDeliver deliver, void *userdata) {
+        int32_t d;
+        Slot *s;
+
+        assert(path < REORDER_PATHS_MAX);
+
+        if (!r->synced)
+                resync(r, seq, deliver, userdata);
+        d = mpt_seq_diff(seq, r->expected);
+        /* Behind expected (late, a duplicate, stale) or beyond the window (which moves): as any
+         * packet. */
+        if (d < 0 || (uint32_t) d >= r->window)
+                return reorder_insert(r, seq, path, pkt, len, now, deliver, userdata);
+        r->stale_run = 0;
+        path_seen(r, path, seq, now);
+        s = slot_of(r, seq);
+        if ((s->buffered || s->early) && s->seq == seq) {
+                r->stats.duplicates++;
+                return MPT_DROP_DUPLICATE;
+        }
+        r->stats.delivered++;
+        if (d == 0) {
+                s->seq = seq;
+                s->known = true;
+                s->delivered = true;
+                deliver(userdata, pkt, len);
+                r->expected++;
+                drain(r, now, deliver, userdata);
+        } else {
+                s->seq = seq;
+                s->early = true;
+                s->known = false;
+                s->delivered = false;
+                r->stats.early++;
+                deliver(userdata, pkt, len);
+        }
         infer_losses(r, now, deliver, userdata);
         return -1;
 }

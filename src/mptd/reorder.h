@@ -51,6 +51,7 @@ typedef struct ReorderStats {
         uint64_t stale;
         uint64_t resyncs;
         uint64_t overflows;   /* forced deliveries because the byte bound was hit */
+        uint64_t early;       /* delivered ahead of a gap by reorder_insert_now() */
 } ReorderStats;
 
 /* Called for every packet leaving the buffer, in order. A packet that was held stays where it is
@@ -81,6 +82,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Reorder *, reorder_free);
  * (MPT_DROP_DUPLICATE, MPT_DROP_STALE) when not; -ENOMEM (< -1) when it could not be held. */
 int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
                    ReorderDeliver deliver, void *userdata);
+
+/* The same for a packet that must not wait (a flow that Policy= sends lowest-latency or pinned,
+ * which keeps its own order): delivered at once, also ahead of a gap or its path's extra delay.
+ * Its sequence number counts as delivered: nothing waits for it, and a copy is a duplicate. */
+int reorder_insert_now(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
+                       ReorderDeliver deliver, void *userdata);
 
 /* Releases packets held longer than max_delay (skipping the gaps before them). */
 void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata);

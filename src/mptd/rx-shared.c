@@ -256,6 +256,7 @@ void rx_shared_stats(RxShared *rs, ReorderStats *ret, size_t *ret_buffered) {
                 sum.stale += st->stale;
                 sum.resyncs += st->resyncs;
                 sum.overflows += st->overflows;
+                sum.early += st->early;
                 buffered += reorder_buffered(l->reorder);
                 rx_lane_unlock(l);
         }

@@ -104,6 +104,7 @@ static Snapshot *snapshot_free(Snapshot *s) {
         for (size_t i = 0; i < s->n_close_fds; i++)
                 safe_close(s->close_fds[i]);
         free(s->close_fds);
+        free(s->policy);
         explicit_bzero(s, sizeof(Snapshot));
         return mfree(s);
 }
@@ -151,6 +152,37 @@ static int on_reclaim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         }
         return 0;
+}
+
+/* The path for lowest-latency rules: among the paths that are up (normal ones first, as the
+ * vector has them), the one with the lowest smoothed round-trip time; the current one stays while
+ * it is up unless another is faster by MPT_POLICY_HYSTERESIS_USEC and _PERCENT. */
+static int fastest_path(Tunnel *t) {
+        int best = -1, cur = t->fastest;
+
+        for (int pass = 0; pass < 2 && best < 0; pass++)
+                for (size_t i = 0; i < t->n_paths; i++) {
+                        Path *p = t->paths[i];
+                        if (p->state != PATH_STATE_UP || path_is_backup(p) != (pass == 1))
+                                continue;
+                        if (best < 0 || (p->rtt > 0 && (t->paths[best]->rtt == 0 || p->rtt < t->paths[best]->rtt)))
+                                best = (int) i;
+                }
+        if (best < 0 || cur < 0 || (size_t) cur >= t->n_paths || cur == best)
+                return best;
+        Path *c = t->paths[cur], *b = t->paths[best];
+        if (c->state != PATH_STATE_UP || path_is_backup(c) != path_is_backup(b) || c->rtt == 0)
+                return best;
+        if (b->rtt + MPT_POLICY_HYSTERESIS_USEC <= c->rtt &&
+            b->rtt * 100 <= c->rtt * (100 - MPT_POLICY_HYSTERESIS_PERCENT))
+                return best;
+        return cur;
+}
+
+void tunnel_rtt_changed(Tunnel *t) {
+        if (t->profile->tunnel.policy.n == 0 || fastest_path(t) == t->fastest)
+                return;
+        (void) tunnel_publish(t);
 }
 
 int tunnel_publish(Tunnel *t) {
@@ -208,6 +240,20 @@ int tunnel_publish(Tunnel *t) {
         s->vector_len = sched_build_vector(weights, n, s->vector);
         for (size_t i = 0; i < s->vector_len; i++)
                 s->vector[i] = ids[s->vector[i]];
+        s->fastest = -1;
+        if (t->profile->tunnel.policy.n > 0) {
+                const MptPolicyList *pl = &t->profile->tunnel.policy;
+                s->policy = memdup(pl->items, pl->n * sizeof(MptPolicyRule));
+                if (!s->policy) {
+                        free(s);
+                        return log_oom_tunnel(t);
+                }
+                s->n_policy = pl->n;
+                for (size_t i = 0; i < t->n_paths && i < 64; i++)
+                        if (t->paths[i]->state == PATH_STATE_UP)
+                                s->up_paths |= UINT64_C(1) << i;
+                t->fastest = s->fastest = fastest_path(t);
+        }
         if (t->hs) {
                 session_fill_snapshot(t, s);
                 if (s->tx_keys.epoch == 0) {
@@ -943,6 +989,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->event = sd_event_ref(event);
         t->profile = profile;
         t->name = profile->tunnel.name;
+        t->fastest = -1;
         t->ka_eventfd = -EBADF;
         t->started = now_usec();
         pthread_mutex_init(&t->tx_lock, NULL);

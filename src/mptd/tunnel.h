@@ -100,6 +100,13 @@ typedef struct Snapshot {
         MptSecureKeys tx_keys;
         bool no_session;
         MptHandshakeKeys hs_keys;
+        /* Policy= (policy.h): the rules, a copy of the profile's (a reload frees that one while
+         * workers may still read this snapshot); the paths that are up (pinned rules choose among
+         * them); the path lowest-latency rules use (-1: none up). */
+        MptPolicyRule *policy;
+        size_t n_policy;
+        uint64_t up_paths;
+        int fastest;
         SnapshotPath paths[];
 } Snapshot;
 
@@ -149,7 +156,7 @@ struct Path {
         uint32_t peer_seq;         /* last received */
         usec_t peer_seq_time;
         uint32_t peer_session;
-        usec_t rtt, rtt_var;       /* smoothed, 0: unknown */
+        usec_t rtt, rtt_var;       /* smoothed, 0: unknown (tunnel_rtt_changed() on a new sample) */
         usec_t rtt_min[2];         /* the smallest sample of this half-window and of the last (0: none) */
         usec_t rtt_min_since;      /* when this half-window began (PATH_RTT_MIN_WINDOW_USEC / 2) */
         double rx_loss_lost, rx_loss_total; /* decaying counts of keepalives from the peer */
@@ -339,6 +346,7 @@ struct Tunnel {
         usec_t started;
         bool running; /* set up; events after this are news */
         unsigned paths_up;
+        int fastest; /* Policy=: the path lowest-latency rules use now (-1: none); see tunnel_publish() */
 };
 
 /* Sets up the TUN device, addresses, routes, sockets and workers, or fails with a logged,
@@ -468,6 +476,9 @@ void path_handle_event(Path *p, const ControlEvent *ev);
 /* Sends a keepalive over the path now (when it can send). */
 void path_send_keepalive(Path *p);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
+/* Policy=: a path's round-trip time changed; republishes when the path that lowest-latency rules
+ * use changes with it. */
+void tunnel_rtt_changed(Tunnel *t);
 bool path_can_send(const Path *p);
 
 usec_t now_usec(void);

@@ -467,9 +467,14 @@ static void deliver_pending(Worker *w) {
 
                         if (d->lane != lane)
                                 continue;
-                        reason = l ? reorder_insert(l->reorder, d->seq, d->path, d->pkt, d->len, d->arrival,
-                                                    tun_deliver, w)
-                                   : -ENOMEM;
+                        if (!l)
+                                reason = -ENOMEM;
+                        else if (d->now)
+                                reason = reorder_insert_now(l->reorder, d->seq, d->path, d->pkt, d->len, d->arrival,
+                                                            tun_deliver, w);
+                        else
+                                reason = reorder_insert(l->reorder, d->seq, d->path, d->pkt, d->len, d->arrival,
+                                                        tun_deliver, w);
                         if (reason >= 0)
                                 COUNTER_ADD(w->path_counters[d->path].drops[reason], 1);
                         else if (reason < -1)
@@ -482,6 +487,19 @@ static void deliver_pending(Worker *w) {
                 }
         }
         w->n_pending = 0;
+}
+
+/* Policy=: whether this end's rules send such a packet lowest-latency or pinned. Then it does not
+ * wait in the reorder buffer (behind a gap of other traffic, or its path's extra delay): its flow
+ * keeps its own order, on one path. (This end's rules decide: both ends of a tunnel have the
+ * same, and a rule on "port" matches both directions of a flow.) */
+static bool policy_now(const Snapshot *s, const uint8_t *pkt, size_t len) {
+        int i;
+
+        if (!s || s->n_policy == 0)
+                return false;
+        i = mpt_policy_classify(s->policy, s->n_policy, pkt, len);
+        return i >= 0 && (s->policy[i].mode == MPT_POLICY_LOWEST_LATENCY || s->policy[i].mode == MPT_POLICY_PINNED);
 }
 
 /* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
@@ -501,6 +519,7 @@ static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame 
                 .seq = f->seq,
                 .lane = (uint8_t) lane,
                 .path = (uint8_t) path,
+                .now = policy_now(w->rx_snapshot, f->payload, f->payload_len),
                 .arrival = arrival,
         };
 }
@@ -1198,6 +1217,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
 
         assert(n <= WORKER_RX_MMSG);
         assert(path < s->n_paths);
+        w->rx_snapshot = s;
 
         /* First: what each message is, and in secure mode every datagram authenticated and
          * decrypted; what fails is skipped below. */
@@ -1547,7 +1567,8 @@ static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PAT
  * a range of it per window (one atomic addition), under tx_lock with several workers (see
  * transmit()). Either way the segments of a flow (which stays with one worker) are numbered in
  * their order, and each path carries a lane's segments in their order. */
-static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow) {
+/* forced: the path a Policy= rule chose for every segment; -1: the scheduler's. */
+static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow, int forced) {
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
         size_t crypt_used = 0;
@@ -1561,7 +1582,10 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         } else if (s->sequence)
                 seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
         __atomic_store_n(&w->tx_segments, w->tx_segments + (uint64_t) n, __ATOMIC_RELAXED);
-        if (s->scheduler == MPT_SCHEDULER_FLOW)
+        if (forced >= 0)
+                for (int i = 0; i < n; i++)
+                        w->seg_path[i] = (uint16_t) forced;
+        else if (s->scheduler == MPT_SCHEDULER_FLOW)
                 for (int i = 0; i < n; i++)
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else {
@@ -1646,6 +1670,36 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         }
 }
 
+/* Policy=: the path the first matching rule chooses for this packet, counted in its hits; -1:
+ * the scheduler's (no rule matches, the rule aggregates, or none of its paths is up). */
+static int policy_path(Worker *w, const Snapshot *s, const uint8_t *pkt, size_t len) {
+        const MptPolicyRule *r;
+        int i = s->n_policy > 0 ? mpt_policy_classify(s->policy, s->n_policy, pkt, len) : -1;
+        uint64_t usable;
+
+        if (i < 0)
+                return -1;
+        __atomic_store_n(&w->policy_hits[i], w->policy_hits[i] + 1, __ATOMIC_RELAXED);
+        r = &s->policy[i];
+        switch (r->mode) {
+        case MPT_POLICY_PINNED: {
+                unsigned pick;
+                usable = r->paths & s->up_paths;
+                if (usable == 0)
+                        return -1;
+                /* A flow stays on one of them: the pick-th usable path by its hash. */
+                pick = sched_flow_hash(pkt, len) % (unsigned) __builtin_popcountll(usable);
+                for (; pick > 0; pick--)
+                        usable &= usable - 1; /* the lowest bit goes */
+                return __builtin_ctzll(usable);
+        }
+        case MPT_POLICY_LOWEST_LATENCY:
+                return s->fastest;
+        default:
+                return -1;
+        }
+}
+
 static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         Tunnel *t = w->tunnel;
         struct virtio_net_hdr vh = {};
@@ -1653,7 +1707,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         uint8_t saved[OFFLOAD_HEADERS_MAX];
         uint32_t flow = 0;
         size_t total;
-        int n;
+        int n, forced;
 
         if (t->tun.vnet_hdr) {
                 if (len < VNET_HDR_LEN) {
@@ -1681,6 +1735,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         }
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
+        forced = policy_path(w, s, pkt, len);
         /* Sealing in place overwrites the packet's headers; later windows are cut from them. */
         if ((size_t) n < total)
                 memcpy(saved, pkt, MIN(len, sizeof saved));
@@ -1696,7 +1751,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         if (lock)
                 pthread_mutex_lock(&t->tx_lock);
         for (size_t done = 0;;) {
-                transmit_segments(w, s, n, flow);
+                transmit_segments(w, s, n, flow, forced);
                 done += (size_t) n;
                 if (done >= total)
                         break;
@@ -1917,6 +1972,15 @@ static void *worker_main(void *userdata) {
                 }
         }
         return NULL;
+}
+
+uint64_t worker_policy_hits(const Worker *w, size_t rule) {
+        return rule < MPT_POLICY_MAX ? __atomic_load_n(&w->policy_hits[rule], __ATOMIC_RELAXED) : 0;
+}
+
+void worker_policy_reset(Worker *w) {
+        for (size_t i = 0; i < MPT_POLICY_MAX; i++)
+                __atomic_store_n(&w->policy_hits[i], 0, __ATOMIC_RELAXED);
 }
 
 int worker_start(Worker *w) {

@@ -38,6 +38,7 @@ typedef struct RxPending {
         uint32_t seq;
         uint8_t lane;
         uint8_t path;
+        bool now; /* Policy=: not held in the reorder buffer (reorder_insert_now()) */
         usec_t arrival;
 } RxPending;
 
@@ -107,6 +108,10 @@ struct Worker {
         unsigned id;
         pthread_t thread;
         bool started;
+        /* The snapshot of the messages worker_rx_process() handles (Policy= at the receiver). */
+        const Snapshot *rx_snapshot;
+        /* Policy=: packets each rule matched (index of the snapshot's rules; read by mptctl show). */
+        uint64_t policy_hits[MPT_POLICY_MAX];
         /* The thread's own seccomp filter (sandbox.c): its result, posted before the thread runs. */
         sem_t sandboxed;
         int sandbox_r;
@@ -248,6 +253,9 @@ void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret);
  * the latest time it sent on the path in *ret_last (0: not that it remembers). */
 bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_t *ret_time, usec_t *ret_last);
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
+/* Policy=: packets rule i matched here; a reload that changes the rules resets them. */
+uint64_t worker_policy_hits(const Worker *w, size_t rule);
+void worker_policy_reset(Worker *w);
 int worker_start(Worker *w);
 /* Asks the worker to stop and joins it. */
 void worker_stop(Worker *w);

@@ -193,6 +193,29 @@ const MptConfKey mpt_conf_keys[] = {
                        "one path, and flows are spread by weight; no reordering is needed, but one flow "
                        "cannot use more than one path.",
         },
+        [MPT_KEY_TUNNEL_POLICY] = {
+                .name = "Policy", .section = T(policy), .type = MPT_CONF_POLICY_LIST,
+                .syntax = "[proto P] [sport|dport|port PORTS] [dscp D] [from|to PREFIXES] aggregate|pinned PATHS|lowest-latency",
+                .default_doc = "none (everything aggregated)",
+                .doc = "A per-flow rule: which packets written to the tunnel it matches, and how they "
+                       "are sent. Rules are tried in the order given, and the first that matches "
+                       "decides; a packet that no rule matches is sent as Scheduler= says. Matches, each "
+                       "at most once, values separated by commas: \"proto\" (tcp, udp, icmp for ICMP "
+                       "and ICMPv6, sctp, dccp, udplite, gre, esp, ah or a number), \"sport\", \"dport\" "
+                       "and \"port\" (either; ports or ranges A-B, for TCP, UDP, UDP-Lite, SCTP and DCCP; "
+                       "a later IP fragment has no ports and does not match), \"dscp\" (0..63 or CS0..CS7, "
+                       "AF11..AF43, EF, VA, LE), \"from\" and \"to\" (addresses or prefixes of the "
+                       "packet's source and destination). Then the mode: \"aggregate\" (the tunnel's "
+                       "scheduler: exempts traffic from later rules), \"pinned\" and path names (the "
+                       "packet goes over one of these paths that can send, a flow always the same one by "
+                       "its hash; when none can, it is aggregated), or \"lowest-latency\" (the path "
+                       "that can send with the lowest round-trip time, which changes only when another "
+                       "is faster by 2 ms and 10%). Up to 32 rules; may be given several times, "
+                       "several rules in one value separated by \";\"; an empty value clears the list. "
+                       "Example: Policy=proto udp dport 3478-3481,5060 lowest-latency. mptctl show "
+                       "counts each rule's packets. Compat mode supports every mode: the choice of path "
+                       "is the sender's alone.",
+        },
         [MPT_KEY_TUNNEL_WORKERS] = {
                 .name = "Workers", .section = T(workers), .type = MPT_CONF_UINT32,
                 .min = 1, .max = MPT_WORKERS_MAX, .flags = MPT_CONF_AUTO, .syntax = "NUMBER|auto",

@@ -174,6 +174,12 @@ static void set_default(const MptConfKey *k, void *config) {
                 l->n = 0;
                 break;
         }
+        case MPT_CONF_POLICY_LIST: {
+                MptPolicyList *l = f;
+                l->items = mfree(l->items);
+                l->n = 0;
+                break;
+        }
         case MPT_CONF_PORT:
                 *(uint16_t *) f = (uint16_t) k->def;
                 break;
@@ -321,6 +327,35 @@ static int parse_value(const MptConfKey *k, const char *value, void *config, cha
                         r = prefix_list_add(k, f, w, reterr);
                         if (r < 0)
                                 return r;
+                }
+                return 0;
+        }
+        case MPT_CONF_POLICY_LIST: {
+                /* A rule per value; ';' separates several in one (NetworkManager's vpn.data has
+                 * one item per key). Repeating the key appends. */
+                _cleanup_free_ char *copy = strdup(value);
+                MptPolicyList *l = f;
+                char *save = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                for (char *w = strtok_r(copy, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+                        _cleanup_free_ char *why = NULL;
+                        MptPolicyRule rule, *items;
+                        w += strspn(w, " \t");
+                        if (*w == 0)
+                                continue;
+                        r = mpt_policy_parse(w, &rule, &why);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                FAIL("invalid %s= '%s': %s", k->name, w, strna(why));
+                        if (l->n >= MPT_POLICY_MAX)
+                                FAIL("too many %s= rules (at most %u)", k->name, MPT_POLICY_MAX);
+                        items = realloc(l->items, (l->n + 1) * sizeof(MptPolicyRule));
+                        if (!items)
+                                return -ENOMEM;
+                        l->items = items;
+                        l->items[l->n++] = rule;
                 }
                 return 0;
         }
@@ -478,6 +513,15 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
         }
         key_line[conf_key_index(k)] = line;
         key_src[conf_key_index(k)] = p->cur_file;
+        if (k->type == MPT_CONF_POLICY_LIST) {
+                /* Each rule remembers its own line, for verification's messages. */
+                MptPolicyList *l = field_ptr(k, config);
+                for (size_t i = 0; i < l->n; i++)
+                        if (l->items[i].line == 0) {
+                                l->items[i].line = line;
+                                l->items[i].line_src = p->cur_file;
+                        }
+        }
         return 0;
 }
 
@@ -877,6 +921,23 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                 diag_add(d, SFILE(p, path), path->line,
                                          "path '%s' duplicates path '%s' (same interface, local and remote "
                                          "address and port)", path->name, o->name);
+                }
+        }
+
+        /* Policy=: the paths a pinned rule names, as bits of their indexes. */
+        for (size_t i = 0; i < p->tunnel.policy.n; i++) {
+                MptPolicyRule *rule = &p->tunnel.policy.items[i];
+                rule->paths = 0;
+                for (unsigned j = 0; j < rule->n_paths; j++) {
+                        size_t k;
+                        for (k = 0; k < p->n_paths; k++)
+                                if (p->paths[k].name && streq(p->paths[k].name, rule->path_names[j]))
+                                        break;
+                        if (k < p->n_paths && k < 64)
+                                rule->paths |= UINT64_C(1) << k;
+                        else
+                                diag_add(d, profile_file_name(p, rule->line_src), rule->line,
+                                         "Policy= names path '%s', which this tunnel does not have", rule->path_names[j]);
                 }
         }
 
@@ -1304,6 +1365,23 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
                         pos += (size_t) sprintf(s + pos, "%s%s", i > 0 ? " " : "", format_list_entry(&l->items[i], buf));
                 break;
         }
+        case MPT_CONF_POLICY_LIST: {
+                const MptPolicyList *l = f;
+                size_t pos = 0;
+                s = strdup("");
+                for (size_t i = 0; s && i < l->n; i++) {
+                        _cleanup_free_ char *rule = mpt_policy_format(&l->items[i]);
+                        char *grown;
+                        if (!rule)
+                                return free(s), -ENOMEM;
+                        grown = realloc(s, pos + strlen(rule) + 3);
+                        if (!grown)
+                                return free(s), -ENOMEM;
+                        s = grown;
+                        pos += (size_t) sprintf(s + pos, "%s%s", i > 0 ? "; " : "", rule);
+                }
+                break;
+        }
         case MPT_CONF_PORT:
                 snprintf(buf, sizeof buf, "%u", *(const uint16_t *) f);
                 s = strdup(*(const uint16_t *) f ? buf : "");
@@ -1389,6 +1467,14 @@ static int write_section(FILE *f, MptSection section, const void *config, const 
                         char buf[MPT_ADDRESS_STRLEN];
                         for (size_t j = 0; j < l->n; j++)
                                 fprintf(f, "%s=%s\n", k->name, format_list_entry(&l->items[j], buf));
+                } else if (k->type == MPT_CONF_POLICY_LIST) {
+                        const MptPolicyList *l = field_cptr(k, config);
+                        for (size_t j = 0; j < l->n; j++) {
+                                _cleanup_free_ char *rule = mpt_policy_format(&l->items[j]);
+                                if (!rule)
+                                        return -ENOMEM;
+                                fprintf(f, "%s=%s\n", k->name, rule);
+                        }
                 } else
                         fprintf(f, "%s=%s\n", k->name, v);
         }

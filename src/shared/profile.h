@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "in-addr-util.h"
+#include "policy.h"
 #include "parse-util.h"
 
 #define MPT_PATHS_MAX 64u
@@ -79,6 +80,7 @@ typedef struct MptTunnelConfig {
         uint32_t reorder_window; /* 0: no sequence numbers, no reordering */
         usec_t reorder_max_delay;
         MptScheduler scheduler;
+        MptPolicyList policy; /* Policy=: per-flow rules, in order */
         uint32_t workers; /* 0: one per CPU */
         bool firewall;         /* maintain the nftables table mpt-NAME */
         uint32_t firewall_mark; /* OR-ed into the mark of accepted data packets; 0: none */
@@ -152,6 +154,8 @@ typedef enum MptConfType {
         MPT_CONF_IFNAME,      /* char*, ifname_valid() */
         MPT_CONF_ADDRESS,     /* MptAddress */
         MPT_CONF_PREFIX_LIST, /* MptPrefixList, repeatable, empty value clears */
+        MPT_CONF_POLICY_LIST, /* MptPolicyList (policy.h), a rule per line or ';'-separated, repeatable,
+                               * empty value clears */
         MPT_CONF_PORT,        /* uint16_t */
         MPT_CONF_UINT32,      /* uint32_t within [min, max] */
         MPT_CONF_DURATION,    /* usec_t within [min, max] */
@@ -206,6 +210,7 @@ typedef enum MptKeyId {
         MPT_KEY_TUNNEL_REORDER_WINDOW,
         MPT_KEY_TUNNEL_REORDER_MAX_DELAY,
         MPT_KEY_TUNNEL_SCHEDULER,
+        MPT_KEY_TUNNEL_POLICY,
         MPT_KEY_TUNNEL_WORKERS,
         MPT_KEY_TUNNEL_FIREWALL,
         MPT_KEY_TUNNEL_FIREWALL_MARK,

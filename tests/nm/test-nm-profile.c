@@ -227,6 +227,7 @@ static void test_round_trip(void) {
         static const char conf[] =
                 "[Tunnel]\nName=rt0\nMode=compat\nAddress=10.9.0.1/24\nAddress=fd00::1/64\nRoute=10.10.0.0/16\nMTU=1400\n"
                 "ReorderMaxDelay=50ms\nScheduler=flow\n"
+                "Policy=proto udp port 5060 lowest-latency\nPolicy=to 10.10.0.0/16 pinned two\n"
                 "\n[Path]\nName=one\nInterface=eth0\nRemote=192.0.2.1\nKeepaliveInterval=500ms\nBackup=yes\n"
                 "LossThreshold=2.5%\n"
                 "\n[Path]\nName=two\nLocalAddress=2001:db8::1\nRemote=2001:db8::2\nPinRemote=yes\n";
@@ -252,6 +253,9 @@ static void test_round_trip(void) {
         g_assert_cmpstr(nm_setting_vpn_get_data_item(s, "Address"), ==, "10.9.0.1/24 fd00::1/64");
         g_assert_cmpstr(nm_setting_vpn_get_data_item(s, "Path1.LocalAddress"), ==, "2001:db8::1");
         g_assert_cmpstr(nm_setting_vpn_get_data_item(s, "Path0.LossThreshold"), ==, "2.5%");
+        /* Policy=: the rules in one item, in order, separated by ';'. */
+        g_assert_cmpstr(nm_setting_vpn_get_data_item(s, "Policy"), ==,
+                        "proto udp port 5060 lowest-latency; to 10.10.0.0/16 pinned two");
         g_assert_cmpstr(nm_setting_vpn_get_service_type(s), ==, MPT_NM_DBUS_SERVICE);
 
         g_assert_true(mpt_nm_profile_from_setting(s, &p2, &error));

@@ -318,6 +318,15 @@ static const KeyVector key_vectors[] = {
           .message = { "invalid Route= '10.0.0.0/40': prefix length out of range",
                        "invalid Route= 'route': expected PREFIX/LENGTH",
                        "invalid Route= '239.0.0.0/8': multicast addresses are not allowed" } },
+        { "Tunnel.Policy",
+          .good = { "proto udp dport 5060 lowest-latency", "dscp EF aggregate", "to 10.0.0.0/8 aggregate",
+                    "port 22 proto tcp aggregate" },
+          .formatted = { NULL, "dscp 46 aggregate", NULL, "proto tcp port 22 aggregate" },
+          .bad = { "udp lowest-latency", "proto udp", "dport 0 aggregate" },
+          .message = { "invalid Policy= 'udp lowest-latency': unknown word 'udp' (expected proto, sport, dport, port, "
+                       "dscp, from, to, then one of aggregate, pinned, lowest-latency)",
+                       "invalid Policy= 'proto udp': no mode (aggregate, pinned NAMES or lowest-latency) at the end",
+                       "invalid Policy= 'dport 0 aggregate': 'dport 0': expected a port 1..65535 or a range A-B" } },
         { "Tunnel.MTU",
           .good = { "1400", "auto", "576", "65535", "01400" },
           .formatted = { NULL, NULL, NULL, NULL, "1400" },
@@ -1299,6 +1308,50 @@ static void write_key_file(const char *name, const char *content, mode_t mode) {
         g_assert_cmpint(chmod(name, mode), ==, 0);
 }
 
+/* Policy=: rules in order, several per value with ';', each with its own line; a pinned rule's
+ * paths by index; FILE:LINE for a bad rule and for a path the tunnel does not have; written back
+ * one rule per line; an empty value clears. */
+static void test_policy(void) {
+        static const char paths[] = "[Path]\nName=p0\nInterface=eth0\nRemote=192.0.2.1\n"
+                                    "[Path]\nName=p1\nInterface=eth1\nRemote=192.0.2.2\n";
+        g_autofree char *good = g_strconcat("[Tunnel]\nMode=compat\nPolicy=proto udp dport 5060 pinned p1,p0\n"
+                                            "Policy=dscp EF lowest-latency; proto tcp port 22 pinned p1\n", paths, NULL);
+        g_autoptr(MptProfile) p = load_ok(good);
+        g_autofree char *text = NULL;
+        const MptPolicyList *l = &p->tunnel.policy;
+
+        g_assert_cmpuint(l->n, ==, 3);
+        g_assert_cmpuint(l->items[0].line, ==, 3);
+        g_assert_cmpuint(l->items[1].line, ==, 4);
+        g_assert_cmpuint(l->items[2].line, ==, 4);
+        g_assert_cmpuint(l->items[0].paths, ==, 3);
+        g_assert_cmpint(l->items[1].mode, ==, MPT_POLICY_LOWEST_LATENCY);
+        g_assert_cmpuint(l->items[2].paths, ==, 2);
+        g_assert_cmpint(profile_to_text(p, &text), ==, 0);
+        g_assert_nonnull(strstr(text, "Policy=proto udp dport 5060 pinned p1,p0\nPolicy=dscp 46 lowest-latency\n"
+                                      "Policy=proto tcp port 22 pinned p1\n"));
+
+        {
+                g_autofree char *bad = g_strconcat("[Tunnel]\nMode=compat\nPolicy=proto tcp pinned p0\n"
+                                                   "Policy=to 10.0.0.0/8 pinned lte,p1\nPolicy=foo lowest-latency\n",
+                                                   paths, NULL);
+                const char *const want[] = {
+                        TEST_FILE ":4: Policy= names path 'lte', which this tunnel does not have",
+                        TEST_FILE ":5: invalid Policy= 'foo lowest-latency': unknown word 'foo' (expected proto, "
+                                  "sport, dport, port, dscp, from, to, then one of aggregate, pinned, lowest-latency)",
+                        NULL,
+                };
+                assert_errors(bad, want);
+        }
+        {
+                g_autofree char *cleared = g_strconcat("[Tunnel]\nMode=compat\nPolicy=proto tcp pinned p0\nPolicy=\n"
+                                                       "Policy=lowest-latency\n", paths, NULL);
+                g_autoptr(MptProfile) c = load_ok(cleared);
+                g_assert_cmpuint(c->tunnel.policy.n, ==, 1);
+                g_assert_cmpint(c->tunnel.policy.items[0].mode, ==, MPT_POLICY_LOWEST_LATENCY);
+        }
+}
+
 /* Key= in a file that more than its owner can read: one diagnostic at Key=, whatever the caller
  * makes of it; never for KeyFile= (its file is checked itself), a private file or a buffer. */
 static void test_key_private(void) {
@@ -1834,6 +1887,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/profile/scheduler-by-mode", test_scheduler_by_mode);
         g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
         g_test_add_func("/mpt/profile/key-private", test_key_private);
+        g_test_add_func("/mpt/profile/policy", test_policy);
         g_test_add_func("/mpt/profile/dropins", test_dropins);
         g_test_add_func("/mpt/profile/verify/too-many-paths", test_too_many_paths);
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);

@@ -346,6 +346,57 @@ static void test_duplicate(void) {
         assert_stats(r, (Counts) { .delivered = 4, .held = 1, .duplicates = 6 });
 }
 
+static int insert_now(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now) {
+        uint8_t *pkt = g_malloc(s->len);
+        int ret;
+
+        fill(pkt, s->len, seq);
+        ret = reorder_insert_now(r, seq, path, pkt, s->len, now, on_deliver, s);
+        reorder_trim(r);
+        g_free(pkt);
+        return ret;
+}
+
+/* reorder_insert_now() (Policy=: lowest-latency and pinned flows): delivered at once, ahead of a
+ * gap and of its path's extra delay; the buffer then passes over its number without delivering
+ * it again or waiting for it, and copies of it are duplicates. */
+static void test_now(void) {
+        g_autoptr(Reorder) r = reorder_new(64, 50 * MS);
+        g_autoptr(Sink) s = sink_new(20);
+
+        reorder_set_path_extra(r, 2, 20 * MS);
+        /* Path 1 is active and behind the gap below: nothing is inferred lost. */
+        ACCEPT(r, s, 0, 1, 1000);
+        /* 2 ahead of the gap at 1: delivered now; 3 (normal) is held behind the gap. */
+        g_assert_cmpint(insert_now(r, s, 2, 0, 1001), ==, -1);
+        ACCEPT(r, s, 3, 0, 1002);
+        ASSERT_DELIVERED(s, 0, 2);
+        g_assert_cmpint(insert_now(r, s, 2, 1, 1003), ==, MPT_DROP_DUPLICATE);
+        g_assert_cmpint(insert(r, s, 2, 0, 1003), ==, MPT_DROP_DUPLICATE);
+        /* 1 fills the gap: 1 and the held 3 go out, 2 is passed over. */
+        ACCEPT(r, s, 1, 1, 1004);
+        ASSERT_DELIVERED(s, 0, 2, 1, 3);
+        g_assert_cmpuint(reorder_buffered(r), ==, 0);
+        g_assert_cmpint(insert(r, s, 2, 0, 1005), ==, MPT_DROP_DUPLICATE);
+        /* In order on a path with extra delay: not held. */
+        g_assert_cmpint(insert_now(r, s, 4, 2, 1006), ==, -1);
+        ASSERT_DELIVERED(s, 0, 2, 1, 3, 4);
+        /* Ahead of a gap that is never filled: the gap is skipped in the end (held 7 goes
+         * out), and the early 6 is neither delivered again nor counted lost. */
+        g_assert_cmpint(insert_now(r, s, 6, 0, 2000), ==, -1);
+        ACCEPT(r, s, 7, 0, 2001);
+        ASSERT_DELIVERED(s, 0, 2, 1, 3, 4, 6);
+        reorder_expire(r, 2001 + 50 * MS, on_deliver, s);
+        ASSERT_DELIVERED(s, 0, 2, 1, 3, 4, 6, 7);
+        g_assert_cmpuint(reorder_buffered(r), ==, 0);
+        ACCEPT(r, s, 8, 0, 2002 + 50 * MS);
+        ASSERT_DELIVERED(s, 0, 2, 1, 3, 4, 6, 7, 8);
+        g_assert_cmpuint(reorder_stats(r)->delivered, ==, 8);
+        g_assert_cmpuint(reorder_stats(r)->lost, ==, 1);
+        g_assert_cmpuint(reorder_stats(r)->duplicates, ==, 3);
+        g_assert_cmpuint(reorder_stats(r)->early, ==, 2);
+}
+
 static void test_late(void) {
         g_autoptr(Reorder) r = reorder_new(64, 50 * MS);
         g_autoptr(Sink) s = sink_new(20);
@@ -1218,6 +1269,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/reorder/path-down", test_path_down);
         g_test_add_func("/mpt/reorder/path-silence", test_path_silence);
         g_test_add_func("/mpt/reorder/duplicate", test_duplicate);
+        g_test_add_func("/mpt/reorder/now", test_now);
         g_test_add_func("/mpt/reorder/late", test_late);
         g_test_add_func("/mpt/reorder/late-path-counts-again", test_late_path_counts_again);
         g_test_add_func("/mpt/reorder/wrap-in-order", test_wrap_in_order);

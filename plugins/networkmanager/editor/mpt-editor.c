@@ -147,6 +147,9 @@ static const TunnelField advanced_fields[] = {
           N_("Receive reorder window in packets; 0 turns reordering off") },
         { MPT_KEY_TUNNEL_REORDER_MAX_DELAY, "mpt-reorder-max-delay", N_("Reorder max delay"), NULL,
           N_("Longest time a packet waits for an earlier one") },
+        { MPT_KEY_TUNNEL_POLICY, "mpt-policy", N_("Per-flow policy"), "proto udp dport 5060 lowest-latency",
+          N_("Rules that choose how packets are sent, the first that matches decides; several separated by "
+             "\";\" (Policy= in mpt.conf(5))") },
 };
 
 /* Path keys set on every path from the Advanced page (the model has them per path). */

@@ -1,0 +1,130 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Per-flow policy (Policy=, mpt.conf(5)) over two emulated paths of different delay: p0 15 ms
+# each way, p1 1 ms. At both ends (the counts are a's):
+#   Policy=proto udp dport 5001 pinned p0
+#   Policy=proto icmp lowest-latency
+#   Policy=proto udp dport 5002 aggregate
+#
+# Asserts, in secure mode (the lab's handshake) and again in compat mode:
+#   - 300 UDP datagrams to port 5001 all arrive at b over p0 (b's p0 data packets grow by at
+#     least 300, p1's by less than 10) and rule 0 counted exactly 300;
+#   - a's lowest-latency path is p1 (the fast one), and 40 pings cross p1 only, with round trips
+#     of the fast path (average below 10 ms) and rule 1 counting them;
+#   - the delays swapped (p0 1 ms, p1 15 ms): the lowest-latency path becomes p0 within 10 s and
+#     the pings follow it;
+#   - p0 taken down at a: the pinned flow falls back to the other paths (its datagrams arrive over
+#     p1), and lowest-latency moves to p1;
+#   - `mptctl show` has a "policy N" line per rule with its count, and the JSON its typed objects;
+#   - a rule naming a path the tunnel does not have: mptd refuses to start, with FILE:LINE.
+
+set -eu
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../lib/netns.sh"
+. "$here/common.sh"
+
+lab_init
+it_require python3
+lab_emu_topology 4 'delay=15ms' 'delay=1ms'
+b_tun=$(lab_tunnel_addr b 4)
+
+rx() { # SIDE PATH: the data packets that PATH received at SIDE
+        lab_json "$1" "p['$2']['rx_packets']"
+}
+hits() { # RULE: a's count of it
+        lab_json a "t['policy_hits']['$1']"
+}
+send_udp() { # PORT COUNT
+        lab_exec a python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[3])):
+    s.sendto(b"x" * 200, (sys.argv[1], int(sys.argv[2])))
+    time.sleep(0.002)' "$b_tun" "$1" "$2"
+}
+wait_fastest() { # PATH TIMEOUT_S
+        for _ in $(seq $(($2 * 10))); do
+                [ "$(lab_json a "t['policy_fastest']")" = "$1" ] && return 0
+                sleep 0.1
+        done
+        return 1
+}
+
+run() { # MODE_KEYS DESCRIPTION
+        local what=$2 p0 p1 n
+        it_profiles 2 4 4 "$1" 'KeepaliveInterval=100ms'
+        # Both ends: the echo replies come back the way b's rules say.
+        sed -i '/^\[Tunnel\]$/a Policy=proto udp dport 5001 pinned p0\nPolicy=proto icmp lowest-latency\nPolicy=proto udp dport 5002 aggregate' \
+                "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
+        lab_emu_respec 0 'delay=15ms'
+        lab_emu_respec 1 'delay=1ms'
+        it_start a
+        it_start b
+        it_wait_ping a "$b_tun" 10 || it_fail "$what: no ping through the tunnel"
+
+        # Pinned: port 5001 over p0 only.
+        read -r p0 p1 < <(echo "$(rx b p0) $(rx b p1)")
+        send_udp 5001 300
+        sleep 0.5
+        n=$(hits 0)
+        it_note "$what: 300 datagrams to port 5001: b received $(($(rx b p0) - p0)) over p0, $(($(rx b p1) - p1)) over p1; rule 0 counted $n"
+        [ "$n" = 300 ] || it_soft_fail "$what: rule 0 (pinned p0) counted $n packets, expected 300"
+        [ $(($(rx b p0) - p0)) -ge 300 ] && [ $(($(rx b p1) - p1)) -lt 10 ] ||
+                it_soft_fail "$what: the pinned flow did not stay on p0"
+
+        # Lowest latency: the pings take p1 (2 ms round trip against 30).
+        wait_fastest p1 10 || it_fail "$what: lowest-latency path is '$(lab_json a "t['policy_fastest']")', expected p1"
+        read -r p0 p1 < <(echo "$(rx b p0) $(rx b p1)")
+        n=$(hits 1)
+        out=$(lab_exec a ping -c 40 -i 0.02 -W 1 "$b_tun") || it_soft_fail "$what: pings lost: $(tail -n 2 <<<"$out")"
+        avg=$(sed -n 's|^rtt min/avg/max/mdev = [0-9.]*/\([0-9.]*\)/.*|\1|p' <<<"$out")
+        it_note "$what: 40 pings, average $avg ms: b received $(($(rx b p0) - p0)) over p0, $(($(rx b p1) - p1)) over p1; rule 1 counted $(($(hits 1) - n))"
+        [ $(($(rx b p1) - p1)) -ge 40 ] && [ $(($(rx b p0) - p0)) -lt 3 ] ||
+                it_soft_fail "$what: the pings did not take the lowest-latency path p1"
+        it_lt "$avg" 10 || { it_soft_fail "$what: pings averaged $avg ms, expected the fast path's round trip"; lab_ctl a show lab >&2; lab_ctl b show lab >&2; }
+        [ $(($(hits 1) - n)) -ge 40 ] || it_soft_fail "$what: rule 1 counted $(($(hits 1) - n)) of 40 pings"
+
+        # The delays swapped: lowest-latency follows.
+        lab_emu_respec 0 'delay=1ms'
+        lab_emu_respec 1 'delay=15ms'
+        wait_fastest p0 10 || it_soft_fail "$what: after the swap the lowest-latency path is '$(lab_json a "t['policy_fastest']")', expected p0"
+        read -r p0 p1 < <(echo "$(rx b p0) $(rx b p1)")
+        lab_exec a ping -c 20 -i 0.02 -W 1 "$b_tun" >/dev/null || it_soft_fail "$what: pings lost after the swap"
+        [ $(($(rx b p0) - p0)) -ge 20 ] && [ $(($(rx b p1) - p1)) -lt 3 ] ||
+                it_soft_fail "$what: after the swap the pings did not take p0"
+
+        # p0 down: the pinned flow is aggregated over what is left, lowest-latency moves to p1.
+        lab_ctl a path lab p0 down
+        it_wait_state b p0 peer-down 3 || it_soft_fail "$what: b did not take p0 out of use"
+        wait_fastest p1 5 || it_soft_fail "$what: with p0 down the lowest-latency path is '$(lab_json a "t['policy_fastest']")'"
+        read -r p0 p1 < <(echo "$(rx b p0) $(rx b p1)")
+        send_udp 5001 100
+        sleep 0.5
+        it_note "$what: p0 down, 100 datagrams to port 5001: b received $(($(rx b p1) - p1)) over p1"
+        [ $(($(rx b p1) - p1)) -ge 100 ] || it_soft_fail "$what: with p0 down the pinned flow did not fall back to p1"
+
+        # What mptctl shows.
+        lab_ctl a show lab | grep -qx "  policy 0: proto udp dport 5001 pinned p0 (400 packets)" ||
+                it_soft_fail "$what: mptctl show has no line for rule 0 with 400 packets: $(lab_ctl a show lab | grep policy)"
+        lab_ctl a show lab | grep -qx "  lowest-latency path: p1" ||
+                it_soft_fail "$what: mptctl show does not name the lowest-latency path"
+        [ "$(lab_json a "type(t['policy_hits']['2']).__name__ + ' ' + t['policy']['2']")" = "int proto udp dport 5002 aggregate" ] ||
+                it_soft_fail "$what: JSON: $(lab_json a "t['policy'], t['policy_hits']")"
+        lab_ctl a path lab p0 up
+        lab_stop a
+        lab_stop b
+}
+
+run "" "secure"
+run "Mode=compat" "compat"
+
+# A path that does not exist.
+sed -i 's/^Policy=proto udp dport 5001 pinned p0$/Policy=proto udp dport 5001 pinned lte/' "$LAB_DIR/a.conf"
+line=$(grep -n '^Policy=proto udp dport 5001 pinned lte$' "$LAB_DIR/a.conf" | cut -d: -f1)
+rc=0
+out=$(ip netns exec "$(lab_ns a)" "$MPTD" --log-target=console "$LAB_DIR/a.conf" 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF "$LAB_DIR/a.conf:$line: Policy= names path 'lte', which this tunnel does not have" <<<"$out" ||
+        it_soft_fail "a rule naming a missing path: expected exit 1 and FILE:LINE, got $rc: $out"
+
+it_finish "per-flow policy: pinned, lowest-latency (with a swap of delays), fallback, counts"
