@@ -232,14 +232,19 @@ static void print_policy(FILE *f, const CtlRecord *r) {
         char key[32];
 
         for (unsigned k = 0;; k++) {
-                const char *rule, *hits;
+                const char *rule, *hits, *copies;
                 snprintf(key, sizeof key, "policy.%u", k);
                 rule = ctl_record_get(r, key);
                 snprintf(key, sizeof key, "policy_hits.%u", k);
                 hits = ctl_record_get(r, key);
+                snprintf(key, sizeof key, "policy_copies.%u", k);
+                copies = ctl_record_get(r, key);
                 if (!rule || !hits)
                         break;
-                fprintf(f, "  policy %u: %s (%s packet%s)\n", k, rule, hits, streq(hits, "1") ? "" : "s");
+                fprintf(f, "  policy %u: %s (%s packet%s", k, rule, hits, streq(hits, "1") ? "" : "s");
+                if (copies && !streq(copies, "0"))
+                        fprintf(f, ", %s cop%s", copies, streq(copies, "1") ? "y" : "ies");
+                fputs(")\n", f);
         }
         if (fastest)
                 fprintf(f, "  lowest-latency path: %s\n", isempty(fastest) ? "none (no path up)" : fastest);

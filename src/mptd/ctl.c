@@ -195,15 +195,19 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         /* Policy=: each rule as it reads, the packets it matched, and the path of lowest-latency. */
         for (size_t i = 0; i < c->policy.n; i++) {
                 _cleanup_free_ char *rule = mpt_policy_format(&c->policy.items[i]);
-                uint64_t hits = 0;
+                uint64_t hits = 0, copies = 0;
                 char key[48];
 
-                for (unsigned k = 0; k < t->n_workers; k++)
+                for (unsigned k = 0; k < t->n_workers; k++) {
                         hits += worker_policy_hits(t->workers[k], i);
+                        copies += worker_policy_copies(t->workers[k], i);
+                }
                 snprintf(key, sizeof key, "policy.%u", (unsigned) i);
                 ctl_writer_field(w, key, "%s", strna(rule));
                 snprintf(key, sizeof key, "policy_hits.%u", (unsigned) i);
                 ctl_writer_field(w, key, "%" PRIu64, hits);
+                snprintf(key, sizeof key, "policy_copies.%u", (unsigned) i);
+                ctl_writer_field(w, key, "%" PRIu64, copies);
         }
         for (size_t i = 0; i < c->policy.n; i++)
                 if (c->policy.items[i].mode == MPT_POLICY_LOWEST_LATENCY) {

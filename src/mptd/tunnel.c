@@ -179,10 +179,63 @@ static int fastest_path(Tunnel *t) {
         return cur;
 }
 
+/* The paths that are up, normal ones first, each group by smoothed round-trip time (unknown
+ * last): what redundant rules take their copies from. Returns how many. */
+static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
+        unsigned n = 0;
+
+        for (int pass = 0; pass < 2; pass++) {
+                unsigned first = n;
+                for (size_t i = 0; i < t->n_paths && i < MPT_PATHS_MAX; i++) {
+                        Path *p = t->paths[i];
+                        unsigned j;
+                        if (p->state != PATH_STATE_UP || path_is_backup(p) != (pass == 1))
+                                continue;
+                        /* Insertion: after those that are faster (or as fast). */
+                        for (j = n; j > first; j--) {
+                                usec_t o = t->paths[out[j - 1]]->rtt;
+                                if (p->rtt != 0 && (o == 0 || o > p->rtt))
+                                        out[j] = out[j - 1];
+                                else
+                                        break;
+                        }
+                        out[j] = (uint8_t) i;
+                        n++;
+                }
+        }
+        return n;
+}
+
+/* The most copies a redundant rule of the profile asks for (0: no such rule). */
+static unsigned copies_max(const Tunnel *t) {
+        unsigned k = 0;
+
+        for (size_t i = 0; i < t->profile->tunnel.policy.n; i++)
+                if (t->profile->tunnel.policy.items[i].mode == MPT_POLICY_REDUNDANT)
+                        k = MAX(k, (unsigned) t->profile->tunnel.policy.items[i].copies);
+        return k;
+}
+
 void tunnel_rtt_changed(Tunnel *t) {
-        if (t->profile->tunnel.policy.n == 0 || fastest_path(t) == t->fastest)
+        const Snapshot *s = t->snapshot;
+        bool changed;
+
+        if (t->profile->tunnel.policy.n == 0 || !s)
                 return;
-        (void) tunnel_publish(t);
+        changed = fastest_path(t) != t->fastest;
+        if (!changed && copies_max(t) > 0) {
+                /* Redundant copies go to the fastest paths: republish when that set changes. */
+                uint8_t order[MPT_PATHS_MAX];
+                unsigned n = paths_by_rtt(t, order), k = MIN(copies_max(t), n);
+                uint64_t now_set = 0, was = 0;
+                for (unsigned i = 0; i < k; i++)
+                        now_set |= UINT64_C(1) << order[i];
+                for (unsigned i = 0; i < MIN(k, s->n_by_rtt); i++)
+                        was |= UINT64_C(1) << s->by_rtt[i];
+                changed = now_set != was;
+        }
+        if (changed)
+                (void) tunnel_publish(t);
 }
 
 int tunnel_publish(Tunnel *t) {
@@ -253,6 +306,7 @@ int tunnel_publish(Tunnel *t) {
                         if (t->paths[i]->state == PATH_STATE_UP)
                                 s->up_paths |= UINT64_C(1) << i;
                 t->fastest = s->fastest = fastest_path(t);
+                s->n_by_rtt = paths_by_rtt(t, s->by_rtt);
         }
         if (t->hs) {
                 session_fill_snapshot(t, s);

@@ -107,6 +107,10 @@ typedef struct Snapshot {
         size_t n_policy;
         uint64_t up_paths;
         int fastest;
+        /* redundant rules: the paths that are up, normal ones first, each group by round-trip
+         * time (unknown last) */
+        uint8_t by_rtt[MPT_PATHS_MAX];
+        unsigned n_by_rtt;
         SnapshotPath paths[];
 } Snapshot;
 

@@ -148,6 +148,7 @@ Worker *worker_free(Worker *w) {
         free(w->tx_headers);
         free(w->path_iov);
         free(w->tx_crypt);
+        free(w->tx_copy);
         free(w->tx_marks);
         free(w->keep);
         free(w->keep_slots);
@@ -499,7 +500,7 @@ static bool policy_now(const Snapshot *s, const uint8_t *pkt, size_t len) {
         if (!s || s->n_policy == 0)
                 return false;
         i = mpt_policy_classify(s->policy, s->n_policy, pkt, len);
-        return i >= 0 && (s->policy[i].mode == MPT_POLICY_LOWEST_LATENCY || s->policy[i].mode == MPT_POLICY_PINNED);
+        return i >= 0 && s->policy[i].mode != MPT_POLICY_AGGREGATE;
 }
 
 /* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
@@ -1567,8 +1568,61 @@ static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PAT
  * a range of it per window (one atomic addition), under tx_lock with several workers (see
  * transmit()). Either way the segments of a flow (which stays with one worker) are numbered in
  * their order, and each path carries a lane's segments in their order. */
-/* forced: the path a Policy= rule chose for every segment; -1: the scheduler's. */
-static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow, int forced) {
+/* What a Policy= rule chose for a packet: the path of every segment (-1: the scheduler's), and
+ * the paths that carry a copy of each (redundant), and which rule (-1: none). */
+typedef struct PolicyChoice {
+        int path;
+        uint64_t copies;
+        int rule;
+} PolicyChoice;
+
+/* Policy=, redundant: a copy of segment sg (numbered, its GRE header in front of its headers)
+ * over path p, at once and on its own (such flows are small; the copies need no batching).
+ * In secure mode with a counter of p's own, sealed into tx_copy: the plaintext is where the
+ * segment's own sealing found it. */
+static void send_copy(Worker *w, const Snapshot *s, const OffloadSegment *sg, size_t hl, unsigned p, MptCipher cipher,
+                      int rule) {
+        Tunnel *t = w->tunnel;
+        struct iovec iov[2];
+
+        if (t->secure) {
+                size_t front = hl + sg->headers_len, dl;
+                const uint8_t *m = sg->payload ? sg->payload - front : sg->headers - hl;
+                uint64_t c = w->tx_counter[p];
+
+                if (!w->tx_copy) {
+                        w->tx_copy = malloc(WORKER_BUFFER_SIZE + 2 * MPT_SECURE_OVERHEAD);
+                        if (!w->tx_copy) {
+                                COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_MEMORY], 1);
+                                return;
+                        }
+                }
+                if (front + sg->payload_len > WORKER_BUFFER_SIZE || c >= UINT64_MAX - 1) {
+                        COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                        return;
+                }
+                w->tx_counter[p]++;
+                tx_mark(w, p, c, c, now_usec());
+                dl = mpt_secure_seal_from(w->tx_copy, m, front + sg->payload_len, &s->tx_keys, cipher,
+                                          t->aes ? MPT_SECURE_FLAG_AES : 0,
+                                          (MptSecureSender) { .path_id = (uint8_t) p, .lane = (uint8_t) w->id,
+                                                              .counter = c });
+                if (dl == 0) {
+                        COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
+                        return;
+                }
+                iov[0] = (struct iovec) { .iov_base = w->tx_copy, .iov_len = dl };
+                iov[1] = (struct iovec) {};
+        } else {
+                iov[0] = (struct iovec) { .iov_base = sg->headers - hl, .iov_len = hl + sg->headers_len };
+                iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
+        }
+        send_path(w, s, p, iov, 1);
+        __atomic_store_n(&w->policy_copies[rule], w->policy_copies[rule] + 1, __ATOMIC_RELAXED);
+}
+
+static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow, const PolicyChoice *pc) {
+        int forced = pc->path;
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
         size_t crypt_used = 0;
@@ -1663,6 +1717,8 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         if (paced_now != 0)
                                 pace_charge(t, p, paced_now, iov[0].iov_len + iov[1].iov_len);
                 }
+                for (uint64_t c = pc->copies; c != 0; c &= c - 1)
+                        send_copy(w, s, sg, hl, (unsigned) __builtin_ctzll(c), cipher, pc->rule);
                 if (last[i] && w->path_segs[p] > 0) {
                         send_path(w, s, p, &w->path_iov[(size_t) p * 2 * OFFLOAD_SEGMENTS_MAX], w->path_segs[p]);
                         w->path_segs[p] = 0;
@@ -1670,34 +1726,47 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         }
 }
 
-/* Policy=: the path the first matching rule chooses for this packet, counted in its hits; -1:
+/* Policy=: what the first matching rule chooses for this packet, counted in its hits. Path -1:
  * the scheduler's (no rule matches, the rule aggregates, or none of its paths is up). */
-static int policy_path(Worker *w, const Snapshot *s, const uint8_t *pkt, size_t len) {
+static PolicyChoice policy_choice(Worker *w, const Snapshot *s, const uint8_t *pkt, size_t len) {
+        PolicyChoice pc = { .path = -1, .rule = -1 };
         const MptPolicyRule *r;
         int i = s->n_policy > 0 ? mpt_policy_classify(s->policy, s->n_policy, pkt, len) : -1;
-        uint64_t usable;
 
         if (i < 0)
-                return -1;
+                return pc;
+        pc.rule = i;
         __atomic_store_n(&w->policy_hits[i], w->policy_hits[i] + 1, __ATOMIC_RELAXED);
         r = &s->policy[i];
         switch (r->mode) {
         case MPT_POLICY_PINNED: {
+                uint64_t usable = r->paths & s->up_paths;
                 unsigned pick;
-                usable = r->paths & s->up_paths;
                 if (usable == 0)
-                        return -1;
+                        break;
                 /* A flow stays on one of them: the pick-th usable path by its hash. */
                 pick = sched_flow_hash(pkt, len) % (unsigned) __builtin_popcountll(usable);
                 for (; pick > 0; pick--)
                         usable &= usable - 1; /* the lowest bit goes */
-                return __builtin_ctzll(usable);
+                pc.path = __builtin_ctzll(usable);
+                break;
         }
         case MPT_POLICY_LOWEST_LATENCY:
-                return s->fastest;
+                pc.path = s->fastest;
+                break;
+        case MPT_POLICY_REDUNDANT:
+                /* The paths that are up with the lowest round-trip times: the first carries the
+                 * packet as any, the others a copy each. */
+                if (s->n_by_rtt == 0)
+                        break;
+                pc.path = s->by_rtt[0];
+                for (unsigned k = 1; k < MIN((unsigned) r->copies, s->n_by_rtt); k++)
+                        pc.copies |= UINT64_C(1) << s->by_rtt[k];
+                break;
         default:
-                return -1;
+                break;
         }
+        return pc;
 }
 
 static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
@@ -1707,7 +1776,8 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         uint8_t saved[OFFLOAD_HEADERS_MAX];
         uint32_t flow = 0;
         size_t total;
-        int n, forced;
+        PolicyChoice pc;
+        int n;
 
         if (t->tun.vnet_hdr) {
                 if (len < VNET_HDR_LEN) {
@@ -1735,7 +1805,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         }
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
-        forced = policy_path(w, s, pkt, len);
+        pc = policy_choice(w, s, pkt, len);
         /* Sealing in place overwrites the packet's headers; later windows are cut from them. */
         if ((size_t) n < total)
                 memcpy(saved, pkt, MIN(len, sizeof saved));
@@ -1751,7 +1821,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         if (lock)
                 pthread_mutex_lock(&t->tx_lock);
         for (size_t done = 0;;) {
-                transmit_segments(w, s, n, flow, forced);
+                transmit_segments(w, s, n, flow, &pc);
                 done += (size_t) n;
                 if (done >= total)
                         break;
@@ -1978,9 +2048,15 @@ uint64_t worker_policy_hits(const Worker *w, size_t rule) {
         return rule < MPT_POLICY_MAX ? __atomic_load_n(&w->policy_hits[rule], __ATOMIC_RELAXED) : 0;
 }
 
+uint64_t worker_policy_copies(const Worker *w, size_t rule) {
+        return rule < MPT_POLICY_MAX ? __atomic_load_n(&w->policy_copies[rule], __ATOMIC_RELAXED) : 0;
+}
+
 void worker_policy_reset(Worker *w) {
-        for (size_t i = 0; i < MPT_POLICY_MAX; i++)
+        for (size_t i = 0; i < MPT_POLICY_MAX; i++) {
                 __atomic_store_n(&w->policy_hits[i], 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&w->policy_copies[i], 0, __ATOMIC_RELAXED);
+        }
 }
 
 int worker_start(Worker *w) {

@@ -112,6 +112,8 @@ struct Worker {
         const Snapshot *rx_snapshot;
         /* Policy=: packets each rule matched (index of the snapshot's rules; read by mptctl show). */
         uint64_t policy_hits[MPT_POLICY_MAX];
+        uint64_t policy_copies[MPT_POLICY_MAX]; /* redundant: copies sent besides */
+        uint8_t *tx_copy; /* redundant: a copy sealed for another path (allocated when first needed) */
         /* The thread's own seccomp filter (sandbox.c): its result, posted before the thread runs. */
         sem_t sandboxed;
         int sandbox_r;
@@ -255,6 +257,7 @@ bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
 /* Policy=: packets rule i matched here; a reload that changes the rules resets them. */
 uint64_t worker_policy_hits(const Worker *w, size_t rule);
+uint64_t worker_policy_copies(const Worker *w, size_t rule);
 void worker_policy_reset(Worker *w);
 int worker_start(Worker *w);
 /* Asks the worker to stop and joins it. */

@@ -10,6 +10,7 @@ static const char *const mpt_policy_mode_table[_MPT_POLICY_MODE_MAX] = {
         [MPT_POLICY_AGGREGATE] = "aggregate",
         [MPT_POLICY_PINNED] = "pinned",
         [MPT_POLICY_LOWEST_LATENCY] = "lowest-latency",
+        [MPT_POLICY_REDUNDANT] = "redundant",
 };
 
 DEFINE_STRING_TABLE(mpt_policy_mode, MptPolicyMode, _MPT_POLICY_MODE_MAX);
@@ -174,7 +175,19 @@ int mpt_policy_parse(const char *text, MptPolicyRule *ret, char **reterr) {
                 r.mode = mpt_policy_mode_from_string(w);
                 if (r.mode < 0)
                         FAIL("unknown word '%s' (expected proto, sport, dport, port, dscp, from, to, then one of "
-                             "aggregate, pinned, lowest-latency)", w);
+                             "aggregate, pinned, lowest-latency, redundant)", w);
+                if (r.mode == MPT_POLICY_REDUNDANT) {
+                        /* An optional number of copies. */
+                        char *peek = save ? save + strspn(save, " \t") : NULL;
+                        unsigned k;
+                        r.copies = MPT_POLICY_COPIES_DEFAULT;
+                        if (peek && *peek >= '0' && *peek <= '9') {
+                                const char *v = strtok_r(NULL, " \t", &save);
+                                if (safe_atou(v, &k) < 0 || k < 2 || k > MPT_POLICY_COPIES_MAX)
+                                        FAIL("'redundant %s': expected a number of copies 2..%u", v, MPT_POLICY_COPIES_MAX);
+                                r.copies = (uint8_t) k;
+                        }
+                }
                 if (r.mode == MPT_POLICY_PINNED) {
                         const char *v = strtok_r(NULL, " \t", &save);
                         if (!v)
@@ -185,7 +198,7 @@ int mpt_policy_parse(const char *text, MptPolicyRule *ret, char **reterr) {
                 }
         }
         if (r.mode < 0)
-                FAIL("no mode (aggregate, pinned NAMES or lowest-latency) at the end");
+                FAIL("no mode (aggregate, pinned NAMES, lowest-latency or redundant [COPIES]) at the end");
         /* Ports exist only for some protocols: a rule that asks for ports and a protocol
          * without them could never match. */
         if (r.n_sports + r.n_dports + r.n_ports > 0)
@@ -283,6 +296,8 @@ char *mpt_policy_format(const MptPolicyRule *r) {
         append_prefixes(&s, &len, "from", r->from, r->n_from);
         append_prefixes(&s, &len, "to", r->to, r->n_to);
         append(&s, &len, "%s%s", len > 0 ? " " : "", mpt_policy_mode_to_string(r->mode));
+        if (r->mode == MPT_POLICY_REDUNDANT && r->copies != MPT_POLICY_COPIES_DEFAULT)
+                append(&s, &len, " %u", r->copies);
         for (unsigned i = 0; i < r->n_paths; i++)
                 append(&s, &len, "%s%s", i > 0 ? "," : " ", r->path_names[i]);
         return s;

@@ -28,12 +28,17 @@
  *                         when none of them can send, the packet is aggregated
  *   lowest-latency        the path with the lowest round-trip time that can send (it changes
  *                         only when another is clearly faster: MPT_POLICY_HYSTERESIS_*)
+ *   redundant [K]         a copy over each of the K paths with the lowest round-trip times that
+ *                         are up (K 2..MPT_POLICY_COPIES_MAX, 2 by default); the receiver keeps
+ *                         the first copy (the others are duplicates of its sequence number)
  *
  * e.g. "proto udp dport 3478-3481,5060 lowest-latency", "proto tcp dport 6881-6889 pinned wifi". */
 
 #define MPT_POLICY_MAX 32u          /* rules per tunnel */
 #define MPT_POLICY_ITEMS_MAX 8u     /* ports, ranges, prefixes or path names per match */
 #define MPT_POLICY_NAME_SIZE 16u    /* a path's name (object_name_valid(): 1..15 characters) */
+#define MPT_POLICY_COPIES_MAX 4u    /* redundant: copies of a packet at most */
+#define MPT_POLICY_COPIES_DEFAULT 2u
 /* lowest-latency moves to another path when its round-trip time is below the current one's by
  * both of these (a small difference is noise of the keepalives). */
 #define MPT_POLICY_HYSTERESIS_USEC 2000u
@@ -43,6 +48,7 @@ typedef enum MptPolicyMode {
         MPT_POLICY_AGGREGATE,
         MPT_POLICY_PINNED,
         MPT_POLICY_LOWEST_LATENCY,
+        MPT_POLICY_REDUNDANT,
         _MPT_POLICY_MODE_MAX,
         _MPT_POLICY_MODE_INVALID = -EINVAL,
 } MptPolicyMode;
@@ -61,6 +67,7 @@ typedef struct MptPolicyRule {
         uint64_t dscp; /* bit per DSCP value; 0: any */
         MptPrefix from[MPT_POLICY_ITEMS_MAX], to[MPT_POLICY_ITEMS_MAX];
         MptPolicyMode mode;
+        uint8_t copies; /* redundant: how many */
         /* pinned: the paths as named, and (profile_verify()) their indexes as bits */
         uint8_t n_paths;
         char path_names[MPT_POLICY_ITEMS_MAX][MPT_POLICY_NAME_SIZE];

@@ -195,7 +195,7 @@ const MptConfKey mpt_conf_keys[] = {
         },
         [MPT_KEY_TUNNEL_POLICY] = {
                 .name = "Policy", .section = T(policy), .type = MPT_CONF_POLICY_LIST,
-                .syntax = "[proto P] [sport|dport|port PORTS] [dscp D] [from|to PREFIXES] aggregate|pinned PATHS|lowest-latency",
+                .syntax = "[proto P] [sport|dport|port PORTS] [dscp D] [from|to PREFIXES] aggregate|pinned PATHS|lowest-latency|redundant [K]",
                 .default_doc = "none (everything aggregated)",
                 .doc = "A per-flow rule: which packets written to the tunnel it matches, and how they "
                        "are sent. Rules are tried in the order given, and the first that matches "
@@ -208,13 +208,19 @@ const MptConfKey mpt_conf_keys[] = {
                        "packet's source and destination). Then the mode: \"aggregate\" (the tunnel's "
                        "scheduler: exempts traffic from later rules), \"pinned\" and path names (the "
                        "packet goes over one of these paths that can send, a flow always the same one by "
-                       "its hash; when none can, it is aggregated), or \"lowest-latency\" (the path "
+                       "its hash; when none can, it is aggregated), \"lowest-latency\" (the path "
                        "that can send with the lowest round-trip time, which changes only when another "
-                       "is faster by 2 ms and 10%). Up to 32 rules; may be given several times, "
+                       "is faster by 2 ms and 10%), or \"redundant\" with an optional number of copies "
+                       "K, 2 to 4, 2 by default (a copy over each of the K paths that can send with the "
+                       "lowest round-trip times; the other end keeps the first to arrive and drops the "
+                       "others as duplicates). The other end writes packets that its own rules send "
+                       "lowest-latency, pinned or redundant to its TUN device at once, not held behind "
+                       "other traffic for reordering: give both ends the same rules (\"port\" matches "
+                       "both directions of a flow). Up to 32 rules; may be given several times, "
                        "several rules in one value separated by \";\"; an empty value clears the list. "
                        "Example: Policy=proto udp dport 3478-3481,5060 lowest-latency. mptctl show "
-                       "counts each rule's packets. Compat mode supports every mode: the choice of path "
-                       "is the sender's alone.",
+                       "counts each rule's packets. Compat mode supports every mode between mpt ends; an "
+                       "original MPT peer would deliver both copies of a redundant packet.",
         },
         [MPT_KEY_TUNNEL_WORKERS] = {
                 .name = "Workers", .section = T(workers), .type = MPT_CONF_UINT32,

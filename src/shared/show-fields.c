@@ -59,6 +59,7 @@ const ShowField show_fields[] = {
         T("repair.*", SHOW_INTEGER, "packets"),
         T("policy.*", SHOW_STRING, NULL),
         T("policy_hits.*", SHOW_INTEGER, "packets"),
+        T("policy_copies.*", SHOW_INTEGER, "packets"),
         T("policy_fastest", SHOW_STRING, NULL),
         T("worker_rx.*", SHOW_INTEGER, "packets"),
         T("worker_tx.*", SHOW_INTEGER, "packets"),

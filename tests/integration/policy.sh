@@ -6,6 +6,7 @@
 #   Policy=proto udp dport 5001 pinned p0
 #   Policy=proto icmp lowest-latency
 #   Policy=proto udp dport 5002 aggregate
+#   Policy=proto udp dport 5003 redundant
 #
 # Asserts, in secure mode (the lab's handshake) and again in compat mode:
 #   - 300 UDP datagrams to port 5001 all arrive at b over p0 (b's p0 data packets grow by at
@@ -14,6 +15,9 @@
 #     of the fast path (average below 10 ms) and rule 1 counting them;
 #   - the delays swapped (p0 1 ms, p1 15 ms): the lowest-latency path becomes p0 within 10 s and
 #     the pings follow it;
+#   - redundant over p0 losing 30 % (p1 clean): 300 datagrams to port 5003 all arrive, none twice,
+#     a sent 300 copies and b dropped the copies as duplicates (the aggregate rule's count over
+#     the same paths is noted beside it);
 #   - p0 taken down at a: the pinned flow falls back to the other paths (its datagrams arrive over
 #     p1), and lowest-latency moves to p1;
 #   - `mptctl show` has a "policy N" line per rule with its count, and the JSON its typed objects;
@@ -43,6 +47,32 @@ for i in range(int(sys.argv[3])):
     s.sendto(b"x" * 200, (sys.argv[1], int(sys.argv[2])))
     time.sleep(0.002)' "$b_tun" "$1" "$2"
 }
+udp_count() { # PORT COUNT: COUNT numbered datagrams a -> b; prints how many arrived and how many twice
+        lab_exec b python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(1.5)
+seen, twice = set(), 0
+try:
+    while True:
+        d = s.recv(2048)
+        if d in seen:
+            twice += 1
+        seen.add(d)
+except socket.timeout:
+    pass
+print(len(seen), twice)' "$b_tun" "$1" &
+        local rx=$!
+        sleep 0.3
+        lab_exec a python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[3])):
+    s.sendto(b"%06d" % i + b"x" * 194, (sys.argv[1], int(sys.argv[2])))
+    time.sleep(0.003)' "$b_tun" "$1" "$2"
+        wait "$rx"
+}
 wait_fastest() { # PATH TIMEOUT_S
         for _ in $(seq $(($2 * 10))); do
                 [ "$(lab_json a "t['policy_fastest']")" = "$1" ] && return 0
@@ -53,9 +83,10 @@ wait_fastest() { # PATH TIMEOUT_S
 
 run() { # MODE_KEYS DESCRIPTION
         local what=$2 p0 p1 n
-        it_profiles 2 4 4 "$1" 'KeepaliveInterval=100ms'
+        # (DeadTime: a path that loses 30 % below must not be declared dead now and then.)
+        it_profiles 2 4 4 "$1" 'KeepaliveInterval=100ms\nDeadTime=5s'
         # Both ends: the echo replies come back the way b's rules say.
-        sed -i '/^\[Tunnel\]$/a Policy=proto udp dport 5001 pinned p0\nPolicy=proto icmp lowest-latency\nPolicy=proto udp dport 5002 aggregate' \
+        sed -i '/^\[Tunnel\]$/a Policy=proto udp dport 5001 pinned p0\nPolicy=proto icmp lowest-latency\nPolicy=proto udp dport 5002 aggregate\nPolicy=proto udp dport 5003 redundant' \
                 "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
         lab_emu_respec 0 'delay=15ms'
         lab_emu_respec 1 'delay=1ms'
@@ -94,6 +125,22 @@ run() { # MODE_KEYS DESCRIPTION
         [ $(($(rx b p0) - p0)) -ge 20 ] && [ $(($(rx b p1) - p1)) -lt 3 ] ||
                 it_soft_fail "$what: after the swap the pings did not take p0"
 
+        # Redundant over a lossy path: p0 loses 30 % of what it carries, p1 nothing. Every one of
+        # 300 datagrams to port 5003 arrives, once; the same over the aggregate rule (port 5002)
+        # for comparison (not judged: the learned scheduler may avoid the lossy path by itself).
+        lab_emu_respec 0 'delay=1ms,loss=30%'
+        dup0=$(lab_json b "sum(x['drops']['duplicate'] for x in t['paths'])")
+        n=$(lab_json a "t['policy_copies']['3']")
+        read -r got dups < <(udp_count 5003 300)
+        read -r agg _ < <(udp_count 5002 300)
+        dup1=$(lab_json b "sum(x['drops']['duplicate'] for x in t['paths'])")
+        copies=$(($(lab_json a "t['policy_copies']['3']") - n))
+        it_note "$what: p0 losing 30 %: redundant: $got of 300 datagrams arrived ($dups twice), a sent $copies copies, b dropped $((dup1 - dup0)) duplicates; aggregate: $agg of 300"
+        [ "$got" = 300 ] && [ "$dups" = 0 ] || it_soft_fail "$what: redundant: $got of 300 datagrams arrived, $dups of them twice"
+        [ "$copies" = 300 ] || it_soft_fail "$what: redundant: a sent $copies copies, expected 300"
+        [ $((dup1 - dup0)) -ge 150 ] || it_soft_fail "$what: b dropped only $((dup1 - dup0)) copies as duplicates"
+        lab_emu_respec 0 'delay=1ms'
+
         # p0 down: the pinned flow is aggregated over what is left, lowest-latency moves to p1.
         lab_ctl a path lab p0 down
         it_wait_state b p0 peer-down 3 || it_soft_fail "$what: b did not take p0 out of use"
@@ -127,4 +174,4 @@ out=$(ip netns exec "$(lab_ns a)" "$MPTD" --log-target=console "$LAB_DIR/a.conf"
 [ "$rc" = 1 ] && grep -qF "$LAB_DIR/a.conf:$line: Policy= names path 'lte', which this tunnel does not have" <<<"$out" ||
         it_soft_fail "a rule naming a missing path: expected exit 1 and FILE:LINE, got $rc: $out"
 
-it_finish "per-flow policy: pinned, lowest-latency (with a swap of delays), fallback, counts"
+it_finish "per-flow policy: pinned, lowest-latency (with a swap of delays), redundant, fallback, counts"

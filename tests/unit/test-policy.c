@@ -42,6 +42,9 @@ static void test_parse(void) {
                 { "proto tcp,17,icmp port 22 aggregate", NULL }, /* icmp: refused below (no ports) */
                 { "from 10.0.0.0/8,fd00::/8 to 192.0.2.1 aggregate", "from 10.0.0.0/8,fd00::/8 to 192.0.2.1 aggregate" },
                 { "proto 47 pinned p0", "proto gre pinned p0" },
+                { "dscp EF redundant", "dscp 46 redundant" },
+                { "dscp EF redundant 2", "dscp 46 redundant" },
+                { "proto udp redundant 4", "proto udp redundant 4" },
                 { "sport 1-65535 port 80 proto sctp,dccp,udplite aggregate",
                   "proto sctp,dccp,udplite sport 1-65535 port 80 aggregate" },
         };
@@ -83,7 +86,9 @@ static void test_parse(void) {
         assert_refused("proto icmp port 80 aggregate", "protocol icmp has none");
         assert_refused("proto 47 dport 1 aggregate", "protocol gre has none");
         assert_refused("proto 200 dport 1 aggregate", "protocol 200 has none");
-        assert_refused("redundant", "unknown word 'redundant'");
+        assert_refused("redundant 1", "'redundant 1'");
+        assert_refused("redundant 5", "'redundant 5'");
+        assert_refused("redundant 3 x", "the mode comes last");
 }
 
 /* An IPv4 header (20 bytes) and the first 4 bytes of what follows. */

@@ -324,8 +324,8 @@ static const KeyVector key_vectors[] = {
           .formatted = { NULL, "dscp 46 aggregate", NULL, "proto tcp port 22 aggregate" },
           .bad = { "udp lowest-latency", "proto udp", "dport 0 aggregate" },
           .message = { "invalid Policy= 'udp lowest-latency': unknown word 'udp' (expected proto, sport, dport, port, "
-                       "dscp, from, to, then one of aggregate, pinned, lowest-latency)",
-                       "invalid Policy= 'proto udp': no mode (aggregate, pinned NAMES or lowest-latency) at the end",
+                       "dscp, from, to, then one of aggregate, pinned, lowest-latency, redundant)",
+                       "invalid Policy= 'proto udp': no mode (aggregate, pinned NAMES, lowest-latency or redundant [COPIES]) at the end",
                        "invalid Policy= 'dport 0 aggregate': 'dport 0': expected a port 1..65535 or a range A-B" } },
         { "Tunnel.MTU",
           .good = { "1400", "auto", "576", "65535", "01400" },
@@ -1338,7 +1338,7 @@ static void test_policy(void) {
                 const char *const want[] = {
                         TEST_FILE ":4: Policy= names path 'lte', which this tunnel does not have",
                         TEST_FILE ":5: invalid Policy= 'foo lowest-latency': unknown word 'foo' (expected proto, "
-                                  "sport, dport, port, dscp, from, to, then one of aggregate, pinned, lowest-latency)",
+                                  "sport, dport, port, dscp, from, to, then one of aggregate, pinned, lowest-latency, redundant)",
                         NULL,
                 };
                 assert_errors(bad, want);
