@@ -58,7 +58,7 @@ expect_file "$sbindir/mptctl" exec
 for page in man5/mpt.conf.5 man5/mpt.netdev.5 man8/mptd.8 man8/mptctl.8 man8/mpt-netdev-generator.8; do
         expect_file "$mandir/$page"
 done
-for ex in two-host-a.conf two-host-b.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
+for ex in two-host-a.conf two-host-b.conf realtime-policy.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
         expect_file "$docdir/examples/$ex"
 done
 # The NetworkManager plugin (when built): the .name file names the installed service and auth
@@ -126,6 +126,12 @@ grep -qx "ExecStart=$sbindir/mptd --log-target=journal %i" "$D$unitdir/mptd@.ser
 "$D$sbindir/mptctl" check "$D$docdir/examples/mpt0.netdev" "$D$docdir/examples/mpt0-peer.netdev" \
         "$D$docdir/examples/two-host-a.conf" "$D$docdir/examples/two-host-b.conf" > "$T/check.log" 2>&1 ||
         { cat "$T/check.log" >&2; fail "the installed examples do not pass mptctl check"; }
+# The real-time drop-in, as it says: a drop-in of a profile (rules for both ends, no path named).
+mkdir -p "$T/rt/two-host-a.conf.d"
+cp -p "$D$docdir/examples/two-host-a.conf" "$D$docdir/examples/mpt0.key" "$T/rt/"
+cp "$D$docdir/examples/realtime-policy.conf" "$T/rt/two-host-a.conf.d/"
+"$D$sbindir/mptctl" check "$T/rt/two-host-a.conf" > "$T/check-rt.log" 2>&1 ||
+        { cat "$T/check-rt.log" >&2; fail "two-host-a.conf with realtime-policy.conf does not pass mptctl check"; }
 
 # The installed generator, on the installed example: its unit points at the installed paths.
 mkdir -p "$T/network" "$T/out"
