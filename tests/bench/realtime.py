@@ -8,8 +8,10 @@
 #                                   packets of about 1190 bytes as RTP packetizes it, DSCP AF41)
 #   realtime.py recv ADDR SECONDS OUT.json
 #
-# Both ends run on one host (network namespaces share CLOCK_MONOTONIC), so a packet's one-way
-# delay is its arrival time minus the send time it carries. The receiver writes per stream: sent
+# Both ends run on one host (network namespaces share the clock), so a packet's one-way delay is
+# its arrival time minus the send time it carries: both CLOCK_REALTIME, the arrival the kernel's
+# (SO_TIMESTAMPNS: when the packet reached the socket), so that a receiver waiting for a CPU on a
+# busy machine does not count. The receiver writes per stream: sent
 # (from the highest sequence number + 1 and the sender's count), received, lost, duplicates
 # (delivered twice: a failure of redundant mode), one-way delay p50/p99/max, jitter (RFC 3550:
 # the mean deviation of transit differences) and the longest gap between arrivals.
@@ -21,8 +23,9 @@ import sys
 import time
 
 VOICE_PORT, VIDEO_PORT = 5004, 5006
-HDR = struct.Struct("!BIQ")  # stream, sequence, send time (ns, CLOCK_MONOTONIC)
+HDR = struct.Struct("!BIQ")  # stream, sequence, send time (ns, CLOCK_REALTIME)
 EF, AF41 = 46 << 2, 34 << 2
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; also the control message's type
 
 
 def send(dest, seconds):
@@ -41,12 +44,12 @@ def send(dest, seconds):
         if now >= end:
             break
         if now >= next_voice:
-            voice.sendto(HDR.pack(0, sv, time.monotonic_ns()) + b"v" * (200 - HDR.size), (dest, VOICE_PORT))
+            voice.sendto(HDR.pack(0, sv, time.time_ns()) + b"v" * (200 - HDR.size), (dest, VOICE_PORT))
             sv += 1
             next_voice += 20_000_000
         if now >= next_video:
             for _ in range(7):
-                video.sendto(HDR.pack(1, sf, time.monotonic_ns()) + b"f" * (per - HDR.size), (dest, VIDEO_PORT))
+                video.sendto(HDR.pack(1, sf, time.time_ns()) + b"f" * (per - HDR.size), (dest, VIDEO_PORT))
                 sf += 1
             next_video += 33_333_333
         time.sleep(max(0, min(next_voice, next_video) - time.monotonic_ns()) / 1e9)
@@ -65,6 +68,7 @@ def recv(addr, seconds, out):
     for port in (VOICE_PORT, VIDEO_PORT):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind((addr, port))
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         s.setblocking(False)
         socks.append(s)
     import selectors
@@ -78,10 +82,14 @@ def recv(addr, seconds, out):
         for key, _ in sel.select(timeout=0.1):
             while True:
                 try:
-                    d = key.fileobj.recv(4096)
+                    d, anc, _, _ = key.fileobj.recvmsg(4096, socket.CMSG_SPACE(16))
                 except BlockingIOError:
                     break
-                now = time.monotonic_ns()
+                now = time.time_ns()
+                for level, kind, data in anc:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        sec, nsec = struct.unpack("qq", data[:16])
+                        now = sec * 1_000_000_000 + nsec
                 stream, seq, sent = HDR.unpack_from(d)
                 x = st[stream]
                 if seq in x["seen"]:
