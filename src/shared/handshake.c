@@ -779,11 +779,6 @@ void mpt_handshake_received(MptHandshake *hs, usec_t now, uint64_t epoch) {
                 k->current = k->next;
                 explicit_bzero(&k->next, sizeof k->next);
                 hs->keys_version++;
-                /* An initiation of this end's own that began before that session (the other end
-                 * was not there yet when it went out) has nothing left to do: its retry would
-                 * only make one more session. */
-                if (hs->pending.active && hs->pending.started <= k->current.created)
-                        pending_wipe(hs);
         } else if (k->current.recv.epoch != epoch && k->previous.recv.epoch != epoch)
                 return;
         hs->tx_since_rx = 0;

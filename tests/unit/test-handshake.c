@@ -477,34 +477,6 @@ static void test_cold_start(void) {
         end_done(&b);
 }
 
-/* A starts first: its initiation finds nobody. B starts a second later and its initiation makes
- * the session, which B confirms by sending under it. A's own initiation, still waiting for its
- * retry, has nothing left to do then: no retry, no second session. */
-static void test_late_peer(void) {
-        End a, b;
-        Msg ia, ib, ra, reply;
-
-        pair_init(&a, &b);
-        initiation(&a, T0, 0, &ia); /* lost */
-        g_assert_cmpint(mpt_handshake_want_initiation(a.hs, T0 + 100 * MSEC, 0), ==, MPT_HANDSHAKE_WANT_NOTHING);
-        initiation(&b, T0 + 1000 * MSEC, 0, &ib);
-        g_assert_cmpint(deliver(&a, T0 + 1000 * MSEC, &from_b0, false, ib.buf, ib.len, &ra), ==, -1);
-        g_assert_cmpint(ra.kind, ==, MPT_HANDSHAKE_REPLY_RESPONSE);
-        g_assert_cmpint(deliver(&b, T0 + 1050 * MSEC, &from_a0, false, ra.buf, ra.len, &reply), ==, -1);
-        g_assert_cmpint(reply.kind, ==, MPT_HANDSHAKE_REPLY_CONFIRM);
-        g_assert_cmpint(transport(&b, &a, T0 + 1050 * MSEC), ==, -1);
-        g_assert_cmpint(transport(&a, &b, T0 + 1100 * MSEC), ==, -1);
-        /* Past the retry time of A's initiation (5 s and jitter) and well within the session. */
-        for (usec_t t = T0 + 1100 * MSEC; t <= T0 + 20 * SEC; t += 500 * MSEC) {
-                g_assert_cmpint(mpt_handshake_want_initiation(a.hs, t, 0), ==, MPT_HANDSHAKE_WANT_NOTHING);
-                g_assert_cmpint(mpt_handshake_want_initiation(b.hs, t, 0), ==, MPT_HANDSHAKE_WANT_NOTHING);
-                g_assert_cmpint(transport(&a, &b, t), ==, -1);
-                g_assert_cmpint(transport(&b, &a, t), ==, -1);
-        }
-        end_done(&a);
-        end_done(&b);
-}
-
 /* Both ends initiate at once and both handshakes complete: each sends under the session it
  * initiated, and the other still opens it (as its previous key pair). */
 static void test_simultaneous(void) {
@@ -937,7 +909,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/handshake/replay", test_replay);
         g_test_add_func("/mpt/handshake/restart", test_restart);
         g_test_add_func("/mpt/handshake/cold-start", test_cold_start);
-        g_test_add_func("/mpt/handshake/late-peer", test_late_peer);
         g_test_add_func("/mpt/handshake/simultaneous", test_simultaneous);
         g_test_add_func("/mpt/handshake/multipath-copies", test_multipath_copies);
         g_test_add_func("/mpt/handshake/flood", test_flood);
