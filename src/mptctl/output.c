@@ -225,20 +225,22 @@ static void print_drops(FILE *f, const CtlRecord *r) {
                 fputc('\n', f);
 }
 
+/* Member k of a numbered group of fields ("worker_rx.1"); NULL when there is none. */
+static const char *get_member(const CtlRecord *r, const char *group, unsigned k) {
+        char key[64];
+
+        snprintf(key, sizeof key, "%s.%u", group, k);
+        return ctl_record_get(r, key);
+}
+
 /* Policy=: "  policy 0: proto udp dport 5060 lowest-latency (12 packets)", a line per rule, and
  * the path lowest-latency rules use. */
 static void print_policy(FILE *f, const CtlRecord *r) {
         const char *fastest = ctl_record_get(r, "policy_fastest");
-        char key[32];
 
         for (unsigned k = 0;; k++) {
-                const char *rule, *hits, *copies;
-                snprintf(key, sizeof key, "policy.%u", k);
-                rule = ctl_record_get(r, key);
-                snprintf(key, sizeof key, "policy_hits.%u", k);
-                hits = ctl_record_get(r, key);
-                snprintf(key, sizeof key, "policy_copies.%u", k);
-                copies = ctl_record_get(r, key);
+                const char *rule = get_member(r, "policy", k), *hits = get_member(r, "policy_hits", k),
+                           *copies = get_member(r, "policy_copies", k);
                 if (!rule || !hits)
                         break;
                 fprintf(f, "  policy %u: %s (%s packet%s", k, rule, hits, streq(hits, "1") ? "" : "s");
@@ -252,17 +254,11 @@ static void print_policy(FILE *f, const CtlRecord *r) {
 
 /* "  workers: 0 received 1200 sent 3, 1 received 0 sent 1180" (data packets), with several. */
 static void print_workers(FILE *f, const CtlRecord *r) {
-        char key[32];
-
         if (!ctl_record_get(r, "worker_rx.1"))
                 return;
         fputs("  workers (data packets):", f);
         for (unsigned k = 0;; k++) {
-                const char *rx, *tx;
-                snprintf(key, sizeof key, "worker_rx.%u", k);
-                rx = ctl_record_get(r, key);
-                snprintf(key, sizeof key, "worker_tx.%u", k);
-                tx = ctl_record_get(r, key);
+                const char *rx = get_member(r, "worker_rx", k), *tx = get_member(r, "worker_tx", k);
                 if (!rx || !tx)
                         break;
                 fprintf(f, "%s %u received %s sent %s", k ? "," : "", k, rx, tx);

@@ -369,8 +369,9 @@ static int hold(Reorder *r, uint32_t seq, const uint8_t *pkt, size_t len, usec_t
         return 0;
 }
 
-int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
-                   ReorderDeliver deliver, void *userdata) {
+/* reorder_insert() and, at_once, reorder_insert_now(). */
+static int insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now, bool at_once,
+                  ReorderDeliver deliver, void *userdata) {
         int32_t d;
         int k;
 
@@ -441,14 +442,14 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
         }
 
         /* Bound the memory a peer can make us hold: release the oldest first. */
-        while (d > 0 && r->bytes_buffered + len > REORDER_BYTES_MAX && r->n_buffered > 0) {
+        while (d > 0 && !at_once && r->bytes_buffered + len > REORDER_BYTES_MAX && r->n_buffered > 0) {
                 r->stats.overflows++;
                 advance_one(r, false, deliver, userdata);
                 drain_forced(r, deliver, userdata);
                 d = mpt_seq_diff(seq, r->expected);
         }
 
-        if (d == 0 && r->paths[path].extra > 0 && !r->paths[path].down) {
+        if (d == 0 && !at_once && r->paths[path].extra > 0 && !r->paths[path].down) {
                 /* In order, but its path is faster than the slowest: it waits the difference, so
                  * that every packet takes about as long (a TCP stream above sees one round trip,
                  * not the fast path's when it happens to wait for nothing). */
@@ -477,6 +478,19 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
                 }
                 return -1;
         }
+        if (at_once) {
+                /* Ahead of a gap: delivered now; the buffer passes over its number later. */
+                Slot *s = slot_of(r, seq);
+                s->seq = seq;
+                s->early = true;
+                s->known = false;
+                s->delivered = false;
+                r->stats.delivered++;
+                r->stats.early++;
+                deliver(userdata, pkt, len);
+                infer_losses(r, now, deliver, userdata);
+                return -1;
+        }
 
         k = hold(r, seq, pkt, len, now, r->paths[path].down ? 0 : r->paths[path].extra);
         if (k < 0)
@@ -485,45 +499,14 @@ int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, 
         return -1;
 }
 
+int reorder_insert(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
+                   ReorderDeliver deliver, void *userdata) {
+        return insert(r, seq, path, pkt, len, now, false, deliver, userdata);
+}
+
 int reorder_insert_now(Reorder *r, uint32_t seq, unsigned path, const uint8_t *pkt, size_t len, usec_t now,
                        ReorderDeliver deliver, void *userdata) {
-        int32_t d;
-        Slot *s;
-
-        assert(path < REORDER_PATHS_MAX);
-
-        if (!r->synced)
-                resync(r, seq, deliver, userdata);
-        d = mpt_seq_diff(seq, r->expected);
-        /* Behind expected (late, a duplicate, stale) or beyond the window (which moves): as any
-         * packet. */
-        if (d < 0 || (uint32_t) d >= r->window)
-                return reorder_insert(r, seq, path, pkt, len, now, deliver, userdata);
-        r->stale_run = 0;
-        path_seen(r, path, seq, now);
-        s = slot_of(r, seq);
-        if ((s->buffered || s->early) && s->seq == seq) {
-                r->stats.duplicates++;
-                return MPT_DROP_DUPLICATE;
-        }
-        r->stats.delivered++;
-        if (d == 0) {
-                s->seq = seq;
-                s->known = true;
-                s->delivered = true;
-                deliver(userdata, pkt, len);
-                r->expected++;
-                drain(r, now, deliver, userdata);
-        } else {
-                s->seq = seq;
-                s->early = true;
-                s->known = false;
-                s->delivered = false;
-                r->stats.early++;
-                deliver(userdata, pkt, len);
-        }
-        infer_losses(r, now, deliver, userdata);
-        return -1;
+        return insert(r, seq, path, pkt, len, now, true, deliver, userdata);
 }
 
 void reorder_expire(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata) {

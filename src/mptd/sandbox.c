@@ -148,34 +148,22 @@ static uint32_t arg_low(unsigned i) {
 static void emit_rule(Prog *p, const Rule *r, int pid) {
         uint32_t value = r->value == PID_SELF ? (uint32_t) pid : r->value;
 
-        switch (r->test) {
-        case TEST_NONE:
+        if (r->test == TEST_NONE) {
                 JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) r->nr, 0, 1);
                 STMT(BPF_RET | BPF_K, r->action);
                 return;
-        case TEST_CLEAR: /* nr? load; any bit set -> otherwise */
-                JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) r->nr, 0, 4);
-                STMT(BPF_LD | BPF_W | BPF_ABS, arg_low(r->arg));
-                JUMP(BPF_JMP | BPF_JSET | BPF_K, value, 1, 0);
-                STMT(BPF_RET | BPF_K, r->action);
-                STMT(BPF_RET | BPF_K, r->otherwise);
-                return;
-        case TEST_SET:
-                JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) r->nr, 0, 5);
-                STMT(BPF_LD | BPF_W | BPF_ABS, arg_low(r->arg));
-                STMT(BPF_ALU | BPF_AND | BPF_K, value);
-                JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 1);
-                STMT(BPF_RET | BPF_K, r->action);
-                STMT(BPF_RET | BPF_K, r->otherwise);
-                return;
-        case TEST_EQ:
-                JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) r->nr, 0, 4);
-                STMT(BPF_LD | BPF_W | BPF_ABS, arg_low(r->arg));
-                JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 1);
-                STMT(BPF_RET | BPF_K, r->action);
-                STMT(BPF_RET | BPF_K, r->otherwise);
-                return;
         }
+        /* nr? Load the argument's low word; (TEST_SET: masked;) the test; action or otherwise. */
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) r->nr, 0, r->test == TEST_SET ? 5 : 4);
+        STMT(BPF_LD | BPF_W | BPF_ABS, arg_low(r->arg));
+        if (r->test == TEST_SET)
+                STMT(BPF_ALU | BPF_AND | BPF_K, value);
+        if (r->test == TEST_CLEAR)
+                JUMP(BPF_JMP | BPF_JSET | BPF_K, value, 1, 0); /* any bit set: otherwise */
+        else
+                JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 1);
+        STMT(BPF_RET | BPF_K, r->action);
+        STMT(BPF_RET | BPF_K, r->otherwise);
 }
 
 int sandbox_build(SandboxLayer layer, int pid, struct sock_filter *out, size_t max) {

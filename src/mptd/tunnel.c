@@ -154,33 +154,9 @@ static int on_reclaim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The path for lowest-latency rules: among the paths that are up (normal ones first, as the
- * vector has them), the one with the lowest smoothed round-trip time; the current one stays while
- * it is up unless another is faster by MPT_POLICY_HYSTERESIS_USEC and _PERCENT. */
-static int fastest_path(Tunnel *t) {
-        int best = -1, cur = t->fastest;
-
-        for (int pass = 0; pass < 2 && best < 0; pass++)
-                for (size_t i = 0; i < t->n_paths; i++) {
-                        Path *p = t->paths[i];
-                        if (p->state != PATH_STATE_UP || path_is_backup(p) != (pass == 1))
-                                continue;
-                        if (best < 0 || (p->rtt > 0 && (t->paths[best]->rtt == 0 || p->rtt < t->paths[best]->rtt)))
-                                best = (int) i;
-                }
-        if (best < 0 || cur < 0 || (size_t) cur >= t->n_paths || cur == best)
-                return best;
-        Path *c = t->paths[cur], *b = t->paths[best];
-        if (c->state != PATH_STATE_UP || path_is_backup(c) != path_is_backup(b) || c->rtt == 0)
-                return best;
-        if (b->rtt + MPT_POLICY_HYSTERESIS_USEC <= c->rtt &&
-            b->rtt * 100 <= c->rtt * (100 - MPT_POLICY_HYSTERESIS_PERCENT))
-                return best;
-        return cur;
-}
-
 /* The paths that are up, normal ones first, each group by smoothed round-trip time (unknown
- * last): what redundant rules take their copies from. Returns how many. */
+ * last): what lowest-latency rules take the first of and redundant rules their copies from.
+ * Returns how many. */
 static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
         unsigned n = 0;
 
@@ -206,6 +182,27 @@ static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
         return n;
 }
 
+/* The path for lowest-latency rules: the first of paths_by_rtt() (order, n); the current one
+ * stays while it is up, of the same kind, unless the other is faster by MPT_POLICY_HYSTERESIS_USEC
+ * and _PERCENT. -1: none is up. */
+static int fastest_path(Tunnel *t, const uint8_t *order, unsigned n) {
+        int cur = t->fastest;
+        Path *c, *b;
+
+        if (n == 0)
+                return -1;
+        if (cur < 0 || (size_t) cur >= t->n_paths || cur == order[0])
+                return order[0];
+        c = t->paths[cur];
+        b = t->paths[order[0]];
+        if (c->state != PATH_STATE_UP || path_is_backup(c) != path_is_backup(b) || c->rtt == 0)
+                return order[0];
+        if (b->rtt + MPT_POLICY_HYSTERESIS_USEC <= c->rtt &&
+            b->rtt * 100 <= c->rtt * (100 - MPT_POLICY_HYSTERESIS_PERCENT))
+                return order[0];
+        return cur;
+}
+
 /* The most copies a redundant rule of the profile asks for (0: no such rule). */
 static unsigned copies_max(const Tunnel *t) {
         unsigned k = 0;
@@ -218,23 +215,21 @@ static unsigned copies_max(const Tunnel *t) {
 
 void tunnel_rtt_changed(Tunnel *t) {
         const Snapshot *s = t->snapshot;
-        bool changed;
+        uint8_t order[MPT_PATHS_MAX];
+        unsigned n, k;
+        uint64_t now_set = 0, was = 0;
 
         if (t->profile->tunnel.policy.n == 0 || !s)
                 return;
-        changed = fastest_path(t) != t->fastest;
-        if (!changed && copies_max(t) > 0) {
-                /* Redundant copies go to the fastest paths: republish when that set changes. */
-                uint8_t order[MPT_PATHS_MAX];
-                unsigned n = paths_by_rtt(t, order), k = MIN(copies_max(t), n);
-                uint64_t now_set = 0, was = 0;
-                for (unsigned i = 0; i < k; i++)
-                        now_set |= UINT64_C(1) << order[i];
-                for (unsigned i = 0; i < MIN(k, s->n_by_rtt); i++)
-                        was |= UINT64_C(1) << s->by_rtt[i];
-                changed = now_set != was;
-        }
-        if (changed)
+        n = paths_by_rtt(t, order);
+        /* Republished when the path of lowest-latency rules changes, or the set of the fastest
+         * paths that redundant rules send copies over. */
+        k = MIN(copies_max(t), n);
+        for (unsigned i = 0; i < k; i++)
+                now_set |= UINT64_C(1) << order[i];
+        for (unsigned i = 0; i < MIN(k, s->n_by_rtt); i++)
+                was |= UINT64_C(1) << s->by_rtt[i];
+        if (fastest_path(t, order, n) != t->fastest || now_set != was)
                 (void) tunnel_publish(t);
 }
 
@@ -305,8 +300,8 @@ int tunnel_publish(Tunnel *t) {
                 for (size_t i = 0; i < t->n_paths && i < 64; i++)
                         if (t->paths[i]->state == PATH_STATE_UP)
                                 s->up_paths |= UINT64_C(1) << i;
-                t->fastest = s->fastest = fastest_path(t);
                 s->n_by_rtt = paths_by_rtt(t, s->by_rtt);
+                t->fastest = s->fastest = fastest_path(t, s->by_rtt, s->n_by_rtt);
         }
         if (t->hs) {
                 session_fill_snapshot(t, s);

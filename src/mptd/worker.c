@@ -490,10 +490,11 @@ static void deliver_pending(Worker *w) {
         w->n_pending = 0;
 }
 
-/* Policy=: whether this end's rules send such a packet lowest-latency or pinned. Then it does not
- * wait in the reorder buffer (behind a gap of other traffic, or its path's extra delay): its flow
- * keeps its own order, on one path. (This end's rules decide: both ends of a tunnel have the
- * same, and a rule on "port" matches both directions of a flow.) */
+/* Policy=: whether this end's rules send such a packet other than aggregated (pinned,
+ * lowest-latency, redundant). Then it does not wait in the reorder buffer (behind a gap of other
+ * traffic, or its path's extra delay): its flow keeps its own order, on one path (the first copy
+ * wins). (This end's rules decide: both ends of a tunnel have the same, and a rule on "port"
+ * matches both directions of a flow.) */
 static bool policy_now(const Snapshot *s, const uint8_t *pkt, size_t len) {
         int i;
 

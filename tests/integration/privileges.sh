@@ -137,13 +137,16 @@ MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" ip netns exec "$(lab_ns a)" \
         "$MPTD" --log-target=console -w 2 "$LAB_DIR/a.conf" >>"$LAB_DIR/mptd-a-nobody.log" 2>&1 &
 pid=$!
 LAB_PIDS+=("$pid")
-ok=
-for _ in $(seq 100); do
-        if MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" show lab >/dev/null 2>&1; then ok=1; break; fi
-        kill -0 "$pid" 2>/dev/null || it_fail "mptd as nobody exited: $(tail -n 5 "$LAB_DIR/mptd-a-nobody.log")"
-        sleep 0.1
-done
-[ -n "$ok" ] || it_fail "mptd as nobody did not answer within 10 s"
+# wait_answers RUNTIME_DIR PID LOG WHAT: the mptd of PID answers mptctl within 10 s, or the test ends.
+wait_answers() {
+        for _ in $(seq 100); do
+                MPT_RUNTIME_DIR="$1" "$MPTCTL" show lab >/dev/null 2>&1 && return 0
+                kill -0 "$2" 2>/dev/null || it_fail "$4 exited: $(tail -n 5 "$3")"
+                sleep 0.1
+        done
+        it_fail "$4 did not answer within 10 s"
+}
+wait_answers "$LAB_DIR/run-nobody" "$pid" "$LAB_DIR/mptd-a-nobody.log" "mptd as nobody"
 [ "$(stat -c %u /proc/"$pid")" = "$NOBODY" ] || it_fail "mptd does not run as nobody"
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "no ping through the tunnel of mptd running as nobody"
 lab_exec a ping -c 20 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost with mptd as nobody"
@@ -305,12 +308,7 @@ fi
 as_unit "$MPTD" --log-target=console -w 2 "$LAB_DIR/etc-unit/lab.conf" >>"$LAB_DIR/mptd-a-unit.log" 2>&1 &
 pid=$!
 LAB_PIDS+=("$pid")
-unit_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-unit" "$MPTCTL" "$@"; }
-for _ in $(seq 100); do
-        unit_ctl show lab >/dev/null 2>&1 && break
-        kill -0 "$pid" 2>/dev/null || it_fail "mptd as the unit's user exited: $(tail -n 5 "$LAB_DIR/mptd-a-unit.log")"
-        sleep 0.1
-done
+wait_answers "$LAB_DIR/run-unit" "$pid" "$LAB_DIR/mptd-a-unit.log" "mptd as the unit's user"
 grep -q "Created TUN device 'lab'" "$LAB_DIR/mptd-a-unit.log" ||
         it_soft_fail "mptd as the unit's user did not create its TUN device: $(tail -n 5 "$LAB_DIR/mptd-a-unit.log")"
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "no ping through the tunnel of mptd as the unit's user"

@@ -58,18 +58,27 @@ static void sink_free(Sink *s) {
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sink, sink_free)
 
-static int insert(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now) {
+/* at_once: reorder_insert_now(), else reorder_insert(). */
+static int insert_as(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now, bool at_once) {
         /* A fresh heap buffer each time, freed right after: the buffer must copy what it holds.
          * The sink is done with what it got when the callback returns: a batch of one. */
         uint8_t *pkt = g_malloc(s->len);
         int ret;
 
         fill(pkt, s->len, seq);
-        ret = reorder_insert(r, seq, path, pkt, s->len, now, on_deliver, s);
+        ret = (at_once ? reorder_insert_now : reorder_insert)(r, seq, path, pkt, s->len, now, on_deliver, s);
         reorder_trim(r);
         memset(pkt, 0xdd, s->len);
         g_free(pkt);
         return ret;
+}
+
+static int insert(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now) {
+        return insert_as(r, s, seq, path, now, false);
+}
+
+static int insert_now(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now) {
+        return insert_as(r, s, seq, path, now, true);
 }
 
 #define ACCEPT(r, s, seq, path, now) g_assert_cmpint(insert((r), (s), (seq), (path), (now)), ==, -1)
@@ -344,17 +353,6 @@ static void test_duplicate(void) {
         g_assert_cmpint(insert(r, s, 2, 1, 1004), ==, MPT_DROP_DUPLICATE);
         ASSERT_DELIVERED(s, 0, 1, 2, 3);
         assert_stats(r, (Counts) { .delivered = 4, .held = 1, .duplicates = 6 });
-}
-
-static int insert_now(Reorder *r, Sink *s, uint32_t seq, unsigned path, usec_t now) {
-        uint8_t *pkt = g_malloc(s->len);
-        int ret;
-
-        fill(pkt, s->len, seq);
-        ret = reorder_insert_now(r, seq, path, pkt, s->len, now, on_deliver, s);
-        reorder_trim(r);
-        g_free(pkt);
-        return ret;
 }
 
 /* reorder_insert_now() (Policy=: lowest-latency and pinned flows): delivered at once, ahead of a
