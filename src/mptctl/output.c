@@ -117,52 +117,57 @@ static void json_value(FILE *f, const char *record, const char *key, const char 
 
 /* Fields named "group.key" are collected into an object "group" (drops, reorder). The object is
  * left open when close is false, so that the caller can append members. */
+/* Whether field i's key is "GROUP.MEMBER" with a group that an earlier field had already. */
+static bool group_seen(const CtlRecord *rec, size_t i, size_t glen) {
+        for (size_t j = 0; j < i; j++) {
+                const char *k = rec->fields[j].key;
+                if (strlen(k) > glen && k[glen] == '.' && strneq(k, rec->fields[i].key, glen))
+                        return true;
+        }
+        return false;
+}
+
 static void json_record(FILE *f, const CtlRecord *rec, const char *indent, bool close) {
-        const char *groups[8];
-        size_t n_groups = 0;
         bool first = true;
 
         fputs("{", f);
         for (size_t i = 0; i < rec->n_fields; i++) {
                 const char *k = rec->fields[i].key;
-                const char *dot = strchr(k, '.');
-                if (dot) {
-                        bool seen = false;
-                        for (size_t g = 0; g < n_groups; g++) {
-                                size_t glen = (size_t) (strchr(groups[g], '.') - groups[g]);
-                                if (glen == (size_t) (dot - k) && strneq(groups[g], k, glen))
-                                        seen = true;
-                        }
-                        if (!seen && n_groups < ELEMENTSOF(groups))
-                                groups[n_groups++] = k;
+                if (strchr(k, '.'))
                         continue;
-                }
                 fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
                 json_string(f, k);
                 fputs(": ", f);
                 json_value(f, rec->type, k, rec->fields[i].value);
                 first = false;
         }
-        for (size_t g = 0; g < n_groups; g++) {
-                size_t glen = (size_t) (strchr(groups[g], '.') - groups[g]);
+        /* "GROUP.MEMBER" fields: an object per group, in the order of the groups' first members. */
+        for (size_t i = 0; i < rec->n_fields; i++) {
+                const char *group = rec->fields[i].key, *dot = strchr(group, '.');
+                size_t glen;
                 bool gfirst = true;
                 char name[64];
 
-                snprintf(name, sizeof name, "%.*s", (int) glen, groups[g]);
+                if (!dot)
+                        continue;
+                glen = (size_t) (dot - group);
+                if (group_seen(rec, i, glen))
+                        continue;
+                snprintf(name, sizeof name, "%.*s", (int) glen, group);
                 /* drop.* becomes "drops" */
                 if (streq(name, "drop"))
                         strcpy(name, "drops");
                 fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
                 json_string(f, name);
                 fputs(": {", f);
-                for (size_t i = 0; i < rec->n_fields; i++) {
-                        const char *k = rec->fields[i].key;
-                        if (strlen(k) <= glen || k[glen] != '.' || !strneq(k, groups[g], glen))
+                for (size_t j = i; j < rec->n_fields; j++) {
+                        const char *k = rec->fields[j].key;
+                        if (strlen(k) <= glen || k[glen] != '.' || !strneq(k, group, glen))
                                 continue;
                         fprintf(f, "%s ", gfirst ? "" : ",");
                         json_string(f, k + glen + 1);
                         fputs(": ", f);
-                        json_value(f, rec->type, k, rec->fields[i].value);
+                        json_value(f, rec->type, k, rec->fields[j].value);
                         gfirst = false;
                 }
                 fputs(" }", f);
