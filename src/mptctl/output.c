@@ -238,19 +238,44 @@ static const char *get_member(const CtlRecord *r, const char *group, unsigned k)
         return ctl_record_get(r, key);
 }
 
-/* Policy=: "  policy 0: proto udp dport 5060 lowest-latency (12 packets)", a line per rule, and
- * the path lowest-latency rules use. */
+/* Policy=, a class's counters: "sent 12, 12 copies; received 11, 10 duplicates; delay 12ms". */
+static void print_policy_counters(FILE *f, const char *hits, const char *copies, const char *received,
+                                  const char *duplicates, const char *delay) {
+        char a[32];
+
+        fprintf(f, "sent %s", strna(hits));
+        if (copies && !streq(copies, "0"))
+                fprintf(f, ", %s cop%s", copies, streq(copies, "1") ? "y" : "ies");
+        fprintf(f, "; received %s", strna(received));
+        if (duplicates && !streq(duplicates, "0"))
+                fprintf(f, ", %s duplicate%s dropped", duplicates, streq(duplicates, "1") ? "" : "s");
+        if (delay && !isempty(delay)) {
+                format_usec(delay, a, sizeof a);
+                fprintf(f, "; delay ~%s", a);
+        }
+}
+
+/* Policy=: "  policy 0: proto udp dport 5060 lowest-latency (sent 12; received 11; delay ~21ms)",
+ * a line per rule, one for the traffic no rule matches, and the path lowest-latency rules use. */
 static void print_policy(FILE *f, const CtlRecord *r) {
         const char *fastest = ctl_record_get(r, "policy_fastest");
 
         for (unsigned k = 0;; k++) {
-                const char *rule = get_member(r, "policy", k), *hits = get_member(r, "policy_hits", k),
-                           *copies = get_member(r, "policy_copies", k);
-                if (!rule || !hits)
+                const char *rule = get_member(r, "policy", k);
+                if (!rule)
                         break;
-                fprintf(f, "  policy %u: %s (%s packet%s", k, rule, hits, streq(hits, "1") ? "" : "s");
-                if (copies && !streq(copies, "0"))
-                        fprintf(f, ", %s cop%s", copies, streq(copies, "1") ? "y" : "ies");
+                fprintf(f, "  policy %u: %s (", k, rule);
+                print_policy_counters(f, get_member(r, "policy_hits", k), get_member(r, "policy_copies", k),
+                                      get_member(r, "policy_received", k), get_member(r, "policy_duplicates", k),
+                                      get_member(r, "policy_delay_us", k));
+                fputs(")\n", f);
+        }
+        if (ctl_record_get(r, "policy_hits.other")) {
+                fputs("  other traffic (", f);
+                print_policy_counters(f, ctl_record_get(r, "policy_hits.other"), NULL,
+                                      ctl_record_get(r, "policy_received.other"),
+                                      ctl_record_get(r, "policy_duplicates.other"),
+                                      ctl_record_get(r, "policy_delay_us.other"));
                 fputs(")\n", f);
         }
         if (fastest)

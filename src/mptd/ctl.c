@@ -67,6 +67,89 @@ static void write_counters(CtlWriter *w, const PathCounters *c, bool traffic) {
         }
 }
 
+/* A path's one-way delay as this end sees it now (µs; 0: unknown): half its round trip, and with
+ * the learned scheduler what queues on it one way now. */
+static uint64_t path_delay(const Tunnel *t, const Path *p) {
+        if (p->rtt == 0)
+                return 0;
+        if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
+                return p->rtt / 2 + learn_queue_delay(&p->learn);
+        return p->rtt / 2;
+}
+
+/* Policy=: the one-way delay the packets of rule r (NULL: of no rule) get now, as far as this end
+ * can tell (µs; 0: unknown): over the paths they take, the quickest of a redundant rule's (the
+ * first copy wins), the slowest of the others (the other end delivers a flow that several paths
+ * carry in order, and a pinned rule's flows may be on any of its paths); and the mean time they
+ * waited in the hold queue (hold.h). */
+static uint64_t policy_delay(const Tunnel *t, const MptPolicyRule *r, size_t class) {
+        const Snapshot *s = t->snapshot;
+        uint64_t paths = 0, delay = 0, wait = 0;
+        unsigned workers = 0;
+
+        if (!s)
+                return 0;
+        if (r && r->mode == MPT_POLICY_REDUNDANT) {
+                for (unsigned k = 0; k < MIN((unsigned) r->copies, s->n_by_rtt); k++) {
+                        uint64_t d = s->by_rtt[k] < t->n_paths ? path_delay(t, t->paths[s->by_rtt[k]]) : 0;
+                        if (d > 0 && (delay == 0 || d < delay))
+                                delay = d;
+                }
+        } else {
+                if (r && r->mode == MPT_POLICY_LOWEST_LATENCY)
+                        paths = s->fastest >= 0 ? UINT64_C(1) << s->fastest : 0;
+                else if (r && r->mode == MPT_POLICY_PINNED && (r->paths & s->up_paths) != 0)
+                        paths = r->paths & s->up_paths;
+                else
+                        for (size_t i = 0; i < s->vector_len; i++)
+                                paths |= UINT64_C(1) << s->vector[i];
+                for (uint64_t m = paths; m != 0; m &= m - 1) {
+                        unsigned p = (unsigned) __builtin_ctzll(m);
+                        if (p < t->n_paths)
+                                delay = MAX(delay, path_delay(t, t->paths[p]));
+                }
+        }
+        if (delay == 0)
+                return 0;
+        for (unsigned k = 0; k < t->n_workers; k++)
+                if (worker_policy_counter(t->workers[k], class, WORKER_POLICY_HITS) > 0) {
+                        wait += worker_policy_counter(t->workers[k], class, WORKER_POLICY_WAIT_NSEC);
+                        workers++;
+                }
+        return delay + (workers > 0 ? wait / workers / NSEC_PER_USEC : 0);
+}
+
+static uint64_t policy_sum(const Tunnel *t, size_t class, WorkerPolicyCounter counter) {
+        uint64_t v = 0;
+
+        for (unsigned k = 0; k < t->n_workers; k++)
+                v += worker_policy_counter(t->workers[k], class, counter);
+        return v;
+}
+
+/* Policy=: a class's counters and delay: a rule's ("policy_hits.3", member `member` the rule's
+ * number), or those of the traffic no rule matches (r NULL, member "other"). */
+static void write_policy_class(CtlWriter *w, const Tunnel *t, const MptPolicyRule *r, size_t class, const char *member) {
+        uint64_t delay = policy_delay(t, r, class);
+        char key[48];
+
+        snprintf(key, sizeof key, "policy_hits.%s", member);
+        ctl_writer_field(w, key, "%" PRIu64, policy_sum(t, class, WORKER_POLICY_HITS));
+        if (r) {
+                snprintf(key, sizeof key, "policy_copies.%s", member);
+                ctl_writer_field(w, key, "%" PRIu64, policy_sum(t, class, WORKER_POLICY_COPIES));
+        }
+        snprintf(key, sizeof key, "policy_received.%s", member);
+        ctl_writer_field(w, key, "%" PRIu64, policy_sum(t, class, WORKER_POLICY_RECEIVED));
+        snprintf(key, sizeof key, "policy_duplicates.%s", member);
+        ctl_writer_field(w, key, "%" PRIu64, policy_sum(t, class, WORKER_POLICY_DUPLICATES));
+        snprintf(key, sizeof key, "policy_delay_us.%s", member);
+        if (delay > 0)
+                ctl_writer_field(w, key, "%" PRIu64, delay);
+        else
+                ctl_writer_field(w, key, "%s", "");
+}
+
 static const char *weight_source(const Path *p) {
         const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
         if (p->weight_runtime_set)
@@ -192,23 +275,21 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "repair.sent", "%" PRIu64, pc.repair_sent);
                 ctl_writer_field(w, "repair.missed", "%" PRIu64, pc.repair_missed);
         }
-        /* Policy=: each rule as it reads, the packets it matched, and the path of lowest-latency. */
+        /* Policy=: each rule as it reads, its counters and delay, those of the traffic no rule
+         * matches, and the path of lowest-latency. */
         for (size_t i = 0; i < c->policy.n; i++) {
                 _cleanup_free_ char *rule = mpt_policy_format(&c->policy.items[i]);
-                uint64_t hits = 0, copies = 0;
                 char key[48];
 
-                for (unsigned k = 0; k < t->n_workers; k++) {
-                        hits += worker_policy_hits(t->workers[k], i);
-                        copies += worker_policy_copies(t->workers[k], i);
-                }
-                snprintf(key, sizeof key, "policy.%u", (unsigned) i);
+                char member[24];
+
+                snprintf(member, sizeof member, "%zu", i);
+                snprintf(key, sizeof key, "policy.%s", member);
                 ctl_writer_field(w, key, "%s", strna(rule));
-                snprintf(key, sizeof key, "policy_hits.%u", (unsigned) i);
-                ctl_writer_field(w, key, "%" PRIu64, hits);
-                snprintf(key, sizeof key, "policy_copies.%u", (unsigned) i);
-                ctl_writer_field(w, key, "%" PRIu64, copies);
+                write_policy_class(w, t, &c->policy.items[i], i, member);
         }
+        if (c->policy.n > 0)
+                write_policy_class(w, t, NULL, POLICY_CLASS_OTHER, "other");
         for (size_t i = 0; i < c->policy.n; i++)
                 if (c->policy.items[i].mode == MPT_POLICY_LOWEST_LATENCY) {
                         ctl_writer_field(w, "policy_fastest", "%s",

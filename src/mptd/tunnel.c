@@ -297,6 +297,10 @@ int tunnel_publish(Tunnel *t) {
                         return log_oom_tunnel(t);
                 }
                 s->n_policy = pl->n;
+                for (size_t i = 0; i < pl->n; i++)
+                        if (pl->items[i].mode == MPT_POLICY_REDUNDANT ||
+                            pl->items[i].mode == MPT_POLICY_LOWEST_LATENCY)
+                                s->policy_ahead = true;
                 for (size_t i = 0; i < t->n_paths && i < 64; i++)
                         if (t->paths[i]->state == PATH_STATE_UP)
                                 s->up_paths |= UINT64_C(1) << i;

@@ -105,6 +105,9 @@ typedef struct Snapshot {
          * them); the path lowest-latency rules use (-1: none up). */
         MptPolicyRule *policy;
         size_t n_policy;
+        /* whether a rule is redundant or lowest-latency: its packets do not wait behind the
+         * paths' pace (see hold.h) */
+        bool policy_ahead;
         uint64_t up_paths;
         int fastest;
         /* redundant rules: the paths that are up, normal ones first, each group by round-trip

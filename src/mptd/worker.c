@@ -74,6 +74,9 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->path_iov = calloc((size_t) MPT_PATHS_MAX * 2 * OFFLOAD_SEGMENTS_MAX, sizeof(struct iovec));
         if (!w->rx_buffer || !w->gro_stage || !w->tx_buffer || !w->tx_headers || !w->path_iov)
                 goto oom;
+        /* Touched only as far as used (a reload may add rules: not only when there are some). */
+        if (hold_init(&w->hold, WORKER_HOLD_BYTES) < 0)
+                goto oom;
         if (t->reorder_enabled) {
                 unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
 
@@ -147,6 +150,7 @@ Worker *worker_free(Worker *w) {
         free(w->tx_buffer);
         free(w->tx_headers);
         free(w->path_iov);
+        hold_done(&w->hold);
         free(w->tx_crypt);
         free(w->tx_copy);
         free(w->tx_marks);
@@ -445,6 +449,20 @@ static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_TUN_WRITE], 1);
 }
 
+/* Policy=: counts one for class `class` (a rule's index or POLICY_CLASS_OTHER; read by mptctl
+ * show while this worker alone writes). */
+static void policy_count(Worker *w, size_t class, WorkerPolicyCounter c) {
+        __atomic_store_n(&w->policy[class][c], w->policy[class][c] + 1, __ATOMIC_RELAXED);
+}
+
+/* Policy=: a packet of class `class` waited this long (ns) in the hold queue (0: not held). */
+static void policy_wait(Worker *w, size_t class, uint64_t waited) {
+        int64_t avg = (int64_t) w->policy[class][WORKER_POLICY_WAIT_NSEC];
+
+        __atomic_store_n(&w->policy[class][WORKER_POLICY_WAIT_NSEC], (uint64_t) (avg + ((int64_t) waited - avg) / 16),
+                         __ATOMIC_RELAXED);
+}
+
 /* The numbered packets of the messages handled so far go through their lanes' reorder buffers:
  * a lane at a time, under its lock, and what a lane delivers is written before it is let go
  * (another worker may deliver its next packets right after). */
@@ -480,6 +498,9 @@ static void deliver_pending(Worker *w) {
                                 COUNTER_ADD(w->path_counters[d->path].drops[reason], 1);
                         else if (reason < -1)
                                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_MEMORY], 1);
+                        if (d->rule != RX_POLICY_NONE && (reason == -1 || reason == MPT_DROP_DUPLICATE))
+                                policy_count(w, d->rule >= 0 ? (size_t) d->rule : POLICY_CLASS_OTHER,
+                                             reason == -1 ? WORKER_POLICY_RECEIVED : WORKER_POLICY_DUPLICATES);
                 }
                 if (l) {
                         gro_flush(w);
@@ -490,23 +511,22 @@ static void deliver_pending(Worker *w) {
         w->n_pending = 0;
 }
 
-/* Policy=: whether this end's rules send such a packet other than aggregated (pinned,
- * lowest-latency, redundant). Then it does not wait in the reorder buffer (behind a gap of other
- * traffic, or its path's extra delay): its flow keeps its own order, on one path (the first copy
- * wins). (This end's rules decide: both ends of a tunnel have the same, and a rule on "port"
- * matches both directions of a flow.) */
-static bool policy_now(const Snapshot *s, const uint8_t *pkt, size_t len) {
-        int i;
-
+/* Policy=: the rule of this end that a received packet matches (-1: none; RX_POLICY_NONE: there
+ * are no rules). Unless it aggregates (pinned, lowest-latency, redundant), the packet does not
+ * wait in the reorder buffer (behind a gap of other traffic, or its path's extra delay): its flow
+ * keeps its own order, on one path (the first copy wins). (This end's rules decide: both ends of
+ * a tunnel have the same, and a rule on "port" matches both directions of a flow.) */
+static int rx_policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
         if (!s || s->n_policy == 0)
-                return false;
-        i = mpt_policy_classify(s->policy, s->n_policy, pkt, len);
-        return i >= 0 && s->policy[i].mode != MPT_POLICY_AGGREGATE;
+                return RX_POLICY_NONE;
+        return mpt_policy_classify(s->policy, s->n_policy, pkt, len);
 }
 
 /* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
 static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame *f, usec_t arrival) {
         Tunnel *t = w->tunnel;
+        const Snapshot *s = w->rx_snapshot;
+        int rule;
 
         if (!t->reorder_enabled || !f->has_seq) {
                 tun_deliver(w, f->payload, f->payload_len);
@@ -515,13 +535,15 @@ static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame 
         /* (it stays where it is, in the receive buffer, until deliver_pending()) */
         if (w->n_pending == WORKER_PENDING_MAX)
                 deliver_pending(w);
+        rule = rx_policy_rule(s, f->payload, f->payload_len);
         w->pending[w->n_pending++] = (RxPending) {
                 .pkt = f->payload,
                 .len = (uint32_t) f->payload_len,
                 .seq = f->seq,
                 .lane = (uint8_t) lane,
                 .path = (uint8_t) path,
-                .now = policy_now(w->rx_snapshot, f->payload, f->payload_len),
+                .rule = (int8_t) rule,
+                .now = rule >= 0 && s->policy[rule].mode != MPT_POLICY_AGGREGATE,
                 .arrival = arrival,
         };
 }
@@ -1619,7 +1641,7 @@ static void send_copy(Worker *w, const Snapshot *s, const OffloadSegment *sg, si
                 iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
         }
         send_path(w, s, p, iov, 1);
-        __atomic_store_n(&w->policy_copies[rule], w->policy_copies[rule] + 1, __ATOMIC_RELAXED);
+        policy_count(w, (size_t) rule, WORKER_POLICY_COPIES);
 }
 
 static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow, const PolicyChoice *pc) {
@@ -1727,17 +1749,33 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         }
 }
 
-/* Policy=: what the first matching rule chooses for this packet, counted in its hits. Path -1:
- * the scheduler's (no rule matches, the rule aggregates, or none of its paths is up). */
-static PolicyChoice policy_choice(Worker *w, const Snapshot *s, const uint8_t *pkt, size_t len) {
+/* Policy=: the rule this packet (a TUN packet, after the vnet header) matches first, -1: none. */
+static int policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
+        return s->n_policy > 0 ? mpt_policy_classify(s->policy, s->n_policy, pkt, len) : -1;
+}
+
+#define POLICY_UNKNOWN (-2)
+
+/* Policy=: what the first matching rule (i; POLICY_UNKNOWN: not looked for yet) chooses for this
+ * packet, counted in its class's hits with the time it waited in the hold queue. Path -1: the
+ * scheduler's (no rule matches, the rule aggregates, or none of its paths is up). */
+static PolicyChoice policy_choice(Worker *w, const Snapshot *s, const uint8_t *pkt, size_t len, int i,
+                                  uint64_t waited) {
         PolicyChoice pc = { .path = -1, .rule = -1 };
         const MptPolicyRule *r;
-        int i = s->n_policy > 0 ? mpt_policy_classify(s->policy, s->n_policy, pkt, len) : -1;
 
-        if (i < 0)
+        if (s->n_policy == 0)
                 return pc;
+        if (i == POLICY_UNKNOWN)
+                i = policy_rule(s, pkt, len);
+        if (i < 0 || (size_t) i >= s->n_policy) { /* (a held packet's rule, before a reload) */
+                policy_count(w, POLICY_CLASS_OTHER, WORKER_POLICY_HITS);
+                policy_wait(w, POLICY_CLASS_OTHER, waited);
+                return pc;
+        }
         pc.rule = i;
-        __atomic_store_n(&w->policy_hits[i], w->policy_hits[i] + 1, __ATOMIC_RELAXED);
+        policy_count(w, (size_t) i, WORKER_POLICY_HITS);
+        policy_wait(w, (size_t) i, waited);
         r = &s->policy[i];
         switch (r->mode) {
         case MPT_POLICY_PINNED: {
@@ -1770,7 +1808,9 @@ static PolicyChoice policy_choice(Worker *w, const Snapshot *s, const uint8_t *p
         return pc;
 }
 
-static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
+/* Sends one TUN packet (buf: with the vnet header if there is one) that matched Policy= rule
+ * `rule` (POLICY_UNKNOWN: not looked for yet) and waited this long (ns) in the hold queue. */
+static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int rule, uint64_t waited) {
         Tunnel *t = w->tunnel;
         struct virtio_net_hdr vh = {};
         uint8_t *pkt = buf;
@@ -1806,7 +1846,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len) {
         }
         if (s->scheduler == MPT_SCHEDULER_FLOW)
                 flow = sched_flow_hash(w->segs[0].headers, w->segs[0].headers_len);
-        pc = policy_choice(w, s, pkt, len);
+        pc = policy_choice(w, s, pkt, len, rule, waited);
         /* Sealing in place overwrites the packet's headers; later windows are cut from them. */
         if ((size_t) n < total)
                 memcpy(saved, pkt, MIN(len, sizeof saved));
@@ -1902,28 +1942,83 @@ static void update_run(Worker *w, const Snapshot *s) {
         w->rate_segments = segments;
 }
 
+/* Whether the paths with more than half the vector's slots are ahead of their pace (and until
+ * when, *ret_until): the vector's packets wait until one of them is due again. Fewer are passed
+ * over (transmit_segments()): a path with a small share, or one whose pace is slow for the slots
+ * it has (a vector has at least one slot per path), must not hold back the others. */
+static bool tx_behind_pace(const Worker *w, const Snapshot *s, uint64_t paced, uint64_t now, uint64_t *ret_until) {
+        uint64_t until, ahead;
+        size_t slots = 0;
+
+        if (paced == 0)
+                return false;
+        ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now, &until);
+        for (uint64_t m = ahead; m != 0; m &= m - 1)
+                slots += w->vector_slots[__builtin_ctzll(m)];
+        if (ahead == 0 || slots * 2 <= s->vector_len)
+                return false;
+        *ret_until = MIN(until, now + PACE_PAUSE_MAX_NSEC);
+        return true;
+}
+
+/* Whether a packet of Policy= rule i goes out even while the paths are ahead of their pace. */
+static bool policy_goes_ahead(const Snapshot *s, int i) {
+        return i >= 0 && (size_t) i < s->n_policy &&
+                (s->policy[i].mode == MPT_POLICY_REDUNDANT || s->policy[i].mode == MPT_POLICY_LOWEST_LATENCY);
+}
+
+/* Sends the held packets (hold.h) as far as the pace lets them go, oldest first; those held
+ * longer than WORKER_HOLD_MAX_NSEC are dropped. Returns whether none is left. */
+static bool hold_release(Worker *w, const Snapshot *s, uint64_t paced, uint8_t *buf) {
+        const HoldPacket *e;
+
+        while ((e = hold_peek(&w->hold))) {
+                uint64_t now = now_nsec(), until;
+                size_t len = e->len;
+                int rule = e->rule;
+
+                if (now - e->time > WORKER_HOLD_MAX_NSEC) {
+                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_HOLD_OVERFLOW], 1);
+                        hold_pop(&w->hold);
+                        continue;
+                }
+                if (tx_behind_pace(w, s, paced, now, &until)) {
+                        w->hold_resume = until;
+                        return false;
+                }
+                uint64_t waited = now - e->time;
+                memcpy(buf, e->data, len);
+                hold_pop(&w->hold);
+                transmit(w, s, buf, len, rule, waited);
+        }
+        return true;
+}
+
 static void worker_tx(Worker *w, const Snapshot *s) {
         /* Headroom in front: a packet that is not split gets its GRE header right before it. */
         uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
         uint64_t paced = __atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) & w->vector_paths;
+        size_t inner = w->tunnel->tun.vnet_hdr ? VNET_HDR_LEN : 0;
 
         update_run(w, s);
         for (unsigned n = 0; n < dataplane_options.batch; n++) {
-                /* Paths with more than half the vector's slots are ahead of their pace: the
-                 * packets wait in the TUN device's queue until one of them is due again (or
-                 * PACE_PAUSE_MAX_NSEC). Fewer are passed over (transmit_segments()): a path
-                 * with a small share, or one whose pace is slow for the slots it has (a vector
-                 * has at least one slot per path), must not hold back the others. */
-                if (paced != 0) {
-                        uint64_t now = now_nsec(), until, ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now, &until);
-                        size_t slots = 0;
+                uint64_t now = 0, until = 0;
+                bool behind = false;
+                int rule = POLICY_UNKNOWN;
 
-                        for (uint64_t m = ahead; m != 0; m &= m - 1)
-                                slots += w->vector_slots[__builtin_ctzll(m)];
-                        if (ahead != 0 && slots * 2 > s->vector_len) {
-                                tun_pause(w, true, MIN(until, now + PACE_PAUSE_MAX_NSEC));
-                                break;
-                        }
+                if (!hold_empty(&w->hold) && hold_release(w, s, paced, buf))
+                        continue; /* (all went: look again whether the pace still lets them) */
+                if (paced != 0) {
+                        now = now_nsec();
+                        behind = tx_behind_pace(w, s, paced, now, &until);
+                }
+                /* Behind the pace, the packets wait in the TUN device's queue until a path is
+                 * due again (or PACE_PAUSE_MAX_NSEC) -- unless Policy= has rules whose packets
+                 * must not wait behind the others: then the worker goes on reading, and only
+                 * the others wait, in its hold queue. */
+                if (behind && !s->policy_ahead) {
+                        tun_pause(w, true, until);
+                        break;
                 }
                 ssize_t k = read(w->tun_fd, buf, WORKER_BUFFER_SIZE);
                 if (k < 0) {
@@ -1938,7 +2033,18 @@ static void worker_tx(Worker *w, const Snapshot *s) {
                 }
                 if (k == 0)
                         break;
-                transmit(w, s, buf, (size_t) k);
+                if (behind || !hold_empty(&w->hold)) {
+                        if ((size_t) k > inner)
+                                rule = policy_rule(s, buf + inner, (size_t) k - inner);
+                        if (!policy_goes_ahead(s, rule)) {
+                                if (hold_empty(&w->hold))
+                                        w->hold_resume = until;
+                                if (!hold_push(&w->hold, buf, (size_t) k, rule, now != 0 ? now : now_nsec()))
+                                        COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_HOLD_OVERFLOW], 1);
+                                continue;
+                        }
+                }
+                transmit(w, s, buf, (size_t) k, rule, 0);
         }
 }
 
@@ -1959,6 +2065,8 @@ static int timeout_ms(const Worker *w) {
                 deadline = expire_deadline(w);
         if (w->tun_paused)
                 deadline = MIN(deadline, w->tun_resume / NSEC_PER_USEC);
+        if (!hold_empty(&w->hold))
+                deadline = MIN(deadline, w->hold_resume / NSEC_PER_USEC);
         if (deadline == USEC_INFINITY)
                 return -1;
         now = now_usec();
@@ -2040,24 +2148,22 @@ static void *worker_main(void *userdata) {
                 if (w->tun_paused && now_nsec() >= w->tun_resume) {
                         tun_pause(w, false, 0);
                         worker_tx(w, s);
-                }
+                } else if (!hold_empty(&w->hold) && now_nsec() >= w->hold_resume)
+                        worker_tx(w, s);
         }
         return NULL;
 }
 
-uint64_t worker_policy_hits(const Worker *w, size_t rule) {
-        return rule < MPT_POLICY_MAX ? __atomic_load_n(&w->policy_hits[rule], __ATOMIC_RELAXED) : 0;
-}
-
-uint64_t worker_policy_copies(const Worker *w, size_t rule) {
-        return rule < MPT_POLICY_MAX ? __atomic_load_n(&w->policy_copies[rule], __ATOMIC_RELAXED) : 0;
+uint64_t worker_policy_counter(const Worker *w, size_t class, WorkerPolicyCounter c) {
+        if (class > POLICY_CLASS_OTHER || c < 0 || c >= _WORKER_POLICY_COUNTER_MAX)
+                return 0;
+        return __atomic_load_n(&w->policy[class][c], __ATOMIC_RELAXED);
 }
 
 void worker_policy_reset(Worker *w) {
-        for (size_t i = 0; i < MPT_POLICY_MAX; i++) {
-                __atomic_store_n(&w->policy_hits[i], 0, __ATOMIC_RELAXED);
-                __atomic_store_n(&w->policy_copies[i], 0, __ATOMIC_RELAXED);
-        }
+        for (size_t i = 0; i <= POLICY_CLASS_OTHER; i++)
+                for (size_t c = 0; c < _WORKER_POLICY_COUNTER_MAX; c++)
+                        __atomic_store_n(&w->policy[i][c], 0, __ATOMIC_RELAXED);
 }
 
 int worker_start(Worker *w) {

@@ -3,6 +3,7 @@
 
 #include <semaphore.h>
 
+#include "hold.h"
 #include "offload.h"
 #include "rx-shared.h"
 #include "tunnel.h"
@@ -24,6 +25,12 @@
 #define PACE_BURST_NSEC (5 * UINT64_C(1000000))
 #define PACE_AHEAD_MAX_NSEC (50 * UINT64_C(1000000))
 #define PACE_PAUSE_MAX_NSEC (10 * UINT64_C(1000000))
+/* Policy= with redundant or lowest-latency rules (hold.h): the room for a worker's held packets,
+ * and the longest a packet waits there before it is dropped (hold-overflow). Bulk TCP behind
+ * the pace sees the drops as congestion, as it would a router's full queue: its own delay stays
+ * bounded, while the rules' packets never wait. */
+#define WORKER_HOLD_BYTES (4u << 20)
+#define WORKER_HOLD_MAX_NSEC (50 * UINT64_C(1000000))
 #define WORKER_GRE_ROOM 8u /* in front of every segment's headers: the GRE header */
 /* Sealed datagrams of one TUN packet: its bytes, and per segment the headers and overhead. */
 #define WORKER_CRYPT_SIZE \
@@ -32,13 +39,15 @@
 /* A numbered data packet of the messages being handled, waiting for its lane's reorder buffer
  * (see worker_rx_process()); at most WORKER_PENDING_MAX of them, then they are handed over. */
 #define WORKER_PENDING_MAX (WORKER_RX_MMSG * 64u)
+#define RX_POLICY_NONE (-2)
 typedef struct RxPending {
         const uint8_t *pkt;
         uint32_t len;
         uint32_t seq;
         uint8_t lane;
         uint8_t path;
-        bool now; /* Policy=: not held in the reorder buffer (reorder_insert_now()) */
+        int8_t rule; /* Policy=: the rule of this end it matches, -1: none, RX_POLICY_NONE: no rules */
+        bool now;    /* Policy=: not held in the reorder buffer (reorder_insert_now()) */
         usec_t arrival;
 } RxPending;
 
@@ -103,6 +112,18 @@ typedef struct KeepSlot {
         uint32_t len;
 } KeepSlot;
 
+/* Policy= counters of a worker, per class (see Worker.policy). */
+typedef enum WorkerPolicyCounter {
+        WORKER_POLICY_HITS,       /* packets written to the tunnel that the class matched */
+        WORKER_POLICY_COPIES,     /* redundant: copies of them sent besides, over other paths */
+        WORKER_POLICY_RECEIVED,   /* packets of the class that arrived, numbered (first copies) */
+        WORKER_POLICY_DUPLICATES, /* copies of those dropped as duplicates */
+        WORKER_POLICY_WAIT_NSEC,  /* the time its packets waited in the hold queue (hold.h), a
+                                   * moving average over packets (1/16 each) */
+        _WORKER_POLICY_COUNTER_MAX,
+} WorkerPolicyCounter;
+#define POLICY_CLASS_OTHER MPT_POLICY_MAX
+
 struct Worker {
         Tunnel *tunnel;
         unsigned id;
@@ -110,9 +131,9 @@ struct Worker {
         bool started;
         /* The snapshot of the messages worker_rx_process() handles (Policy= at the receiver). */
         const Snapshot *rx_snapshot;
-        /* Policy=: packets each rule matched (index of the snapshot's rules; read by mptctl show). */
-        uint64_t policy_hits[MPT_POLICY_MAX];
-        uint64_t policy_copies[MPT_POLICY_MAX]; /* redundant: copies sent besides */
+        /* Policy=: per class (the index of the snapshot's rules, or POLICY_CLASS_OTHER for the
+         * packets none matches) what mptctl show reads (atomic, WorkerPolicyCounter). */
+        uint64_t policy[MPT_POLICY_MAX + 1][_WORKER_POLICY_COUNTER_MAX];
         uint8_t *tx_copy; /* redundant: a copy sealed for another path (allocated when first needed) */
         /* The thread's own seccomp filter (sandbox.c): its result, posted before the thread runs. */
         sem_t sandboxed;
@@ -183,6 +204,11 @@ struct Worker {
          * (CLOCK_MONOTONIC, ns) while tun_paused. */
         bool tun_paused;
         uint64_t tun_resume;
+        /* Policy= (hold.h): instead of the pause, the packets of no redundant or lowest-latency
+         * rule wait here, and go on at hold_resume (CLOCK_MONOTONIC, ns) or when the pace lets
+         * them. */
+        HoldQueue hold;
+        uint64_t hold_resume;
         uint32_t tx_seq;
         uint64_t tx_counter[MPT_PATHS_MAX];
         /* One TUN packet, its segments' headers, and per path the iovecs of the
@@ -256,8 +282,8 @@ void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret);
 bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_t *ret_time, usec_t *ret_last);
 int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret);
 /* Policy=: packets rule i matched here; a reload that changes the rules resets them. */
-uint64_t worker_policy_hits(const Worker *w, size_t rule);
-uint64_t worker_policy_copies(const Worker *w, size_t rule);
+/* A Policy= counter of class `class` (a rule's index, or POLICY_CLASS_OTHER). */
+uint64_t worker_policy_counter(const Worker *w, size_t class, WorkerPolicyCounter c);
 void worker_policy_reset(Worker *w);
 int worker_start(Worker *w);
 /* Asks the worker to stop and joins it. */

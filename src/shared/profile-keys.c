@@ -216,10 +216,11 @@ const MptConfKey mpt_conf_keys[] = {
                        "others as duplicates). The other end writes packets that its own rules send "
                        "lowest-latency, pinned or redundant to its TUN device at once, not held behind "
                        "other traffic for reordering: give both ends the same rules (\"port\" matches "
-                       "both directions of a flow). Up to 32 rules; may be given several times, "
+                       "both directions of a flow). The sending end lets lowest-latency and redundant "
+                       "packets go ahead of traffic that waits for the paths' pace. Up to 32 rules; may be given several times, "
                        "several rules in one value separated by \";\"; an empty value clears the list. "
                        "Example: Policy=proto udp dport 3478-3481,5060 lowest-latency. mptctl show "
-                       "counts each rule's packets. Compat mode supports every mode between mpt ends; an "
+                       "counts each rule's packets, copies and duplicates and estimates their delay. Compat mode supports every mode between mpt ends; an "
                        "original MPT peer would deliver both copies of a redundant packet.",
         },
         [MPT_KEY_TUNNEL_WORKERS] = {

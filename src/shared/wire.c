@@ -54,6 +54,7 @@ static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
         [MPT_DROP_HANDSHAKE_UNEXPECTED] = "handshake-unexpected",
         [MPT_DROP_HANDSHAKE_CRYPTO_ERROR] = "handshake-crypto-error",
         [MPT_DROP_HANDSHAKE_OVERFLOW] = "handshake-overflow",
+        [MPT_DROP_HOLD_OVERFLOW] = "hold-overflow",
 };
 DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
 

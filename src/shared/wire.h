@@ -99,6 +99,8 @@ typedef enum MptDropReason {
         MPT_DROP_HANDSHAKE_UNEXPECTED,
         MPT_DROP_HANDSHAKE_CRYPTO_ERROR,
         MPT_DROP_HANDSHAKE_OVERFLOW, /* more handshake messages waiting than the main thread takes */
+        /* Policy= */
+        MPT_DROP_HOLD_OVERFLOW,   /* TX: held behind the paths' pace too long, or beyond the worker's room */
         _MPT_DROP_MAX,
         _MPT_DROP_INVALID = -EINVAL,
 } MptDropReason;

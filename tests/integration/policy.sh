@@ -15,9 +15,16 @@
 #     of the fast path (average below 10 ms) and rule 1 counting them;
 #   - the delays swapped (p0 1 ms, p1 15 ms): the lowest-latency path becomes p0 within 10 s and
 #     the pings follow it;
+#   - each class's delay as a sees it: rule 0 (pinned p0) about p0's 15 ms, rule 1
+#     (lowest-latency, p1) below 6 ms, the other traffic (aggregated over both) 12 ms or more;
 #   - redundant over p0 losing 30 % (p1 clean): 300 datagrams to port 5003 all arrive, none twice,
-#     a sent 300 copies and b dropped the copies as duplicates (the aggregate rule's count over
-#     the same paths is noted beside it);
+#     a sent 300 copies and b dropped the copies as duplicates, and b's rule 3 counted 300
+#     received and as many duplicates as it dropped (the aggregate rule's count over the same
+#     paths is noted beside it);
+#   - secure mode: both paths at 10 Mbit/s and bulk TCP a -> b filling them: pings (rule 1) still
+#     cross in under 25 ms on average (10 without load; about 40 when their requests wait behind
+#     the bulk packets that a's pacing holds back), and a drops bulk packets held too long
+#     (hold-overflow);
 #   - p0 taken down at a: the pinned flow falls back to the other paths (its datagrams arrive over
 #     p1), and lowest-latency moves to p1;
 #   - `mptctl show` has a "policy N" line per rule with its count, and the JSON its typed objects;
@@ -38,6 +45,9 @@ rx() { # SIDE PATH: the data packets that PATH received at SIDE
 }
 hits() { # RULE: a's count of it
         lab_json a "t['policy_hits']['$1']"
+}
+delay() { # RULE|other: a's delay of its class (us)
+        lab_json a "t['policy_delay_us']['$1']"
 }
 send_udp() { # PORT COUNT
         lab_exec a python3 -c '
@@ -115,6 +125,10 @@ run() { # MODE_KEYS DESCRIPTION
                 it_soft_fail "$what: the pings did not take the lowest-latency path p1"
         it_lt "$avg" 10 || { it_soft_fail "$what: pings averaged $avg ms, expected the fast path's round trip"; lab_ctl a show lab >&2; lab_ctl b show lab >&2; }
         [ $(($(hits 1) - n)) -ge 40 ] || it_soft_fail "$what: rule 1 counted $(($(hits 1) - n)) of 40 pings"
+        it_note "$what: delays as a sees them: rule 0 (pinned p0) $(delay 0) us, rule 1 (lowest-latency) $(delay 1) us, other traffic $(delay other) us"
+        [ "$(delay 0)" -ge 12000 ] && [ "$(delay 0)" -le 25000 ] || it_soft_fail "$what: rule 0's delay is $(delay 0) us, expected p0's 15 ms"
+        [ "$(delay 1)" -lt 6000 ] || it_soft_fail "$what: rule 1's delay is $(delay 1) us, expected p1's 1 ms"
+        [ "$(delay other)" -ge 12000 ] || it_soft_fail "$what: the other traffic's delay is $(delay other) us, expected p0's 15 ms"
 
         # The delays swapped: lowest-latency follows.
         lab_emu_respec 0 'delay=1ms'
@@ -131,15 +145,40 @@ run() { # MODE_KEYS DESCRIPTION
         lab_emu_respec 0 'delay=1ms,loss=30%'
         dup0=$(lab_json b "sum(x['drops']['duplicate'] for x in t['paths'])")
         n=$(lab_json a "t['policy_copies']['3']")
+        read -r brx bdup < <(lab_json b "t['policy_received']['3'], t['policy_duplicates']['3']" | tr -d '(),')
         read -r got dups < <(udp_count 5003 300)
         read -r agg _ < <(udp_count 5002 300)
         dup1=$(lab_json b "sum(x['drops']['duplicate'] for x in t['paths'])")
         copies=$(($(lab_json a "t['policy_copies']['3']") - n))
-        it_note "$what: p0 losing 30 %: redundant: $got of 300 datagrams arrived ($dups twice), a sent $copies copies, b dropped $((dup1 - dup0)) duplicates; aggregate: $agg of 300"
+        read -r brx1 bdup1 < <(lab_json b "t['policy_received']['3'], t['policy_duplicates']['3']" | tr -d '(),')
+        it_note "$what: p0 losing 30 %: redundant: $got of 300 datagrams arrived ($dups twice), a sent $copies copies, b dropped $((dup1 - dup0)) duplicates (rule 3 at b: $((brx1 - brx)) received, $((bdup1 - bdup)) duplicates); aggregate: $agg of 300"
         [ "$got" = 300 ] && [ "$dups" = 0 ] || it_soft_fail "$what: redundant: $got of 300 datagrams arrived, $dups of them twice"
         [ "$copies" = 300 ] || it_soft_fail "$what: redundant: a sent $copies copies, expected 300"
         [ $((dup1 - dup0)) -ge 150 ] || it_soft_fail "$what: b dropped only $((dup1 - dup0)) copies as duplicates"
+        [ $((brx1 - brx)) = 300 ] && [ $((bdup1 - bdup)) = $((dup1 - dup0)) ] ||
+                it_soft_fail "$what: b's rule 3 counted $((brx1 - brx)) received and $((bdup1 - bdup)) duplicates, expected 300 and $((dup1 - dup0))"
         lab_emu_respec 0 'delay=1ms'
+
+        # Bulk TCP filling both paths (secure mode: the learned scheduler paces them; the -plain
+        # variant runs compat mode both times): the pings' requests go out at once, past the bulk
+        # packets a holds back.
+        if [ "$(lab_json a "t['mode'] + ' ' + t['scheduler']")" = "secure learned" ]; then
+                local hold0 hold1 avg
+                lab_emu_respec 0 'rate=10mbit,delay=5ms'
+                lab_emu_respec 1 'rate=10mbit,delay=5ms'
+                hold0=$(lab_json a "t['drops']['hold-overflow']")
+                it_load_start "$b_tun" 8
+                sleep 3
+                out=$(lab_exec a ping -c 50 -i 0.05 -W 2 "$b_tun") || true
+                it_load_wait
+                hold1=$(lab_json a "t['drops']['hold-overflow']")
+                avg=$(sed -n 's|^rtt min/avg/max/mdev = [0-9.]*/\([0-9.]*\)/.*|\1|p' <<<"$out")
+                it_note "$what: bulk TCP over 2 x 10 Mbit/s: $IT_LOAD_MBIT Mbit/s; pings beside it: average ${avg:-none} ms ($(grep -o '[0-9]* received' <<<"$out")); a dropped $((hold1 - hold0)) held bulk packets"
+                [ -n "$avg" ] && it_lt "$avg" 25 || it_soft_fail "$what: with bulk TCP the pings averaged ${avg:-none} ms, expected under 25 (the paths' 10, not behind the bulk)"
+                [ $((hold1 - hold0)) -gt 0 ] || it_soft_fail "$what: a dropped no held bulk packet (hold-overflow)"
+                lab_emu_respec 0 'delay=1ms'
+                lab_emu_respec 1 'delay=15ms'
+        fi
 
         # p0 down: the pinned flow is aggregated over what is left, lowest-latency moves to p1.
         lab_ctl a path lab p0 down
@@ -152,8 +191,10 @@ run() { # MODE_KEYS DESCRIPTION
         [ $(($(rx b p1) - p1)) -ge 100 ] || it_soft_fail "$what: with p0 down the pinned flow did not fall back to p1"
 
         # What mptctl shows.
-        lab_ctl a show lab | grep -qx "  policy 0: proto udp dport 5001 pinned p0 (400 packets)" ||
+        lab_ctl a show lab | grep -qx "  policy 0: proto udp dport 5001 pinned p0 (sent 400; received 0; delay ~[0-9.]*ms)" ||
                 it_soft_fail "$what: mptctl show has no line for rule 0 with 400 packets: $(lab_ctl a show lab | grep policy)"
+        lab_ctl a show lab | grep -qx "  other traffic (sent [0-9]*; received [0-9]*; delay ~[0-9.]*ms)" ||
+                it_soft_fail "$what: mptctl show has no line for the other traffic: $(lab_ctl a show lab | grep -A1 policy)"
         lab_ctl a show lab | grep -qx "  lowest-latency path: p1" ||
                 it_soft_fail "$what: mptctl show does not name the lowest-latency path"
         [ "$(lab_json a "type(t['policy_hits']['2']).__name__ + ' ' + t['policy']['2']")" = "int proto udp dport 5002 aggregate" ] ||

@@ -163,6 +163,7 @@ static const char *const drop_names[_MPT_DROP_MAX] = {
         [MPT_DROP_HANDSHAKE_UNEXPECTED] = "handshake-unexpected",
         [MPT_DROP_HANDSHAKE_CRYPTO_ERROR] = "handshake-crypto-error",
         [MPT_DROP_HANDSHAKE_OVERFLOW] = "handshake-overflow",
+        [MPT_DROP_HOLD_OVERFLOW] = "hold-overflow",
 };
 
 static void test_drop_reason_enum(void) {
