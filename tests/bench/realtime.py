@@ -14,7 +14,9 @@
 # busy machine does not count. The receiver writes per stream: sent
 # (from the highest sequence number + 1 and the sender's count), received, lost, duplicates
 # (delivered twice: a failure of redundant mode), one-way delay p50/p99/max, jitter (RFC 3550:
-# the mean deviation of transit differences) and the longest gap between arrivals.
+# the mean deviation of transit differences) and the longest gap between arrivals, and each
+# packet's delay by its sequence number (the first copy's; tests/bench/realtime pairs the paths'
+# runs with it for what the first of two copies can achieve at best).
 
 import json
 import socket
@@ -75,7 +77,8 @@ def recv(addr, seconds, out):
     sel = selectors.DefaultSelector()
     for s in socks:
         sel.register(s, selectors.EVENT_READ)
-    st = [{"seen": set(), "dups": 0, "delays": [], "arrivals": [], "top": -1, "jitter": 0.0, "last_transit": None}
+    st = [{"seen": set(), "dups": 0, "delays": [], "by_seq": {}, "arrivals": [], "top": -1, "jitter": 0.0,
+           "last_transit": None}
           for _ in range(2)]
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -98,6 +101,7 @@ def recv(addr, seconds, out):
                 x["seen"].add(seq)
                 transit = now - sent
                 x["delays"].append(transit / 1e6)
+                x["by_seq"][seq] = round(transit / 1e6, 3)
                 x["arrivals"].append(now)
                 x["top"] = max(x["top"], seq)
                 if x["last_transit"] is not None:
@@ -116,6 +120,7 @@ def recv(addr, seconds, out):
             "max_ms": max(x["delays"]) if x["delays"] else None,
             "jitter_ms": x["jitter"],
             "gap_max_ms": max(gaps) if gaps else None,
+            "by_seq": x["by_seq"],
         }
     with open(out, "w") as f:
         json.dump(res, f)
