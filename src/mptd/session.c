@@ -169,6 +169,7 @@ int session_start(Tunnel *t) {
                 return log_tunnel_error_errno(t, r, "PublicKey= is this end's own public key: give the other end's");
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to set up the handshake: %m");
+        mpt_handshake_mac1_key(t->hs, t->hs_mac1_key);
         r = sd_event_add_time(t->event, &t->hs_timer, CLOCK_BOOTTIME, session_now(), 0, on_timer, t);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to add the handshake's timer: %m");

@@ -480,14 +480,21 @@ void tunnel_reset_reorder(Tunnel *t) {
 
 bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
         uint64_t one = 1;
-        bool wake;
+        bool wake, initiation = false;
 
         pthread_mutex_lock(&t->ka_lock);
         /* Handshake messages need work (a DH or more) before they are known to be genuine: only
-         * so many may wait, and then more are dropped rather than delaying the rest. */
-        if (ev->kind == CONTROL_EVENT_HANDSHAKE && t->hs_queued >= HANDSHAKE_QUEUE_MAX) {
-                pthread_mutex_unlock(&t->ka_lock);
-                return false;
+         * so many may wait, and then more are dropped rather than delaying the rest. Initiations
+         * (which anyone can send: what a flood is made of) and the replies to this end's own
+         * (responses, cookie replies, retries) have room apart, so that a flood of initiations
+         * does not crowd out the response that completes this end's handshake (it would then
+         * send its initiation again only after REKEY_TIMEOUT, 5 s). */
+        if (ev->kind == CONTROL_EVENT_HANDSHAKE) {
+                initiation = ev->hs.len > 0 && ev->hs.msg[0] == MPT_HANDSHAKE_INITIATION;
+                if ((initiation ? t->hs_queued : t->hs_replies_queued) >= HANDSHAKE_QUEUE_MAX) {
+                        pthread_mutex_unlock(&t->ka_lock);
+                        return false;
+                }
         }
         /* Keepalives come a few per second per path; a full queue means the main thread is stuck
          * or someone floods us. Drop rather than grow without bound. */
@@ -506,8 +513,10 @@ bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
                 t->ka_queue = q;
         }
         t->ka_queue[t->ka_n++] = *ev;
-        if (ev->kind == CONTROL_EVENT_HANDSHAKE)
+        if (ev->kind == CONTROL_EVENT_HANDSHAKE && initiation)
                 t->hs_queued++;
+        else if (ev->kind == CONTROL_EVENT_HANDSHAKE)
+                t->hs_replies_queued++;
         wake = t->ka_n == 1;
         pthread_mutex_unlock(&t->ka_lock);
         if (wake)
@@ -527,8 +536,8 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         q = TAKE_PTR(t->ka_queue);
         n = t->ka_n;
         t->ka_n = 0;
-        handshakes = t->hs_queued;
-        t->hs_queued = 0;
+        handshakes = t->hs_queued + t->hs_replies_queued;
+        t->hs_queued = t->hs_replies_queued = 0;
         pthread_mutex_unlock(&t->ka_lock);
 
         for (size_t i = 0; i < n; i++) {

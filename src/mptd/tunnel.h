@@ -317,7 +317,13 @@ struct Tunnel {
         sd_event_source *hs_timer;
         uint64_t hs_version;   /* mpt_handshake_keys_version() the last snapshot has */
         uint64_t hs_current;   /* the current key pair's receive epoch then (0: none) */
-        unsigned hs_queued;    /* handshake messages waiting in the control queue */
+        /* handshake messages waiting in the control queue: initiations, and the others (the
+         * replies to this end's initiations) */
+        unsigned hs_queued;
+        unsigned hs_replies_queued;
+        /* this end's mac1 key (mpt_handshake_mac1_key()), set before the workers start: they
+         * screen handshake messages with it (mpt_handshake_screen()) before queueing them */
+        uint8_t hs_mac1_key[MPT_NOISE_KEY_SIZE];
         uint64_t hs_initiations, hs_sessions; /* initiations sent; sessions that became current */
         usec_t hs_session_at;  /* when the current one did (session_now()) */
 
@@ -450,8 +456,8 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
 MptCipher tunnel_tx_cipher(Tunnel *t);
 
 /* Called by workers: hands a control event to the main thread. false: the queue is full (a
- * handshake message: more of them wait than HANDSHAKE_QUEUE_MAX), counted by the caller as it
- * sees fit. */
+ * handshake message: more initiations, or more of the other messages, wait than
+ * HANDSHAKE_QUEUE_MAX), counted by the caller as it sees fit. */
 #define HANDSHAKE_QUEUE_MAX 64u
 bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev);
 /* Re-reads the kernel's state for every path soon (coalesced). */

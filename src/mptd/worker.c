@@ -1084,9 +1084,15 @@ static void secure_hold(Worker *w, int *held, int id) {
 
 static int hand_on_handshake(Worker *w, unsigned path, const MptSockaddr *src, const uint8_t *d, size_t len) {
         ControlEvent ev = { .kind = CONTROL_EVENT_HANDSHAKE, .path = path, .source = *src };
+        int drop;
 
         if (len > sizeof ev.hs.msg)
                 return MPT_DROP_HANDSHAKE_MALFORMED;
+        /* What is not made for this end (a flood's) goes no further than this worker: it does not
+         * take the room of genuine messages in the main thread's queue. */
+        drop = mpt_handshake_screen(w->tunnel->hs_mac1_key, d, len);
+        if (drop >= 0)
+                return session_drop_reason(drop);
         memcpy(ev.hs.msg, d, len);
         ev.hs.len = len;
         if (!tunnel_queue_event(w->tunnel, &ev))

@@ -895,3 +895,41 @@ bool mpt_handshake_pending(const MptHandshake *hs, uint64_t *ret_id) {
 const uint8_t *mpt_handshake_public_key(const MptHandshake *hs) {
         return hs->s.public_key;
 }
+
+int mpt_handshake_screen(const uint8_t mac1_key[KEY], const uint8_t *msg, size_t len) {
+        size_t size, mac1 = 0;
+        int r;
+
+        if (len < 1)
+                return MPT_HANDSHAKE_DROP_MALFORMED;
+        switch (msg[0]) {
+        case MPT_HANDSHAKE_INITIATION:
+                size = MPT_HANDSHAKE_INITIATION_SIZE;
+                mac1 = MPT_HANDSHAKE_INITIATION_MAC1;
+                break;
+        case MPT_HANDSHAKE_RESPONSE:
+                size = MPT_HANDSHAKE_RESPONSE_SIZE;
+                mac1 = MPT_HANDSHAKE_RESPONSE_MAC1;
+                break;
+        case MPT_HANDSHAKE_COOKIE_REPLY:
+                size = MPT_HANDSHAKE_COOKIE_REPLY_SIZE;
+                break;
+        case MPT_HANDSHAKE_RETRY:
+                size = MPT_HANDSHAKE_RETRY_SIZE;
+                break;
+        default:
+                return MPT_HANDSHAKE_DROP_MALFORMED;
+        }
+        if (!header_ok(msg, len, msg[0], size))
+                return MPT_HANDSHAKE_DROP_MALFORMED;
+        if (mac1 == 0)
+                return -1;
+        r = mac_check(mac1_key, KEY, msg, mac1);
+        if (r < 0)
+                return MPT_HANDSHAKE_DROP_CRYPTO_ERROR;
+        return r > 0 ? -1 : MPT_HANDSHAKE_DROP_MAC1;
+}
+
+void mpt_handshake_mac1_key(const MptHandshake *hs, uint8_t ret[KEY]) {
+        memcpy(ret, hs->mac1_key, KEY);
+}

@@ -388,3 +388,12 @@ usec_t mpt_handshake_next_event(const MptHandshake *hs, usec_t now);
 bool mpt_handshake_pending(const MptHandshake *hs, uint64_t *ret_id);
 /* This end's static public key. */
 const uint8_t *mpt_handshake_public_key(const MptHandshake *hs);
+
+/* For the data plane, before it hands a message on to the thread that owns the MptHandshake: a
+ * message of one of the four types of the wrong size or with reserved bytes set, or an initiation
+ * or response whose mac1 does not verify with mac1_key (this end's, mpt_handshake_mac1_key()), is
+ * dropped right there, so that a flood of them never waits in the queue beside genuine ones
+ * (mpt_handshake_receive() checks all of it again). Returns -1 when it may be handed on, else the
+ * MptHandshakeDrop reason (MALFORMED, MAC1, CRYPTO_ERROR). No state: any thread. */
+int mpt_handshake_screen(const uint8_t mac1_key[MPT_NOISE_KEY_SIZE], const uint8_t *msg, size_t len);
+void mpt_handshake_mac1_key(const MptHandshake *hs, uint8_t ret[MPT_NOISE_KEY_SIZE]);

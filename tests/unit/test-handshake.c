@@ -539,6 +539,66 @@ static void test_flood(void) {
         end_done(&b);
 }
 
+/* What a worker screens before it queues a message for the main thread: B's mac1 key passes A's
+ * initiation and B's response to A only where they are made for it; a forged or damaged mac1,
+ * another end's key, a wrong size, reserved bytes and unknown types stop there. */
+static void test_screen(void) {
+        End a, b, c;
+        Msg init, resp, forged;
+        uint8_t key_a[32], key_b[32], key_c[32], cookie[MPT_HANDSHAKE_COOKIE_REPLY_SIZE] = { MPT_HANDSHAKE_COOKIE_REPLY },
+                retry[MPT_HANDSHAKE_RETRY_SIZE] = { MPT_HANDSHAKE_RETRY };
+
+        pair_init(&a, &b);
+        end_init(&c, KEY_C, KEY_B, test_psk, 0x33);
+        mpt_handshake_mac1_key(a.hs, key_a);
+        mpt_handshake_mac1_key(b.hs, key_b);
+        mpt_handshake_mac1_key(c.hs, key_c);
+        g_assert_true(memcmp(key_a, key_b, 32) != 0);
+
+        initiation(&a, T0, 0, &init);
+        g_assert_cmpint(mpt_handshake_screen(key_b, init.buf, init.len), ==, -1);
+        g_assert_cmpint(mpt_handshake_screen(key_a, init.buf, init.len), ==, MPT_HANDSHAKE_DROP_MAC1);
+        g_assert_cmpint(mpt_handshake_screen(key_c, init.buf, init.len), ==, MPT_HANDSHAKE_DROP_MAC1);
+        /* C also knows B's public key: its initiation passes the screen (the main thread then
+         * refuses the unknown peer). */
+        initiation(&c, T0, 0, &forged);
+        g_assert_cmpint(mpt_handshake_screen(key_b, forged.buf, forged.len), ==, -1);
+        /* A flood's garbage, and damage anywhere before mac1. */
+        memcpy(forged.buf, init.buf, init.len);
+        forged.buf[20] ^= 1;
+        g_assert_cmpint(mpt_handshake_screen(key_b, forged.buf, init.len), ==, MPT_HANDSHAKE_DROP_MAC1);
+        memcpy(forged.buf, init.buf, init.len);
+        forged.buf[MPT_HANDSHAKE_INITIATION_MAC1 + 3] ^= 0x80;
+        g_assert_cmpint(mpt_handshake_screen(key_b, forged.buf, init.len), ==, MPT_HANDSHAKE_DROP_MAC1);
+        /* mac2 is not screened (it needs the cookie secret): a changed one passes. */
+        memcpy(forged.buf, init.buf, init.len);
+        forged.buf[MPT_HANDSHAKE_INITIATION_MAC2] ^= 1;
+        g_assert_cmpint(mpt_handshake_screen(key_b, forged.buf, init.len), ==, -1);
+        /* Size, reserved bytes, type. */
+        g_assert_cmpint(mpt_handshake_screen(key_b, init.buf, init.len - 1), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        g_assert_cmpint(mpt_handshake_screen(key_b, init.buf, 0), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        memcpy(forged.buf, init.buf, init.len);
+        forged.buf[2] = 1;
+        g_assert_cmpint(mpt_handshake_screen(key_b, forged.buf, init.len), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        forged.buf[0] = 0xe3;
+        g_assert_cmpint(mpt_handshake_screen(key_b, forged.buf, init.len), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+
+        /* The response is screened with the initiator's key. */
+        g_assert_cmpint(deliver(&b, T0, &from_a0, false, init.buf, init.len, &resp), ==, -1);
+        g_assert_cmpint(resp.kind, ==, MPT_HANDSHAKE_REPLY_RESPONSE);
+        g_assert_cmpint(mpt_handshake_screen(key_a, resp.buf, resp.len), ==, -1);
+        g_assert_cmpint(mpt_handshake_screen(key_b, resp.buf, resp.len), ==, MPT_HANDSHAKE_DROP_MAC1);
+        g_assert_cmpint(mpt_handshake_screen(key_a, resp.buf, resp.len + 1), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        /* Cookie replies and retries have no mac1: of the right size they go on. */
+        g_assert_cmpint(mpt_handshake_screen(key_a, cookie, sizeof cookie), ==, -1);
+        g_assert_cmpint(mpt_handshake_screen(key_a, cookie, sizeof cookie - 1), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        g_assert_cmpint(mpt_handshake_screen(key_a, retry, sizeof retry), ==, -1);
+        g_assert_cmpint(mpt_handshake_screen(key_a, retry, sizeof retry + 1), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        end_done(&a);
+        end_done(&b);
+        end_done(&c);
+}
+
 /* ---- Cookies under load ---- */
 
 static void test_cookie(void) {
@@ -912,6 +972,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/handshake/simultaneous", test_simultaneous);
         g_test_add_func("/mpt/handshake/multipath-copies", test_multipath_copies);
         g_test_add_func("/mpt/handshake/flood", test_flood);
+        g_test_add_func("/mpt/handshake/screen", test_screen);
         g_test_add_func("/mpt/handshake/cookie", test_cookie);
         g_test_add_func("/mpt/handshake/rekey-timing", test_rekey_timing);
         g_test_add_func("/mpt/handshake/silence-timers", test_silence_timers);
