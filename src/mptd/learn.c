@@ -57,7 +57,10 @@ uint64_t learn_rate(const LearnPath *p) {
 uint64_t learn_pace_rate(const LearnPath *p) {
         uint64_t rate = learn_rate(p), q = learn_queue_delay(p);
 
-        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && p->delivered > 0)
+        /* Only a queue that stands above the path's own jitter, as for saturation (learn_sample()):
+         * a radio link's delay swings by tens of ms without any queue, and a lightly loaded path
+         * paced at what it delivered (its load) would hold back even the little it carries. */
+        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && q > 4 * p->owd_jitter && p->delivered > 0)
                 return MAX(MIN(rate, p->delivered / LEARN_PACE_DRAIN_DEN * LEARN_PACE_DRAIN_NUM), LEARN_RATE_MIN);
         if (!p->was_saturated)
                 return rate * LEARN_PACE_START_GAIN;

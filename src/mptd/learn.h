@@ -168,8 +168,8 @@ uint64_t learn_rate(const LearnPath *p);
  * and keeps as much in flight as that takes; without pacing, the fast path's share of it stood in
  * its 50 ms queue and overflowed it (measured: scenario A of tests/bench, 100 + 20 Mbit/s, 4269 +
  * 2065 drops in the emulator in 10 s, 81 Mbit/s; paced, 0 + 0 to 37 and 99 Mbit/s).
- *   - a path whose queueing delay stands at LEARN_PACE_DRAIN_QUEUE_USEC or more: what it
- *     delivered over the last span (it was busy, so that is what it carries) times
+ *   - a path whose queueing delay stands at LEARN_PACE_DRAIN_QUEUE_USEC or more, and above 4
+ *     times the delay's jitter (LEARN_QUEUE_SAT_USEC's rule): what it delivered over the last span (it was busy, so that is what it carries) times
  *     LEARN_PACE_DRAIN_NUM/LEARN_PACE_DRAIN_DEN, or its learned rate if lower: the queue drains;
  *   - until it was first saturated (learn_sample()) its learned rate comes from bursts and growth
  *     and may be far below what it carries: LEARN_PACE_START_GAIN times it, so that the pacing

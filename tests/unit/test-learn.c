@@ -568,6 +568,12 @@ static void test_pace_rate(void) {
         g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
         p.delivered = 1000;
         g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_MIN);
+        /* A 30 ms "queue" on a path whose delay jitters by 10 ms (a radio link, lightly loaded):
+         * no drain, the credit. Above 4 times the jitter: the drain again. */
+        p.owd_jitter = 10000;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        p.owd_jitter = 7000;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_MIN);
 }
 
 static double share_of(const uint32_t *w, size_t n, size_t i) {
