@@ -23,8 +23,8 @@
 #     paths is noted beside it);
 #   - secure mode: both paths at 10 Mbit/s and bulk TCP a -> b filling them: pings (rule 1) still
 #     cross in under 25 ms on average (10 without load; about 40 when their requests wait behind
-#     the bulk packets that a's pacing holds back), and a drops bulk packets held too long
-#     (hold-overflow);
+#     the bulk packets that a's pacing holds back), and the bulk still gets more than 10 Mbit/s
+#     (the held bulk packets a drops after 50 ms, hold-overflow, are noted);
 #   - p0 taken down at a: the pinned flow falls back to the other paths (its datagrams arrive over
 #     p1), and lowest-latency moves to p1;
 #   - `mptctl show` has a "policy N" line per rule with its count, and the JSON its typed objects;
@@ -175,7 +175,7 @@ run() { # MODE_KEYS DESCRIPTION
                 avg=$(sed -n 's|^rtt min/avg/max/mdev = [0-9.]*/\([0-9.]*\)/.*|\1|p' <<<"$out")
                 it_note "$what: bulk TCP over 2 x 10 Mbit/s: $IT_LOAD_MBIT Mbit/s; pings beside it: average ${avg:-none} ms ($(grep -o '[0-9]* received' <<<"$out")); a dropped $((hold1 - hold0)) held bulk packets"
                 [ -n "$avg" ] && it_lt "$avg" 25 || it_soft_fail "$what: with bulk TCP the pings averaged ${avg:-none} ms, expected under 25 (the paths' 10, not behind the bulk)"
-                [ $((hold1 - hold0)) -gt 0 ] || it_soft_fail "$what: a dropped no held bulk packet (hold-overflow)"
+                it_lt 10 "$IT_LOAD_MBIT" || it_soft_fail "$what: bulk TCP beside the pings got $IT_LOAD_MBIT Mbit/s of 2 x 10, expected more than 10"
                 lab_emu_respec 0 'delay=1ms'
                 lab_emu_respec 1 'delay=15ms'
         fi
