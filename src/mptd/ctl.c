@@ -371,8 +371,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                         /* Half the round trip (the path's own delay, if symmetric), and what
                          * queues one way now. */
                         if (p->rtt > 0)
-                                ctl_writer_field(w, "one_way_delay_us", "%" PRIu64,
-                                                 p->rtt / 2 + learn_queue_delay(&p->learn));
+                                ctl_writer_field(w, "one_way_delay_us", "%" PRIu64, path_delay(t, p));
                         ctl_writer_field(w, "saturated", "%s", p->learn.saturated ? "yes" : "no");
                         ctl_writer_field(w, "share_permille", "%" PRIu64, share);
                 }

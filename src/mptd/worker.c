@@ -511,15 +511,9 @@ static void deliver_pending(Worker *w) {
         w->n_pending = 0;
 }
 
-/* Policy=: the rule of this end that a received packet matches (-1: none; RX_POLICY_NONE: there
- * are no rules). Unless it aggregates (pinned, lowest-latency, redundant), the packet does not
- * wait in the reorder buffer (behind a gap of other traffic, or its path's extra delay): its flow
- * keeps its own order, on one path (the first copy wins). (This end's rules decide: both ends of
- * a tunnel have the same, and a rule on "port" matches both directions of a flow.) */
-static int rx_policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
-        if (!s || s->n_policy == 0)
-                return RX_POLICY_NONE;
-        return mpt_policy_classify(s->policy, s->n_policy, pkt, len);
+/* Policy=: the rule of this end's that an IP packet (sent or received) matches first, -1: none. */
+static int policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
+        return s && s->n_policy > 0 ? mpt_policy_classify(s->policy, s->n_policy, pkt, len) : -1;
 }
 
 /* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
@@ -535,7 +529,12 @@ static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame 
         /* (it stays where it is, in the receive buffer, until deliver_pending()) */
         if (w->n_pending == WORKER_PENDING_MAX)
                 deliver_pending(w);
-        rule = rx_policy_rule(s, f->payload, f->payload_len);
+        /* A received packet that this end's rules do not aggregate (pinned, lowest-latency,
+         * redundant) does not wait in the reorder buffer (behind a gap of other traffic, or its
+         * path's extra delay): its flow keeps its own order, on one path (the first copy wins).
+         * (This end's rules decide: both ends of a tunnel have the same, and a rule on "port"
+         * matches both directions of a flow.) Counted per rule only where there are rules. */
+        rule = s && s->n_policy > 0 ? policy_rule(s, f->payload, f->payload_len) : RX_POLICY_NONE;
         w->pending[w->n_pending++] = (RxPending) {
                 .pkt = f->payload,
                 .len = (uint32_t) f->payload_len,
@@ -1753,11 +1752,6 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         w->path_segs[p] = 0;
                 }
         }
-}
-
-/* Policy=: the rule this packet (a TUN packet, after the vnet header) matches first, -1: none. */
-static int policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
-        return s->n_policy > 0 ? mpt_policy_classify(s->policy, s->n_policy, pkt, len) : -1;
 }
 
 #define POLICY_UNKNOWN (-2)
