@@ -371,7 +371,11 @@ void output_show_text(FILE *f, const CtlRecord *records, size_t n) {
                         if (!isempty(get(r, "interface")))
                                 fprintf(f, "    interface: %s (%s)\n", get(r, "interface"), get(r, "class"));
                         fprintf(f, "    local: %s  remote: %s%s\n", isempty(get(r, "local")) ? "-" : get(r, "local"),
-                                get(r, "remote"), streq(get(r, "pin_remote"), "yes") ? " (pinned)" : "");
+                                get(r, "remote"),
+                                streq(get(r, "pin_remote"), "yes") ? " (pinned)"
+                                : !streq(get(r, "listens"), "yes") ? ""
+                                : streq(get(r, "remote"), "-")   ? " (listens: none yet)"
+                                                                  : " (learned)");
                         if (get_u64(r, "remote_changes") > 0)
                                 fprintf(f, "    remote followed the other end %s time%s\n", get(r, "remote_changes"),
                                         streq(get(r, "remote_changes"), "1") ? "" : "s");

@@ -325,6 +325,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "remote", "%s", sockaddr_to_string(&p->remote, buf));
                 ctl_writer_field(w, "remote_changes", "%" PRIu64, p->remote_changes);
                 ctl_writer_field(w, "pin_remote", "%s", p->config->pin_remote ? "yes" : "no");
+                ctl_writer_field(w, "listens", "%s", path_config_listens(p->config) ? "yes" : "no");
                 ctl_writer_field(w, "weight", "%" PRIu32, path_effective_weight(p));
                 ctl_writer_field(w, "weight_source", "%s", weight_source(p));
                 ctl_writer_field(w, "receive_weight", "%" PRIu32, p->config->receive_weight);

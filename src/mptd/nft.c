@@ -370,7 +370,7 @@ static struct nftnl_rule *rule_new(const char *table, const char *chain) {
         return r;
 }
 
-/* udp dport PORT ip[6] saddr @remoteN counter [meta mark set mark | MARK] accept */
+/* udp dport PORT [ip[6] saddr @remoteN] counter [meta mark set mark | MARK] accept */
 static void input_rule(Batch *b, const char *table, const NftRuleset *rs, int family, uint32_t set_id) {
         struct nftnl_rule *r = rule_new(table, "input");
         uint16_t port = htons(rs->port);
@@ -383,11 +383,14 @@ static void input_rule(Batch *b, const char *table, const NftRuleset *rs, int fa
         ok = ok && e_meta_eq_u8(r, NFT_META_NFPROTO, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
         ok = ok && e_meta_eq_u8(r, NFT_META_L4PROTO, IPPROTO_UDP);
         ok = ok && e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2) && e_cmp(r, NFT_CMP_EQ, &port, 2);
-        if (family == AF_INET)
-                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+        if (family == AF_INET ? rs->any4 : rs->any6)
+                ; /* a listening path: from anywhere */
+        else if (family == AF_INET)
+                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4) &&
+                     e_lookup(r, "remote4", set_id);
         else
-                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
-        ok = ok && e_lookup(r, family == AF_INET ? "remote4" : "remote6", set_id);
+                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 8, 16) &&
+                     e_lookup(r, "remote6", set_id);
         ok = ok && e_counter(r);
         if (rs->mark != 0) {
                 uint32_t mask = ~rs->mark, xor = rs->mark;

@@ -15,6 +15,7 @@
  *       chain input {                                       priority filter - 10
  *           udp dport PORT ip saddr @remote4 counter [meta mark set mark | MARK] accept
  *           udp dport PORT ip6 saddr @remote6 counter [meta mark set mark | MARK] accept
+ *           (without "saddr @remoteN" for a family a listening path uses: any4, any6)
  *       }
  *       chain forward {                                     priority mangle (-150)
  *           oifname/iifname TUN, IPv4/IPv6 TCP SYN with MSS above the tunnel's: clamp it
@@ -38,6 +39,9 @@ typedef struct NftRuleset {
         uint32_t mtu;           /* of the TUN device: MSS is clamped to mtu - 40 (IPv4), mtu - 60 (IPv6) */
         const MptAddress *remotes;
         size_t n_remotes;
+        /* A path listens (no Remote=): datagrams of that family to the port are accepted (and
+         * marked) from any source, not only from the set. */
+        bool any4, any6;
 } NftRuleset;
 
 typedef struct Nft Nft;

@@ -260,9 +260,13 @@ static int bind_path(Path *p, const MptAddress *local, bool startup) {
         steer_path(p, fds);
         p->fds = fds;
         p->local = *local;
-        log_path_info(p, "Bound %s%s%s, sending to %s.", sockaddr_to_string(&sa, buf),
-                      p->config->interface ? " on " : "", strempty(p->config->interface),
-                      sockaddr_to_string(&p->remote, (char[MPT_ADDRESS_STRLEN]) {}));
+        if (p->remote_len == 0)
+                log_path_info(p, "Bound %s%s%s, listening for the other end.", sockaddr_to_string(&sa, buf),
+                              p->config->interface ? " on " : "", strempty(p->config->interface));
+        else
+                log_path_info(p, "Bound %s%s%s, sending to %s.", sockaddr_to_string(&sa, buf),
+                              p->config->interface ? " on " : "", strempty(p->config->interface),
+                              sockaddr_to_string(&p->remote, (char[MPT_ADDRESS_STRLEN]) {}));
         return 0;
 }
 
@@ -292,7 +296,7 @@ static int wanted_local_address(Path *p, MptAddress *ret) {
         _cleanup_free_ RtnlAddress *addrs = NULL;
         const MptPathConfig *c = p->config;
         const RtnlAddress *best = NULL;
-        int family = c->remote.family;
+        int family = path_config_family(c);
         size_t n = 0;
         char buf[MPT_ADDRESS_STRLEN];
         int r;
@@ -445,7 +449,9 @@ int path_refresh(Path *p, bool startup) {
                 }
         }
 
-        if (p->link_up) {
+        if (p->link_up && p->remote_len == 0)
+                p->route_ok = true; /* listening: nothing to route to yet */
+        else if (p->link_up) {
                 /* Where we send now: the remote may have followed the other end. */
                 MptAddress remote;
                 (void) sockaddr_to_address(&p->remote, &remote, NULL);
@@ -507,6 +513,8 @@ static PathState compute_state(const Path *p) {
                 return PATH_STATE_NO_ADDRESS;
         if (!p->route_ok)
                 return PATH_STATE_NO_ROUTE;
+        if (p->remote_len == 0)
+                return PATH_STATE_LISTENING;
         if (p->dead)
                 return PATH_STATE_DEAD;
         if (p->probing)
@@ -526,6 +534,8 @@ const char *path_reason(const Path *p) {
                 return "no keepalive within the dead time";
         case PATH_STATE_PROBING:
                 return "waiting for the other end to answer";
+        case PATH_STATE_LISTENING:
+                return "no Remote=: waiting for the other end to reach it";
         case PATH_STATE_PEER_DOWN:
                 return peer_reason(p) ?: "the other end does not use it";
         case PATH_STATE_ADMIN_DOWN:
@@ -590,7 +600,7 @@ static bool send_frame(Path *p, const uint8_t *buf, size_t len) {
         Tunnel *t = p->tunnel;
         uint8_t sealed[MPT_SECURE_OVERHEAD + MAX(MAX(MPT_KEEPALIVE_EXT_SIZE, MPT_PATH_STATUS_SIZE), MPT_FEEDBACK_SIZE_MAX)];
 
-        if (!path_can_send(p))
+        if (!path_can_send(p) || p->remote_len == 0)
                 return false;
         if (t->secure) {
                 /* Control frames are sealed like data: authenticated and encrypted. */
@@ -642,7 +652,7 @@ static void send_keepalive(Path *p) {
         };
         size_t len;
 
-        if (!path_can_send(p))
+        if (!path_can_send(p) || p->remote_len == 0)
                 return;
         ka.seq = ++p->ka_seq;
         if (ka.seq == 0)
@@ -701,7 +711,8 @@ static int on_dead_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Path *p = userdata;
         char buf[32];
 
-        if (p->dead || !locally_usable(p))
+        /* (A listening path has nobody to be dead to: it waits.) */
+        if (p->dead || !locally_usable(p) || p->remote_len == 0)
                 return 0;
         p->dead = true;
         p->probing = false;
@@ -752,7 +763,7 @@ int path_start(Path *p) {
         if (r < 0)
                 return r;
         if (p->state != PATH_STATE_UP)
-                log_path_notice(p, "%s: %s; waiting.", path_state_to_string(p->state), strna(p->state_reason));
+                log_path_notice(p, "%s: %s; waiting.", path_state_to_string(p->state), strna(path_reason(p)));
         return 0;
 }
 
@@ -889,6 +900,14 @@ static void handle_peer_session(Path *p, uint32_t session) {
         t->peer_session = session;
 }
 
+void path_note_peer(Path *p, const ControlEvent *ev) {
+        if (ev->peer_id == 0 || (p->peer_id == ev->peer_id && p->peer_epoch == ev->peer_epoch))
+                return;
+        p->peer_id = ev->peer_id;
+        p->peer_epoch = ev->peer_epoch;
+        (void) tunnel_publish(p->tunnel); /* the workers follow it by these */
+}
+
 static void handle_keepalive(Path *p, const ControlEvent *ev) {
         Tunnel *t = p->tunnel;
         const MptKeepalive *ka = &ev->ka;
@@ -903,6 +922,7 @@ static void handle_keepalive(Path *p, const ControlEvent *ev) {
         p->last_keepalive_rx = ev->when;
         if (locally_usable(p))
                 arm_dead_timer(p, ev->when);
+        path_note_peer(p, ev);
 
         if (ka->extended) {
                 handle_peer_session(p, ka->session);
@@ -984,7 +1004,7 @@ static void handle_endpoint(Path *p, const ControlEvent *ev) {
 
         if (p->config->pin_remote || sockaddr_to_address(&ev->source, &addr, &port) < 0)
                 return;
-        if (addr.family != p->config->remote.family)
+        if (addr.family != path_config_family(p->config))
                 return;
         {
                 MptAddress cur;
@@ -992,6 +1012,17 @@ static void handle_endpoint(Path *p, const ControlEvent *ev) {
                 if (sockaddr_to_address(&p->remote, &cur, &cur_port) >= 0 && address_equal(&cur, &addr) &&
                     cur_port == port)
                         return;
+        }
+        if (p->remote_len == 0) {
+                /* A listening path: the other end reached it (what came authenticated). */
+                log_path_notice(p, "The other end reached it from %s; sending there from now on.",
+                                sockaddr_to_string(&ev->source, b));
+                p->remote_len = sockaddr_from_address(&addr, port, p->ifindex, &p->remote);
+                p->remote_changes++;
+                p->dead = p->probing = false;
+                arm_dead_timer(p, ev->when);
+                path_update_state(p, NULL);
+                return;
         }
         log_path_notice(p, "The other end moved from %s to %s; following it.", sockaddr_to_string(&p->remote, a),
                         sockaddr_to_string(&ev->source, b));

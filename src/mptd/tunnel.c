@@ -22,6 +22,7 @@ static const char *const path_state_table[_PATH_STATE_MAX] = {
         [PATH_STATE_NO_ADDRESS] = "no-address",
         [PATH_STATE_NO_ROUTE] = "no-route",
         [PATH_STATE_PROBING] = "probing",
+        [PATH_STATE_LISTENING] = "listening",
 };
 DEFINE_STRING_TABLE(path_state, PathState, _PATH_STATE_MAX);
 
@@ -256,6 +257,8 @@ int tunnel_publish(Tunnel *t) {
                 sp->remote_len = p->remote_len;
                 (void) sockaddr_to_address(&p->remote, &sp->remote_addr, &sp->remote_port);
                 sp->pin_remote = p->config->pin_remote;
+                sp->peer_id = p->peer_id;
+                sp->peer_epoch = p->peer_epoch;
                 sp->endpoint = (unsigned) i;
                 for (size_t j = 0; j < i; j++)
                         if (p->fds && t->paths[j]->fds && t->paths[j]->ifindex == p->ifindex &&
@@ -564,8 +567,16 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
                         p = t->paths[q[i].path];
                 else if (q[i].kind == CONTROL_EVENT_KEEPALIVE)
                         p = tunnel_path_by_peer_token(t, q[i].ka.path_token);
-                else if (q[i].kind == CONTROL_EVENT_ENDPOINT)
+                else if (q[i].kind == CONTROL_EVENT_ENDPOINT) {
                         p = tunnel_path_by_peer_token(t, q[i].token);
+                        if (!p && (p = tunnel_listening_slot(t, &q[i]))) {
+                                /* Its keepalive, next in the queue, names it by this token. */
+                                p->peer_token = q[i].token;
+                                path_note_peer(p, &q[i]);
+                        }
+                        else if (!p && q[i].socket_path < t->n_paths)
+                                COUNTER_ADD(t->paths[q[i].socket_path]->counters.drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                }
                 else if (q[i].kind == CONTROL_EVENT_PATH_STATUS && t->n_paths > 0)
                         p = t->paths[0]; /* names its path itself */
                 if (p)
@@ -573,6 +584,46 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         }
         free(q);
         return 0;
+}
+
+/* Among the listening paths (no Remote=) that share the socket of ev->socket_path: the one that
+ * knows the sender (path id and epoch) already; else, skipping those that belong to another path
+ * of the sender's session, the first one never reached, else a dead one (silent for DeadTime=):
+ * one whose remote has the source's address (a NAT gave the other end's path a new port), else
+ * the one dead the longest. */
+Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev) {
+        Path *v, *same_addr = NULL, *oldest = NULL;
+        MptAddress src;
+
+        if (ev->socket_path >= t->n_paths || !(v = t->paths[ev->socket_path])->fds ||
+            sockaddr_to_address(&ev->source, &src, NULL) < 0)
+                return NULL;
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < t->n_paths; i++) {
+                        Path *p = t->paths[i];
+                        MptAddress remote;
+
+                        if (!path_config_listens(p->config) || !p->fds || p->ifindex != v->ifindex ||
+                            !address_equal(&p->local, &v->local))
+                                continue;
+                        if (pass == 0) {
+                                if (ev->peer_id != 0 && p->peer_id == ev->peer_id && p->peer_epoch == ev->peer_epoch)
+                                        return p;
+                                continue;
+                        }
+                        if (ev->peer_id != 0 && p->peer_id != 0 && p->peer_epoch == ev->peer_epoch)
+                                continue;
+                        if (p->remote_len == 0)
+                                return p;
+                        if (p->state != PATH_STATE_DEAD)
+                                continue;
+                        if (!same_addr && sockaddr_to_address(&p->remote, &remote, NULL) >= 0 &&
+                            address_equal(&remote, &src))
+                                same_addr = p;
+                        if (!oldest || p->state_since < oldest->state_since)
+                                oldest = p;
+                }
+        return same_addr ?: oldest;
 }
 
 uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path) {
@@ -721,6 +772,7 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
         _cleanup_free_ MptAddress *remotes = NULL;
         const char *what = "batch";
         size_t n = 0, u = 0;
+        unsigned listen = 0; /* bit 0: an IPv4 path listens, bit 1: an IPv6 one */
         int r;
 
         if (!t->profile->tunnel.firewall || !t->nft)
@@ -731,9 +783,13 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
         if (!remotes)
                 return log_oom_tunnel(t);
         for (size_t i = 0; i < t->n_paths; i++) {
+                const MptPathConfig *c = t->paths[i]->config;
                 MptAddress a;
                 uint16_t port;
 
+                /* A listening path is reached from anywhere: its first datagram must come in. */
+                if (path_config_listens(c))
+                        listen |= path_config_family(c) == AF_INET6 ? 2 : 1;
                 if (address_is_set(&t->paths[i]->config->remote))
                         remotes[n++] = t->paths[i]->config->remote;
                 if (t->paths[i]->remote_len > 0 && sockaddr_to_address(&t->paths[i]->remote, &a, &port) >= 0)
@@ -744,7 +800,7 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
                 if (u == 0 || address_compare(&remotes[u - 1], &remotes[i]) != 0)
                         remotes[u++] = remotes[i];
 
-        if (t->fw_applied && t->fw_mtu == t->mtu && t->fw_n_remotes == u &&
+        if (t->fw_applied && t->fw_mtu == t->mtu && t->fw_n_remotes == u && t->fw_listen == listen &&
             (u == 0 || memcmp(t->fw_remotes, remotes, u * sizeof(MptAddress)) == 0))
                 return 0;
 
@@ -756,6 +812,8 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
                         .mtu = t->mtu,
                         .remotes = remotes,
                         .n_remotes = u,
+                        .any4 = listen & 1,
+                        .any6 = listen & 2,
                 }, &what);
         if (r < 0) {
                 if (startup)
@@ -774,6 +832,7 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
         free(t->fw_remotes);
         t->fw_remotes = TAKE_PTR(remotes);
         t->fw_n_remotes = u;
+        t->fw_listen = listen;
         t->fw_mtu = t->mtu;
         t->fw_applied = true;
         return 0;
@@ -849,7 +908,7 @@ static void on_address_event(void *userdata, bool removed, const RtnlAddress *a)
 
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];
-                if (a->address.family != p->config->remote.family)
+                if (a->address.family != path_config_family(p->config))
                         continue;
                 /* Paths without Interface= find their link through the address: any may matter. */
                 if (p->ifindex == a->ifindex || !p->config->interface)

@@ -55,6 +55,7 @@ typedef enum PathState {
         PATH_STATE_NO_ADDRESS,   /* no usable local address, or it cannot be bound (ADDRESS_DOWN, 0x82) */
         PATH_STATE_NO_ROUTE,     /* no route to Remote= through the interface */
         PATH_STATE_PROBING,      /* usable again here; waiting for the other end to answer */
+        PATH_STATE_LISTENING,    /* no Remote=: waits for the other end's first authenticated datagram */
         _PATH_STATE_MAX,
         _PATH_STATE_INVALID = -EINVAL,
 } PathState;
@@ -81,6 +82,10 @@ typedef struct SnapshotPath {
         uint16_t remote_port;
         bool pin_remote;
         unsigned endpoint;     /* paths sharing a local socket group share this id */
+        /* Secure mode: the other end's sender path id (plus one; 0: none yet) and epoch of the
+         * keepalives this path accepted last (Path.peer_id) */
+        uint8_t peer_id;
+        uint64_t peer_epoch;
         unsigned endpoint_paths; /* how many paths share it */
 } SnapshotPath;
 
@@ -148,6 +153,12 @@ struct Path {
         uint64_t remote_changes;
         uint32_t token;      /* our token for this path, in our keepalives */
         uint32_t peer_token; /* the other end's token for it */
+        /* Secure mode: which of the other end's paths this is, by the sender path id (plus one;
+         * 0: none yet) and epoch of its last keepalive here: the workers follow a new source of
+         * it at once (worker.c), and a listening path bound to one path of the other end's
+         * session is not given to another (tunnel_listening_slot()). */
+        uint8_t peer_id;
+        uint64_t peer_epoch;
 
         uint32_t weight_runtime; /* set with mptctl; valid when weight_runtime_set */
         bool weight_runtime_set;
@@ -199,9 +210,13 @@ typedef enum ControlEventKind {
 typedef struct ControlEvent {
         ControlEventKind kind;
         unsigned path; /* the path the datagram arrived for (for ENDPOINT with a token: a guess) */
+        unsigned socket_path; /* the path whose socket received it (paths may share one) */
         usec_t when;
         MptSockaddr source;
         uint32_t token; /* ENDPOINT: the peer's path token, when the datagram was a keepalive */
+        /* Secure mode, KEEPALIVE and ENDPOINT: the datagram's sender path id plus one, and epoch */
+        uint8_t peer_id;
+        uint64_t peer_epoch;
         /* With the handshake: the session (receive epoch) the datagram authenticated under; 0:
          * none (compat mode, the pre-shared key, a handshake message). */
         uint64_t epoch;
@@ -355,6 +370,7 @@ struct Tunnel {
         uint32_t fw_mtu;
         MptAddress *fw_remotes;
         size_t fw_n_remotes;
+        unsigned fw_listen; /* the families of listening paths the table accepts from anywhere */
 
         usec_t started;
         bool running; /* set up; events after this are news */
@@ -489,6 +505,12 @@ void path_handle_event(Path *p, const ControlEvent *ev);
 /* Sends a keepalive over the path now (when it can send). */
 void path_send_keepalive(Path *p);
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
+/* A listening path (no Remote=) for the source of ev, an ENDPOINT event of a keepalive that
+ * authenticated with a token no path knows, on the socket of path ev->socket_path; NULL: none. */
+Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev);
+/* Secure mode: p is the other end's path that sent ev, an authenticated keepalive or endpoint
+ * event (see Path.peer_id). */
+void path_note_peer(Path *p, const ControlEvent *ev);
 /* Policy=: a path's round-trip time changed; republishes when the path that lowest-latency rules
  * use changes with it. */
 void tunnel_rtt_changed(Tunnel *t);

@@ -577,10 +577,13 @@ static int demux(const Snapshot *s, unsigned path, const MptAddress *src, uint16
         return RX_UNKNOWN;
 }
 
-static void report_endpoint(Worker *w, unsigned path, const MptSockaddr *src, uint32_t token) {
+static void report_endpoint(Worker *w, unsigned path, const MptSockaddr *src, uint32_t token, unsigned socket_path) {
         ControlEvent ev = {
                 .kind = CONTROL_EVENT_ENDPOINT,
                 .path = path,
+                .socket_path = socket_path,
+                .peer_id = w->rx_peer_id,
+                .peer_epoch = w->rx_peer_epoch,
                 .source = *src,
                 .token = token,
                 .when = now_usec(),
@@ -636,7 +639,9 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
         }
 
         if (f.kind == MPT_FRAME_KEEPALIVE) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = *src, .epoch = w->rx_epoch };
+                ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = *src, .epoch = w->rx_epoch,
+                                    .socket_path = path, .peer_id = w->rx_peer_id,
+                                    .peer_epoch = w->rx_peer_epoch };
                 reason = mpt_keepalive_decode(&f, &ev.ka);
                 if (reason >= 0) {
                         COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
@@ -648,7 +653,7 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
                 }
                 /* Learn first, so that the keepalive finds the new endpoint in place. */
                 if (new_endpoint || p == RX_BY_TOKEN)
-                        report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, src, ev.ka.path_token);
+                        report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, src, ev.ka.path_token, path);
                 ev.path = p >= 0 ? (unsigned) p : UINT_MAX;
                 ev.when = now; /* arrival: keeps RTT samples free of our own delays */
                 COUNTER_ADD(w->path_counters[counted].keepalives_rx, 1);
@@ -670,7 +675,7 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
                         return;
                 }
                 if (new_endpoint)
-                        report_endpoint(w, (unsigned) p, src, 0);
+                        report_endpoint(w, (unsigned) p, src, 0, path);
                 ev.when = now;
                 tunnel_queue_event(w->tunnel, &ev);
                 return;
@@ -684,12 +689,12 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
                         return;
                 }
                 if (new_endpoint)
-                        report_endpoint(w, (unsigned) p, src, 0);
+                        report_endpoint(w, (unsigned) p, src, 0, path);
                 repair_request(w, &r);
                 return;
         }
         if (new_endpoint)
-                report_endpoint(w, (unsigned) p, src, 0);
+                report_endpoint(w, (unsigned) p, src, 0, path);
         if (f.kind == MPT_FRAME_PATH_STATUS) {
                 ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = *src,
                                     .epoch = w->rx_epoch };
@@ -1099,9 +1104,12 @@ static int hand_on_handshake(Worker *w, unsigned path, const MptSockaddr *src, c
         return SECURE_HANDED_ON;
 }
 
-static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, const MptSockaddr *src,
-                               uint8_t *buf, size_t len, size_t seg, usec_t now) {
+static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, const MptSockaddr *src,
+                              uint8_t *buf, size_t len, size_t seg, usec_t now) {
         Tunnel *t = w->tunnel;
+        /* p == RX_BY_TOKEN: the path of the socket's group that the datagrams' sender (path id
+         * and epoch) is (Path.peer_id); -1: none, -2: they disagree */
+        int resolved = -1;
         unsigned counted = p >= 0 ? (unsigned) p : path;
         MptSecureHeader h[SECURE_RUN];
         int reason[SECURE_RUN];
@@ -1205,6 +1213,14 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                         secure_hold(w, &held, h[i].path_id);
                         reason[i] = mpt_secure_rx_accept(t->rx->secure, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
+                        if (p < 0 && reason[i] < 0 && resolved != -2) {
+                                int b = -1;
+                                for (unsigned j = 0; j < s->n_paths && b < 0; j++)
+                                        if ((paths & MPT_SECURE_PATH_BIT(j)) && s->paths[j].peer_id == h[i].path_id + 1 &&
+                                            s->paths[j].peer_epoch == h[i].epoch)
+                                                b = (int) j;
+                                resolved = b < 0 || (resolved >= 0 && resolved != b) ? -2 : b;
+                        }
                 }
                 secure_hold(w, &held, -1);
 
@@ -1225,6 +1241,7 @@ static void secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int 
                 if (tunnel_queue_event(t, &ev))
                         w->confirmed_generation = ks->generation;
         }
+        return resolved >= 0 ? resolved : -1;
 }
 
 static int gro_size(struct msghdr *mh) {
@@ -1271,9 +1288,19 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                 seg[m] = msgs[m].segment_size;
                 if (seg[m] == 0 || seg[m] > k)
                         seg[m] = k;
-                if (t->secure)
-                        secure_open_buffer(w, s, path, p[m], &msgs[m].source, w->rx_cur[m], k, seg[m],
-                                           msgs[m].arrival);
+                if (t->secure) {
+                        int b = secure_open_buffer(w, s, path, p[m], &msgs[m].source, w->rx_cur[m], k, seg[m],
+                                                   msgs[m].arrival);
+                        /* A new source on a shared socket whose datagrams authenticated and come
+                         * from the other end's path that one of the socket's paths knows (by its
+                         * sender path id and epoch: the other end's NAT gave that path a new
+                         * address or port): that path, followed at once, not only at the next
+                         * keepalive. */
+                        if (p[m] == RX_BY_TOKEN && b >= 0 && !s->paths[b].pin_remote) {
+                                p[m] = b;
+                                new_endpoint[m] = true;
+                        }
+                }
         }
 
         /* Then all messages in arrival order: control frames to the main thread, data without
@@ -1296,6 +1323,8 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                                         continue;
                                 if (t->handshake)
                                         w->rx_epoch = rd64be(d + 4);
+                                w->rx_peer_id = (uint8_t) (d[2] + 1);
+                                w->rx_peer_epoch = rd64be(d + 4);
                                 rx_track(w, d, dl, msgs[m].arrival);
                                 lane = d[3];
                                 d += MPT_SECURE_HEADER_SIZE;

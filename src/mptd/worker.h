@@ -245,6 +245,9 @@ struct Worker {
         unsigned repair_queued;
         MptRepair repair_ask;
         uint64_t rx_epoch;             /* with the handshake: the session of the datagram being handled */
+        /* Secure mode: the sender path id (plus one) and epoch of the datagram being handled */
+        uint8_t rx_peer_id;
+        uint64_t rx_peer_epoch;
         uint64_t confirmed_generation; /* the snapshot under which a responder's session was confirmed */
         MptSecureKeys rx_keys;     /* epoch 0: none yet */
         MptSecureKeys rx_try_keys;

@@ -287,9 +287,17 @@ const MptConfKey mpt_conf_keys[] = {
         [MPT_KEY_PATH_REMOTE] = {
                 .name = "Remote", .section = P(remote), .type = MPT_CONF_ADDRESS,
                 .flags = MPT_CONF_REQUIRED, .syntax = "ADDRESS",
-                .default_doc = "none (required)",
+                .default_doc = "none: the path listens (secure mode only)",
                 .doc = "Address of the other end of this path (an IPv4 or IPv6 address; host names are "
-                       "not resolved).",
+                       "not resolved). Required in compat mode. In secure mode a path without Remote= "
+                       "listens, as a server's path for clients behind NAT does: it needs LocalAddress= "
+                       "(the address the other end sends to), sends nothing until a datagram of the "
+                       "other end authenticates on it, and from then on sends to where that came from "
+                       "and follows the other end's address and port as they change (mptctl show: "
+                       "state \"listening\" until then). Several listening paths may share one "
+                       "LocalAddress= and LocalPort=: a new source is then given to one that is still "
+                       "listening, or whose other end went silent for DeadTime=, when its keepalive "
+                       "authenticates.",
         },
         [MPT_KEY_PATH_REMOTE_PORT] = {
                 .name = "RemotePort", .section = P(remote_port), .type = MPT_CONF_PORT,

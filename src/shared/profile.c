@@ -883,8 +883,26 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         }
                 }
 
-                if (!address_is_set(&path->remote) && !is_rejected(path->key_rejected, MPT_KEY_PATH_REMOTE))
-                        diag_add(d, SFILE(p, path), path->line, "path '%s' has no Remote= address", path->name);
+                if (!address_is_set(&path->remote) && !is_rejected(path->key_rejected, MPT_KEY_PATH_REMOTE)) {
+                        /* A listening path: only authenticated traffic may tell where the other
+                         * end is, and the socket's family and address must be known. */
+                        if (p->tunnel.mode != MPT_MODE_SECURE)
+                                diag_add(d, SFILE(p, path), path->line,
+                                         "path '%s' has no Remote= address (only a secure tunnel, Mode=secure, "
+                                         "may leave it out and learn the other end's address)",
+                                         path->name);
+                        else if (!address_is_set(&path->local) &&
+                                 !is_rejected(path->key_rejected, MPT_KEY_PATH_LOCAL_ADDRESS))
+                                diag_add(d, SFILE(p, path), path->line,
+                                         "path '%s' has no Remote= address (a path without one listens for the "
+                                         "other end, and then needs LocalAddress=: the address it is reached at)",
+                                         path->name);
+                        else if (path->pin_remote)
+                                diag_add(d, PFILE(p, path, MPT_KEY_PATH_PIN_REMOTE), PLINE(path, MPT_KEY_PATH_PIN_REMOTE),
+                                         "path '%s': PinRemote=yes needs Remote= (a path without it learns "
+                                         "where the other end is)",
+                                         path->name);
+                }
                 if (path->interface && p->tunnel.name && streq(path->interface, p->tunnel.name))
                         diag_add(d, PFILE(p, path, MPT_KEY_PATH_INTERFACE), PLINE(path, MPT_KEY_PATH_INTERFACE),
                                  "path '%s': Interface=%s is the tunnel's own interface", path->name, path->interface);
@@ -914,7 +932,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                 diag_add(d, PFILE(p, path, MPT_KEY_PATH_NAME), PLINE(path, MPT_KEY_PATH_NAME),
                                          "duplicate path name '%s' (first at line %u); set a unique Name=",
                                          path->name, o->line);
-                        else if (streq(strempty(o->interface), strempty(path->interface)) &&
+                        else if (!path_config_listens(path) &&
+                                 streq(strempty(o->interface), strempty(path->interface)) &&
                                  address_equal(&o->local, &path->local) &&
                                  address_equal(&o->remote, &path->remote) &&
                                  path_config_remote_port(p, o) == path_config_remote_port(p, path))
@@ -1537,7 +1556,7 @@ bool profile_uses_sequence(const MptProfile *p) {
 }
 
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {
-        unsigned ip = path->remote.family == AF_INET6 ? 40 : 20;
+        unsigned ip = path_config_family(path) == AF_INET6 ? 40 : 20;
         return ip + 8 + (p->tunnel.mode == MPT_MODE_SECURE ? MPT_SECURE_OVERHEAD : 0) + 4 +
                (profile_uses_sequence(p) ? 4 : 0);
 }

@@ -126,6 +126,17 @@ typedef struct MptPathConfig {
         uint32_t key_rejected;
 } MptPathConfig;
 
+/* A path without Remote= listens (secure mode only): it learns where the other end is from the
+ * first datagram of it that authenticates, and follows it from then on. */
+static inline bool path_config_listens(const MptPathConfig *c) {
+        return c->remote.family == AF_UNSPEC;
+}
+
+/* The address family of the path's sockets: Remote='s, or LocalAddress='s for a listening path. */
+static inline int path_config_family(const MptPathConfig *c) {
+        return path_config_listens(c) ? c->local.family : c->remote.family;
+}
+
 typedef struct MptProfile {
         char *filename; /* as given; used in messages */
         /* How the file spells the sections, for messages; NULL: "Tunnel" and "Path". A .netdev
@@ -171,7 +182,7 @@ typedef enum MptConfType {
 enum {
         MPT_CONF_AUTO = 1 << 0,     /* the word "auto" is accepted and stored as 0 */
         MPT_CONF_ZERO_OFF = 1 << 1, /* 0 is accepted outside [min, max] and means off */
-        MPT_CONF_REQUIRED = 1 << 2, /* verify: must be set */
+        MPT_CONF_REQUIRED = 1 << 2, /* verify: must be set (Remote=: unless the path may listen) */
         MPT_CONF_HOST = 1 << 3,     /* MPT_CONF_PREFIX_LIST of addresses: no prefix length */
         MPT_CONF_SECRET = 1 << 4,   /* never shown: mptctl prints "(hidden)" */
 };

@@ -79,6 +79,7 @@ const ShowField show_fields[] = {
         P("remote", SHOW_STRING, NULL),
         P("remote_changes", SHOW_INTEGER, NULL),
         P("pin_remote", SHOW_BOOLEAN, NULL),
+        P("listens", SHOW_BOOLEAN, NULL),
         P("weight", SHOW_INTEGER, NULL),
         P("weight_source", SHOW_STRING, NULL),
         P("receive_weight", SHOW_INTEGER, NULL),

@@ -119,7 +119,7 @@ Address=10.77.0.1/24
 Name=p0
 Interface=pa0
 EOF
-check_profile no-remote "$P/no-remote.conf:6: path 'p0' has no Remote= address"
+check_profile no-remote "$P/no-remote.conf:6: path 'p0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)"
 
 cat > "$P/no-tunnel.conf" <<EOF
 [Path]

@@ -112,7 +112,7 @@ static const BadCase bad_cases[] = {
         },
         {
                 .data = { { "Path0.Interface", "eth0" } },
-                .messages = { "vpn.data: Path0: path 'eth0' has no Remote= address" },
+                .messages = { "vpn.data: Path0: path 'eth0' has no Remote= address (a path without one listens for the other end, and then needs LocalAddress=: the address it is reached at)" },
                 .items = { "Path0" },
         },
         {
@@ -145,7 +145,7 @@ static const BadCase bad_cases[] = {
                 .messages = {
                         "vpn.data: MTU: invalid MTU= '1': expected \"auto\" or 576..65535",
                         "vpn.data: Path0.DeadTime: path 'e': DeadTime= must be longer than KeepaliveInterval=",
-                        "vpn.data: Path1: path 'path1' has no Remote= address",
+                        "vpn.data: Path1: path 'path1' has no Remote= address (a path without one listens for the other end, and then needs LocalAddress=: the address it is reached at)",
                         "vpn.data: Path1: path 'path1' needs Interface= or LocalAddress=",
                         "vpn.data: Path1.Weight: invalid Weight= 'x': expected 0..10000",
                 },
@@ -282,7 +282,7 @@ static void test_file_errors(void) {
         expect = g_strdup_printf("%s:3: invalid MTU= 'x': expected \"auto\" or 576..65535", file);
         g_assert_cmpstr(error->message, ==, expect);
         g_assert_nonnull(strstr(all, ":6: unknown key 'Remot' in [Path]; did you mean 'Remote'?\n"));
-        g_assert_nonnull(strstr(all, ":4: path 'eth0' has no Remote= address\n"));
+        g_assert_nonnull(strstr(all, ":4: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)\n"));
         unlink(file);
         g_clear_error(&error);
 

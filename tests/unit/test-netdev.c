@@ -301,7 +301,7 @@ static const ErrorCase error_cases[] = {
           HEAD "[X-MPT]\nPeer=10.0.0.2\nPeer=10.0.0.3\n[X-MPTPath]\nInterface=eth0\n[X-MPTPath]\nName=eth0\n"
                "LocalAddress=192.0.2.9\nRemote=2001:db8::1\n",
           TEST_FILE ":10: more than one IPv4 Peer= address\n"
-          TEST_FILE ":11: path 'eth0' has no Remote= address\n"
+          TEST_FILE ":11: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)\n"
           TEST_FILE ":14: duplicate path name 'eth0' (first at line 11); set a unique Name=\n"
           TEST_FILE ":15: path 'eth0': LocalAddress= is IPv4 but Remote= is IPv6\n" },
         { "syntax",

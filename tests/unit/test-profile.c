@@ -1073,8 +1073,16 @@ static const VerifyVector verify_vectors[] = {
           { TEST_FILE ": no [Tunnel] and no [Path] section: not an mpt profile" } },
         { "missing-remote",
           "[Tunnel]\n\n[Path]\nInterface=eth0\n",
-          { TEST_FILE ":3: path 'eth0' has no Remote= address" } },
+          { TEST_FILE ":3: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)" } },
         /* A rejected value is one problem, not also a missing key. */
+        /* Without Remote= a path listens: secure mode, with LocalAddress=, not pinned. */
+        { "listening-without-local-address",
+          "[Tunnel]\nKey=" KEY1 "\n[Path]\nInterface=eth0\n",
+          { TEST_FILE ":3: path 'eth0' has no Remote= address (a path without one listens for the other end, and then "
+                      "needs LocalAddress=: the address it is reached at)" } },
+        { "listening-pinned",
+          "[Tunnel]\nKey=" KEY1 "\n[Path]\nLocalAddress=192.0.2.10\nPinRemote=yes\n",
+          { TEST_FILE ":5: path 'path0': PinRemote=yes needs Remote= (a path without it learns where the other end is)" } },
         { "bad-remote-once",
           "[Tunnel]\n\n[Path]\nInterface=eth0\nRemote=10.77.300.2\n",
           { TEST_FILE ":5: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address" } },
@@ -1086,7 +1094,7 @@ static const VerifyVector verify_vectors[] = {
           { TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },
         { "missing-everything",
           "[Tunnel]\n[Path]\n",
-          { TEST_FILE ":2: path 'path0' has no Remote= address",
+          { TEST_FILE ":2: path 'path0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)",
             TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },
         { "family-mismatch",
           "[Tunnel]\n[Path]\nInterface=eth0\nLocalAddress=192.0.2.10\nRemote=2001:db8::1\n",
@@ -1144,7 +1152,7 @@ static const VerifyVector verify_vectors[] = {
           "Colour=blue\n",             /* 13: unknown key (parse) */
           { TEST_FILE ":2: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address",
             TEST_FILE ":4: invalid Workers= '0': expected \"auto\" or 1..64",
-            TEST_FILE ":5: path 'eth0' has no Remote= address",
+            TEST_FILE ":5: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)",
             TEST_FILE ":7: invalid Weight= '-3': expected 0..10000",
             TEST_FILE ":8: unknown section [Bogus]; expected [Tunnel] or [Path]",
             TEST_FILE ":10: duplicate path name 'eth0' (first at line 5); set a unique Name=",
@@ -1172,6 +1180,30 @@ static void test_verify_ok_cases(void) {
                     "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
                     "[Path]\nInterface=eth1\nRemote=192.0.2.1\n");
         g_assert_cmpuint(d->n_paths, ==, 2);
+}
+
+/* A secure tunnel's paths without Remote= listen; several may share LocalAddress= (a server's
+ * one address) without being duplicates; nothing writes a Remote= for them. */
+static void test_listening_paths(void) {
+        g_autoptr(MptProfile) p = NULL;
+        g_autofree char *text = NULL;
+
+        p = load_ok("[Tunnel]\nKey=" KEY1 "\n"
+                    "[Path]\nName=in0\nLocalAddress=192.0.2.10\n"
+                    "[Path]\nName=in1\nLocalAddress=192.0.2.10\n"
+                    "[Path]\nName=out\nInterface=eth0\nRemote=2001:db8::1\n");
+        g_assert_cmpuint(p->n_paths, ==, 3);
+        g_assert_true(path_config_listens(&p->paths[0]));
+        g_assert_true(path_config_listens(&p->paths[1]));
+        g_assert_false(path_config_listens(&p->paths[2]));
+        g_assert_cmpint(path_config_family(&p->paths[0]), ==, AF_INET);
+        g_assert_cmpint(path_config_family(&p->paths[2]), ==, AF_INET6);
+        /* Outer IPv4 (20) + UDP (8) + secure header and tag (36) + GRE (4) + sequence (4). */
+        g_assert_cmpuint(profile_path_overhead(p, &p->paths[0]), ==, 20 + 8 + 36 + 4 + 4);
+        g_assert_cmpint(profile_to_text(p, &text), ==, 0);
+        /* The one Remote= written is out's. */
+        g_assert_nonnull(strstr(text, "Remote=2001:db8::1\n"));
+        g_assert_null(strstr(strstr(text, "Remote=") + 1, "Remote="));
 }
 
 /* Keys in base64: GLib's codec is the reference (every byte value at every position, and random
@@ -1883,6 +1915,7 @@ int main(int argc, char *argv[]) {
                 g_test_add_data_func(tp, &verify_vectors[i], test_verify);
         }
         g_test_add_func("/mpt/profile/verify/ok-cases", test_verify_ok_cases);
+        g_test_add_func("/mpt/profile/verify/listening-paths", test_listening_paths);
         g_test_add_func("/mpt/profile/secure-keys", test_secure_keys);
         g_test_add_func("/mpt/profile/scheduler-by-mode", test_scheduler_by_mode);
         g_test_add_func("/mpt/profile/key-file-not-opened", test_key_file_not_opened);
