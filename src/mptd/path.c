@@ -14,7 +14,7 @@
 #include "devclass.h"
 #include "feedback.h"
 #include "log.h"
-#include "tunnel.h"
+#include "path.h"
 #include "worker.h"
 
 #define SOCKET_BUFFER_SIZE (4 * 1024 * 1024)
@@ -131,9 +131,9 @@ static int open_socket(Path *p, const MptAddress *local, bool reuseport) {
         if (reuseport) {
                 (void) set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, SOCKET_BUFFER_SIZE);
                 (void) set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, SOCKET_BUFFER_SIZE);
-                /* Arrival times for the reorder buffer and RTT samples (see worker.c). */
+                /* Arrival times for the reorder buffer and RTT samples (see receive.c). */
                 (void) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
-                /* Several datagrams of a path in one receive (worker.c splits them). */
+                /* Several datagrams of a path in one receive (receive.c splits them). */
                 if (dataplane_options.offload && dataplane_options.batch > 1)
                         (void) setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one);
         }

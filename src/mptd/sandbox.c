@@ -85,8 +85,9 @@ static const Rule process_rules[] = {
         IF(SYS_pkey_mprotect, TEST_CLEAR, 2, PROT_EXEC, SECCOMP_RET_ALLOW, EPERM_),
 };
 
-/* What a worker thread does (worker.c: worker_main() and what it calls, OpenSSL's ciphers, the C
- * library's allocator and thread exit). PID_SELF: replaced by the process's pid. */
+/* What a worker thread does (worker.c: worker_main() and what it calls in send.c and receive.c,
+ * OpenSSL's ciphers, the C library's allocator and thread exit). PID_SELF: replaced by the
+ * process's pid. */
 #define PID_SELF UINT32_MAX
 static const Rule worker_rules[] = {
         /* The TUN queue and the path sockets (sockets are made and bound by the main thread);

@@ -364,7 +364,7 @@ void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n) {
 
 int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
         /* Any queue injects into the same stack; the choice decides which queue (and worker) the
-         * kernel uses for the flow's outgoing packets. See tun_deliver() in worker.c. */
+         * kernel uses for the flow's outgoing packets. See tun_deliver() in receive.c. */
         if (t->tun.n_fds <= 1)
                 return t->tun.fds[0];
         /* With receiving and sending workers apart, the flows go out through the sending

@@ -6,7 +6,7 @@
  * Threads and ownership:
  * - The main thread runs the sd-event loop and owns everything in Tunnel and Path: configuration,
  *   path state machines, keepalives and dead timers, netlink, the control socket.
- * - Worker threads (worker.c) own one TUN queue each and read an immutable Snapshot of the path
+ * - Worker threads (worker.c; the way out send.c, the way in receive.c) own one TUN queue each and read an immutable Snapshot of the path
  *   table. The main thread publishes a new snapshot whenever something the data plane needs
  *   changes, wakes the workers, and frees an old snapshot (and closes sockets that only it still
  *   names) once every worker has announced a newer generation: a worker takes the newest
@@ -155,7 +155,7 @@ struct Path {
         uint32_t peer_token; /* the other end's token for it */
         /* Secure mode: which of the other end's paths this is, by the sender path id (plus one;
          * 0: none yet) and epoch of its last keepalive here: the workers follow a new source of
-         * it at once (worker.c), and a listening path bound to one path of the other end's
+         * it at once (receive.c), and a listening path bound to one path of the other end's
          * session is not given to another (tunnel_listening_slot()). */
         uint8_t peer_id;
         uint64_t peer_epoch;
@@ -293,7 +293,7 @@ struct Tunnel {
         usec_t reorder_hold;     /* what it waits for a missing packet now (feedback.c) */
         usec_t reorder_spread;   /* and at least, before it infers that one is lost */
         /* Receive buffers the reorder buffers may hold packets in without copying them (see
-         * worker.c), rx_pool_n of them, each receiving worker its own rx_pool_per_worker; a
+         * receive.c), rx_pool_n of them, each receiving worker its own rx_pool_per_worker; a
          * buffer's references (atomic) are its receiving worker's (while it receives into it) and
          * the held packets'. NULL: no pool. */
         uint8_t *rx_pool;
@@ -390,20 +390,6 @@ int tunnel_publish(Tunnel *t);
 void tunnel_reclaim(Tunnel *t);
 
 Path *tunnel_find_path(Tunnel *t, const char *name);
-uint32_t path_effective_weight(const Path *p);
-bool path_is_backup(const Path *p);
-void path_update_state(Path *p, const char *reason);
-/* Why the path is not up (NULL when it is). */
-const char *path_reason(const Path *p);
-int path_set_admin(Path *p, bool down);
-int path_set_weight(Path *p, uint32_t weight);
-/* The path's smallest round-trip time over the last PATH_RTT_MIN_WINDOW_USEC or so (its delay
- * without queues, outliers of a moment excluded); 0: none measured. */
-#define PATH_RTT_MIN_WINDOW_USEC (10 * USEC_PER_SEC)
-usec_t path_rtt_min(const Path *p);
-
-/* Sends a feedback frame (secure mode) over the path. */
-void path_send_feedback(Path *p, const MptFeedback *fb);
 
 /* The segments all workers sent so far (for the adaptive quantum; any thread). */
 uint64_t tunnel_tx_segments(const Tunnel *t);
@@ -411,7 +397,7 @@ uint64_t tunnel_tx_segments(const Tunnel *t);
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 /* The data packets one worker received and sent, over all paths. */
 void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_t *ret_tx);
-/* Whether a worker saw the path's datagrams wait in a local queue lately (worker.c). */
+/* Whether a worker saw the path's datagrams wait in a local queue lately (send.c). */
 bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
 /* The path's pace rate (bytes per second; 0: not paced). */
 uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path);
@@ -490,31 +476,17 @@ int tunnel_apply_device(Tunnel *t, const MptTunnelConfig *old, unsigned *failed)
 /* Retires sockets: they are closed once no worker can use them any more. */
 void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n);
 
-/* path.c */
-int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret);
-Path *path_free(Path *p);
-/* Brings the path in line with the kernel: interface, link, address, sockets, route. At start
- * (startup == true) a bind conflict is an error; later it is retried. */
-int path_refresh(Path *p, bool startup);
-int path_start(Path *p);
-/* After a reload gave p->config a new configuration (old: the one before). */
-int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed);
-/* A reload removed the path: it stops (timers, sockets, its reorder state). */
-void path_retire(Path *p);
-void path_handle_event(Path *p, const ControlEvent *ev);
-/* Sends a keepalive over the path now (when it can send). */
-void path_send_keepalive(Path *p);
+/* The path that the other end's token names (path.c); NULL: none. */
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 /* A listening path (no Remote=) for the source of ev, an ENDPOINT event of a keepalive that
  * authenticated with a token no path knows, on the socket of path ev->socket_path; NULL: none. */
 Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev);
-/* Secure mode: p is the other end's path that sent ev, an authenticated keepalive or endpoint
- * event (see Path.peer_id). */
-void path_note_peer(Path *p, const ControlEvent *ev);
 /* Policy=: a path's round-trip time changed; republishes when the path that lowest-latency rules
  * use changes with it. */
 void tunnel_rtt_changed(Tunnel *t);
-bool path_can_send(const Path *p);
 
 usec_t now_usec(void);
 uint64_t now_nsec(void);
+
+/* The Path API (path.c) needs the types above. */
+#include "path.h"

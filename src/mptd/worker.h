@@ -13,7 +13,7 @@
 #define WORKER_RX_MMSG 8u
 #define WORKER_BUFFER_SIZE (65536u + 64u)
 #define WORKER_HEADROOM 64u
-/* A receiving worker's tunnel is quiet (see update_quiet() in worker.c) while it moves fewer than
+/* A receiving worker's tunnel is quiet (see worker_update_quiet() in worker.c) while it moves fewer than
  * WORKER_QUIET_PACKETS packets per SCHED_RATE_INTERVAL_USEC (1000 a second), and busy from the
  * moment it has moved more than WORKER_BUSY_PACKETS within one (4000 a second). */
 #define WORKER_QUIET_PACKETS 10u
@@ -167,7 +167,7 @@ struct Worker {
          * on) or, when the pool has none free or there is no reorder buffer, the worker's own
          * buffer for that message (rx_buffer + i * WORKER_BUFFER_SIZE, rx_pool_index[i] -1);
          * received TCP segments coalesced for the TUN, and copies of those of them that were
-         * not in a receive buffer (gro_stage() in worker.c). */
+         * not in a receive buffer (gro_stage() in receive.c). */
         uint8_t *rx_buffer; /* WORKER_RX_MMSG x WORKER_BUFFER_SIZE */
         uint8_t *rx_cur[WORKER_RX_MMSG];
         int rx_pool_index[WORKER_RX_MMSG];
@@ -175,7 +175,7 @@ struct Worker {
         /* This worker's part of the tunnel's receive buffer pool (pool_first .. + pool_n - 1; 0:
          * none), and where the search for a free one goes on. References to pool buffers (any
          * worker's) that its deliveries let go of are given back only after the TUN writes that
-         * may still point into them (pool_release() in worker.c): a count per pool buffer, and
+         * may still point into them (pool_release() in receive.c): a count per pool buffer, and
          * the buffers that have one. */
         unsigned pool_first, pool_n, pool_cursor;
         uint32_t *pool_released;

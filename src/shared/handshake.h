@@ -137,7 +137,7 @@
  * (mpt_handshake_received(): that is how a responder learns that it may send with a new session)
  * and that they sent (mpt_handshake_sent(), at least once a second while sending).
  *
- * ---- What integration does (src/mptd/session.c, worker.c; here as the contract) ----
+ * ---- What integration does (src/mptd/session.c, receive.c; here as the contract) ----
  * Profile keys (in profile-keys.c, so every front door carries them): PrivateKey= and
  * PrivateKeyFile= (this end's, base64 as `mptctl genkey` prints it; a file others can read refused
  * as KeyFile= is), PublicKey= (the other end's, `mptctl pubkey`), PresharedKey= and

@@ -418,7 +418,7 @@ static void make_sources(Fuzz *fz) {
 }
 
 /* What the worker should make of a message on the socket of path `path` from source c, as
- * demux() in worker.c documents it: the path (>= 0), -1 (dropped), -2 (only a keepalive can
+ * demux() in receive.c documents it: the path (>= 0), -1 (dropped), -2 (only a keepalive can
  * tell, the rest is dropped). */
 static int expected_path(const Fuzz *fz, unsigned path, unsigned c) {
         const SnapshotPath *sp = &fz->s->paths[path];
