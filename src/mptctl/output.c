@@ -294,6 +294,14 @@ static void print_workers(FILE *f, const CtlRecord *r) {
                 fprintf(f, "%s %u received %s sent %s", k ? "," : "", k, rx, tx);
         }
         fputc('\n', f);
+        fputs("  workers (waits for shared locks):", f);
+        for (unsigned k = 0;; k++) {
+                const char *n = get_member(r, "worker_lock_waits", k), *us = get_member(r, "worker_lock_wait_us", k);
+                if (!n || !us)
+                        break;
+                fprintf(f, "%s %u %s (%.1f ms)", k ? "," : "", k, n, strtoull(us, NULL, 10) / 1000.0);
+        }
+        fputc('\n', f);
 }
 
 void output_show_text(FILE *f, const CtlRecord *records, size_t n) {

@@ -307,6 +307,17 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 snprintf(key, sizeof key, "worker_tx.%u", k);
                 ctl_writer_field(w, key, "%" PRIu64, tx);
         }
+        /* And how much they wait for each other: the locks of what they share. */
+        for (unsigned k = 0; k < t->n_workers; k++) {
+                uint64_t waits, wait_ns;
+                char key[32];
+
+                tunnel_worker_contention(t, k, &waits, &wait_ns);
+                snprintf(key, sizeof key, "worker_lock_waits.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, waits);
+                snprintf(key, sizeof key, "worker_lock_wait_us.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, wait_ns / 1000);
+        }
 
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];

@@ -632,7 +632,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int
         bool lock = s->sequence && !t->secure && t->n_workers > 1;
 
         if (lock)
-                pthread_mutex_lock(&t->tx_lock);
+                rx_lock(&t->tx_lock, &w->contention); /* (counts a wait, as for the receive locks) */
         for (size_t done = 0;;) {
                 transmit_segments(w, s, n, flow, &pc);
                 done += (size_t) n;

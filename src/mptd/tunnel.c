@@ -651,6 +651,13 @@ void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_
         }
 }
 
+void tunnel_worker_contention(Tunnel *t, unsigned worker, uint64_t *ret_waits, uint64_t *ret_wait_ns) {
+        const Worker *w = t->workers && worker < t->n_workers ? t->workers[worker] : NULL;
+
+        *ret_waits = w ? COUNTER_READ(w->contention.waits) : 0;
+        *ret_wait_ns = w ? COUNTER_READ(w->contention.wait_ns) : 0;
+}
+
 uint64_t tunnel_tx_segments(const Tunnel *t) {
         uint64_t sum = 0;
 

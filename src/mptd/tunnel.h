@@ -397,6 +397,9 @@ uint64_t tunnel_tx_segments(const Tunnel *t);
 void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret);
 /* The data packets one worker received and sent, over all paths. */
 void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_t *ret_tx);
+/* How often one worker found a lock of what the workers share taken, and how long it waited for
+ * them in all (RxContention). */
+void tunnel_worker_contention(Tunnel *t, unsigned worker, uint64_t *ret_waits, uint64_t *ret_wait_ns);
 /* Whether a worker saw the path's datagrams wait in a local queue lately (send.c). */
 bool tunnel_path_queued_locally(Tunnel *t, unsigned path);
 /* The path's pace rate (bytes per second; 0: not paced). */

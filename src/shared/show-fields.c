@@ -66,6 +66,8 @@ const ShowField show_fields[] = {
         T("policy_fastest", SHOW_STRING, NULL),
         T("worker_rx.*", SHOW_INTEGER, "packets"),
         T("worker_tx.*", SHOW_INTEGER, "packets"),
+        T("worker_lock_waits.*", SHOW_INTEGER, NULL),
+        T("worker_lock_wait_us.*", SHOW_INTEGER, "us"),
         T("drop.*", SHOW_INTEGER, "packets"),
 
         P("name", SHOW_STRING, NULL),
