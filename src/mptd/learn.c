@@ -58,9 +58,13 @@ uint64_t learn_pace_rate(const LearnPath *p) {
         uint64_t rate = learn_rate(p), q = learn_queue_delay(p);
 
         /* Only a queue that stands above the path's own jitter, as for saturation (learn_sample()):
-         * a radio link's delay swings by tens of ms without any queue, and a lightly loaded path
-         * paced at what it delivered (its load) would hold back even the little it carries. */
-        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && q > 4 * p->owd_jitter && p->delivered > 0)
+         * a radio link's delay swings by tens of ms without any queue. And only on a path that
+         * carried at least half its credit: a queue of our own needs the load to build it. On a
+         * lightly loaded path a higher delay is the path's (a route that changed, until the
+         * minimum ages out) or someone else's queue, and pacing it at what it delivered (its load)
+         * would hold back even the little it carries. */
+        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && q > 4 * p->owd_jitter && p->delivered > 0 &&
+            p->delivered >= rate / LEARN_PACE_DRAIN_LOAD_DEN)
                 return MAX(MIN(rate, p->delivered / LEARN_PACE_DRAIN_DEN * LEARN_PACE_DRAIN_NUM), LEARN_RATE_MIN);
         if (!p->was_saturated)
                 return rate * LEARN_PACE_START_GAIN;

@@ -169,7 +169,9 @@ uint64_t learn_rate(const LearnPath *p);
  * its 50 ms queue and overflowed it (measured: scenario A of tests/bench, 100 + 20 Mbit/s, 4269 +
  * 2065 drops in the emulator in 10 s, 81 Mbit/s; paced, 0 + 0 to 37 and 99 Mbit/s).
  *   - a path whose queueing delay stands at LEARN_PACE_DRAIN_QUEUE_USEC or more, and above 4
- *     times the delay's jitter (LEARN_QUEUE_SAT_USEC's rule): what it delivered over the last span (it was busy, so that is what it carries) times
+ *     times the delay's jitter (LEARN_QUEUE_SAT_USEC's rule), and that delivered at least
+ *     1/LEARN_PACE_DRAIN_LOAD_DEN of its learned rate over the last span (it was busy: the queue
+ *     is its load's, not a delay that rose under a light load): what it delivered times
  *     LEARN_PACE_DRAIN_NUM/LEARN_PACE_DRAIN_DEN, or its learned rate if lower: the queue drains;
  *   - until it was first saturated (learn_sample()) its learned rate comes from bursts and growth
  *     and may be far below what it carries: LEARN_PACE_START_GAIN times it, so that the pacing
@@ -180,6 +182,7 @@ uint64_t learn_rate(const LearnPath *p);
  * The idea of pacing each path at a measured rate with gains to probe and to drain is BBR's (its
  * pacing_gain cycle); the rules by queueing delay are ours. */
 #define LEARN_PACE_DRAIN_QUEUE_USEC (10 * USEC_PER_MSEC)
+#define LEARN_PACE_DRAIN_LOAD_DEN 2u
 #define LEARN_PACE_DRAIN_NUM 15u
 #define LEARN_PACE_DRAIN_DEN 16u
 #define LEARN_PACE_START_GAIN 2u

@@ -164,11 +164,12 @@ run() { # MODE_KEYS DESCRIPTION
         # packets a holds back.
         if [ "$(lab_json a "t['mode'] + ' ' + t['scheduler']")" = "secure learned" ]; then
                 local hold0 hold1 avg
-                # (the paths' delays stay as they are: a changed delay reads as a standing queue
-                # until the learned minimum ages out, 10 s, and the pace would drain it at the
-                # light load of the next part, holding its datagrams back)
-                lab_emu_respec 0 'rate=10mbit,delay=1ms'
-                lab_emu_respec 1 'rate=10mbit,delay=15ms'
+                # Both paths at 5 ms for the bulk, then back to 1 and 15 ms: p1's delay rises by
+                # 10 ms under the next part's light load, which must not read as a queue to drain
+                # (learn_pace_rate(): a queue of the path's own load needs that load), or the pace
+                # holds the next part's datagrams back until they are dropped.
+                lab_emu_respec 0 'rate=10mbit,delay=5ms'
+                lab_emu_respec 1 'rate=10mbit,delay=5ms'
                 hold0=$(lab_json a "t['drops']['hold-overflow']")
                 it_load_start "$b_tun" 8
                 sleep 3

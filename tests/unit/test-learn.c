@@ -563,17 +563,30 @@ static void test_pace_rate(void) {
         g_assert_cmpuint(learn_pace_rate(&p), ==, p.delivered / 16 * 15);
         p.delivered = 20 * UINT64_C(125000);
         g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
-        /* Nothing delivered (no span yet): the credit; never below the least. */
+        /* Nothing delivered (no span yet): the credit. */
         p.delivered = 0;
         g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        /* A light load (under half the credit): the higher delay is not its queue (a route that
+         * changed, someone else's queue); pacing it at its load would hold back what it carries.
+         * The credit. From half the credit on, the drain. */
         p.delivered = 1000;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        p.delivered = p.rate / 2 - 1;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
+        p.delivered = p.rate / 2;
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.delivered / 16 * 15);
+        /* Never below the least. */
+        p.rate = LEARN_RATE_MIN;
+        p.delivered = LEARN_RATE_MIN / 2;
         g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_MIN);
-        /* A 30 ms "queue" on a path whose delay jitters by 10 ms (a radio link, lightly loaded):
-         * no drain, the credit. Above 4 times the jitter: the drain again. */
+        p.rate = 10 * UINT64_C(125000);
+        p.delivered = 8 * UINT64_C(125000);
+        /* A 30 ms "queue" on a path whose delay jitters by 10 ms (a radio link): no drain, the
+         * credit. Above 4 times the jitter: the drain again. */
         p.owd_jitter = 10000;
         g_assert_cmpuint(learn_pace_rate(&p), ==, p.rate);
         p.owd_jitter = 7000;
-        g_assert_cmpuint(learn_pace_rate(&p), ==, LEARN_RATE_MIN);
+        g_assert_cmpuint(learn_pace_rate(&p), ==, p.delivered / 16 * 15);
 }
 
 static double share_of(const uint32_t *w, size_t n, size_t i) {
