@@ -182,6 +182,27 @@ table inet host_fw {
 }
 EOF
 
+# start_client WHAT: starts mptd at a; all four paths must come up within 5 s.
+start_client() {
+        lk_start a
+        for p in p0 p1; do
+                lk_expect a "$p" up 5000 "$1"
+        done
+        for s in s0 s1; do
+                lk_expect b "$s" up 5000 "$1"
+        done
+}
+
+# ping_tunnel WHAT: 20 pings a -> b through the tunnel, all answered.
+ping_tunnel() {
+        local out
+        out=$(lab_exec a ping -n -q -c 20 -i 0.02 -W 1 10.77.0.2 2>&1) || true
+        case "$out" in
+        *"20 packets transmitted, 20 received"*) lk_note "ping a -> b $1: 20 of 20 answered" ;;
+        *) lk_fail "ping a -> b $1: expected 20 of 20 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
+        esac
+}
+
 # ---- up ----
 lk_start b
 for s in s0 s1; do
@@ -190,13 +211,7 @@ for s in s0 s1; do
         [ "$r" = - ] || lk_fail "$s at b: expected remote '-' while listening, mptctl shows '$r'"
 done
 lk_note "server: s0 and s1 listening on $server"
-lk_start a
-for p in p0 p1; do
-        lk_expect a "$p" up 5000 "client started"
-done
-for s in s0 s1; do
-        lk_expect b "$s" up 5000 "client started"
-done
+start_client "client started"
 remotes=
 for s in s0 s1; do
         r=$(lk_get b "$s" remote)
@@ -218,11 +233,7 @@ printf '%s\n' "$ruleset" | grep -Eq "udp dport 4754 counter packets [1-9][0-9]* 
 printf '%s\n' "$ruleset" | grep -q "ip6 saddr @remote6" ||
         lk_fail "b's firewall table: expected the IPv6 rule (no IPv6 path listens) to keep its source set; it is: $ruleset"
 lk_note "b's firewall table accepts and marks IPv4 datagrams to port 4754 from anywhere (a path listens)"
-out=$(lab_exec a ping -n -q -c 20 -i 0.02 -W 1 10.77.0.2 2>&1) || true
-case "$out" in
-*"20 packets transmitted, 20 received"*) lk_note "ping a -> b through the tunnel: 20 of 20 answered" ;;
-*) lk_fail "ping a -> b: expected 20 of 20 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
-esac
+ping_tunnel "through the tunnel"
 sessions_a=$(lk_get a "" sessions)
 sessions_b=$(lk_get b "" sessions)
 
@@ -394,22 +405,12 @@ lab_exec n1 conntrack -D -p udp >/dev/null 2>&1 || true
 for s in s0 s1; do
         lk_expect b "$s" dead 5000 "the client stopped"
 done
-lk_start a
-for p in p0 p1; do
-        lk_expect a "$p" up 5000 "client restarted"
-done
-for s in s0 s1; do
-        lk_expect b "$s" up 5000 "client restarted"
-done
+start_client "client restarted"
 r=$(lk_get b "$via_n1" remote)
 port=${r##*:}
 { [ "${r%:*}" = "$n1_out" ] && [ "$port" -ge 20000 ] && [ "$port" -le 29999 ]; } ||
         lk_fail "client restarted: expected $via_n1 at b to take the new mapping $n1_out:20000-29999, mptctl shows '$r'"
 lk_note "client restarted: $via_n1 at b now sends to $r"
-out=$(lab_exec a ping -n -q -c 20 -i 0.02 -W 1 10.77.0.2 2>&1) || true
-case "$out" in
-*"20 packets transmitted, 20 received"*) lk_note "ping a -> b after the restart: 20 of 20 answered" ;;
-*) lk_fail "ping a -> b after the restart: expected 20 of 20 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
-esac
+ping_tunnel "after the restart"
 
 lk_finish nat
