@@ -296,21 +296,27 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                                          t->fastest >= 0 && (size_t) t->fastest < t->n_paths ? t->paths[t->fastest]->name : "");
                         break;
                 }
-        /* Which workers move the data (packets each received and sent, over all paths), and how
-         * much they wait for each other (the locks of what they share). */
+        /* Which workers move the data: packets each received and sent, over all paths. */
         for (unsigned k = 0; k < t->n_workers; k++) {
-                uint64_t v[4];
-                static const char *const names[4] = { "worker_rx", "worker_tx", "worker_lock_waits",
-                                                      "worker_lock_wait_us" };
+                uint64_t rx, tx;
                 char key[32];
 
-                tunnel_worker_packets(t, k, &v[0], &v[1]);
-                tunnel_worker_contention(t, k, &v[2], &v[3]);
-                v[3] /= 1000;
-                for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                        snprintf(key, sizeof key, "%s.%u", names[i], k);
-                        ctl_writer_field(w, key, "%" PRIu64, v[i]);
-                }
+                tunnel_worker_packets(t, k, &rx, &tx);
+                snprintf(key, sizeof key, "worker_rx.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, rx);
+                snprintf(key, sizeof key, "worker_tx.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, tx);
+        }
+        /* And how much they wait for each other: the locks of what they share. */
+        for (unsigned k = 0; k < t->n_workers; k++) {
+                uint64_t waits, wait_ns;
+                char key[32];
+
+                tunnel_worker_contention(t, k, &waits, &wait_ns);
+                snprintf(key, sizeof key, "worker_lock_waits.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, waits);
+                snprintf(key, sizeof key, "worker_lock_wait_us.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, wait_ns / 1000);
         }
 
         for (size_t i = 0; i < t->n_paths; i++) {
