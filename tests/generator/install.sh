@@ -58,7 +58,7 @@ expect_file "$sbindir/mptctl" exec
 for page in man5/mpt.conf.5 man5/mpt.netdev.5 man8/mptd.8 man8/mptctl.8 man8/mpt-netdev-generator.8; do
         expect_file "$mandir/$page"
 done
-for ex in two-host-a.conf two-host-b.conf realtime-policy.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
+for ex in two-host-a.conf two-host-b.conf realtime-policy.conf nat-router.conf nat-server.conf mpt0.netdev mpt0.network mpt0-peer.netdev mpt0-peer.network; do
         expect_file "$docdir/examples/$ex"
 done
 # The NetworkManager plugin (when built): the .name file names the installed service and auth
@@ -124,7 +124,8 @@ grep -qx "ExecStart=$sbindir/mptd --log-target=journal %i" "$D$unitdir/mptd@.ser
 # as they tell (PrivateKeyFile=mpt0.key next to them, private; the host's own key pair).
 (umask 077; "$D$sbindir/mptctl" genkey > "$D$docdir/examples/mpt0.key") || fail "mptctl genkey failed"
 "$D$sbindir/mptctl" check "$D$docdir/examples/mpt0.netdev" "$D$docdir/examples/mpt0-peer.netdev" \
-        "$D$docdir/examples/two-host-a.conf" "$D$docdir/examples/two-host-b.conf" > "$T/check.log" 2>&1 ||
+        "$D$docdir/examples/two-host-a.conf" "$D$docdir/examples/two-host-b.conf" \
+        "$D$docdir/examples/nat-router.conf" "$D$docdir/examples/nat-server.conf" > "$T/check.log" 2>&1 ||
         { cat "$T/check.log" >&2; fail "the installed examples do not pass mptctl check"; }
 # The real-time drop-in, as it says: a drop-in of a profile (rules for both ends, no path named).
 mkdir -p "$T/rt/two-host-a.conf.d"
