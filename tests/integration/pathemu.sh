@@ -13,7 +13,9 @@
 #     emulator's queue up to its limit and no further (tail drop), while the sending socket's
 #     unsent bytes (what SIOCOUTQ reads, ss's skmem t) stay near 0: the queue is in the router;
 #   - loss=10%: 40000 UDP datagrams each way; the emulator's counters match what the receivers
-#     saw exactly (received = forwarded, sent - received = lost) and the loss rate is 10 %
+#     saw exactly (received = forwarded, sent - received = lost; up to two frames of the hosts'
+#     own each way, a late TCP segment of an earlier part, must be accounted for as forwarded
+#     or lost) and the loss rate is 10 %
 #     within 3 standard deviations (3.2 % of it, so within the 5 % asked for);
 #   - loss=5%,burst=4 (Gilbert): the same exact match, loss runs the receivers saw = the
 #     emulator's loss_bursts; mean loss and mean burst length within 3 standard deviations
@@ -171,6 +173,8 @@ loss_run() {
         local spec=$1 port=$((20000 + RANDOM % 20000)) rpid_b rpid_a spid_a spid_b dir side got runs
         local rx fwd lost bursts
         lab_emu_respec 0 "$spec"
+        # What an earlier part left in flight (a closing TCP connection of iperf3's) passes first.
+        sleep 1
         lab_emu_stats 0 > "$LAB_DIR/loss-before"
         ip netns exec "$(lab_ns b)" python3 "$LAB_DIR/udpcount.py" recv "$B" "$port" "$COUNT" > "$LAB_DIR/recv-b" &
         rpid_b=$!
@@ -195,8 +199,15 @@ loss_run() {
                 fwd=$(lab_emu_delta "$LAB_DIR/loss-before" "$LAB_DIR/loss-after" "${dir}_forwarded_packets")
                 lost=$(lab_emu_delta "$LAB_DIR/loss-before" "$LAB_DIR/loss-after" "${dir}_loss_drops")
                 bursts=$(lab_emu_delta "$LAB_DIR/loss-before" "$LAB_DIR/loss-after" "${dir}_loss_bursts")
-                [ "$rx" = "$COUNT" ] && [ "$fwd" = "$got" ] && [ "$lost" = $((COUNT - got)) ] && [ "$bursts" = "$runs" ] ||
+                # The emulator sees every frame on the path: besides the test's datagrams at most
+                # a stray one or two of the hosts' own (a late segment of an earlier part's TCP),
+                # each either forwarded or lost, and a lost one may make a burst of its own.
+                extra=$((rx - COUNT)) extra_fwd=$((fwd - got)) extra_lost=$((lost - (COUNT - got)))
+                [ "$extra" -ge 0 ] && [ "$extra" -le 2 ] && [ "$extra_fwd" -ge 0 ] && [ "$extra_lost" -ge 0 ] &&
+                        [ $((extra_fwd + extra_lost)) = "$extra" ] && [ "$bursts" -ge "$runs" ] &&
+                        [ "$bursts" -le $((runs + extra_lost)) ] ||
                         it_soft_fail "$dir ($spec): sent $COUNT, $side received $got with $runs runs missing; the emulator counted rx $rx, forwarded $fwd, lost $lost in $bursts bursts"
+                [ "$extra" = 0 ] || it_note "$dir: the emulator also carried $extra frame(s) of the hosts' own ($extra_fwd forwarded, $extra_lost lost)"
                 LOSS_SENT=$((LOSS_SENT + COUNT))
                 LOSS_LOST=$((LOSS_LOST + COUNT - got))
                 LOSS_RUNS=$((LOSS_RUNS + runs))
