@@ -377,58 +377,60 @@ static int64_t clock_offset(void) {
                ((int64_t) rt.tv_nsec - (int64_t) mono.tv_nsec) / (int64_t) NSEC_PER_USEC;
 }
 
-/* One datagram of path p (or of a path only its keepalive token can tell: p == RX_BY_TOKEN), sent
- * on `lane` by the other end. */
-static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool new_endpoint,
+/* One datagram that the socket of path socket_path received, sent on `lane` by the other end:
+ * a datagram of path `path` (demux()), or with path == RX_BY_TOKEN of a path that only its
+ * keepalive's token can tell. Its counters go to the path, or to the socket's while it is not
+ * known. */
+static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned lane, bool new_endpoint,
                             const MptSockaddr *src, const uint8_t *buf, size_t len, usec_t now) {
-        unsigned counted = p >= 0 ? (unsigned) p : path;
+        unsigned p = path >= 0 ? (unsigned) path : socket_path;
         MptFrame f;
         int reason;
 
         reason = mpt_frame_decode(buf, len, &f);
         if (reason >= 0) {
-                COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
+                COUNTER_ADD(w->path_counters[p].drops[reason], 1);
                 return;
         }
 
         if (f.kind == MPT_FRAME_KEEPALIVE) {
                 ControlEvent ev = { .kind = CONTROL_EVENT_KEEPALIVE, .source = *src, .epoch = w->rx_epoch,
-                                    .socket_path = path, .peer_id = w->rx_peer_id,
+                                    .socket_path = socket_path, .peer_id = w->rx_peer_id,
                                     .peer_epoch = w->rx_peer_epoch };
                 reason = mpt_keepalive_decode(&f, &ev.ka);
-                if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[counted].drops[reason], 1);
-                        return;
-                }
-                if (p == RX_BY_TOKEN && !ev.ka.extended) {
-                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
-                        return;
-                }
-                /* Learn first, so that the keepalive finds the new endpoint in place. */
-                if (new_endpoint || p == RX_BY_TOKEN)
-                        report_endpoint(w, p >= 0 ? (unsigned) p : UINT_MAX, src, ev.ka.path_token, path);
-                ev.path = p >= 0 ? (unsigned) p : UINT_MAX;
-                ev.when = now; /* arrival: keeps RTT samples free of our own delays */
-                COUNTER_ADD(w->path_counters[counted].keepalives_rx, 1);
-                tunnel_queue_event(w->tunnel, &ev);
-                return;
-        }
-        if (p == RX_BY_TOKEN) {
-                /* Data from a new source on a shared socket: wait for its keepalive. */
-                COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
-                return;
-        }
-        if (f.kind == MPT_FRAME_FEEDBACK) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_FEEDBACK, .path = (unsigned) p, .source = *src,
-                                    .epoch = w->rx_epoch };
-                /* Only authenticated feedback may move traffic: in compat mode there is none. */
-                reason = w->tunnel->secure ? mpt_feedback_decode(&f, &ev.fb) : MPT_DROP_BAD_FEEDBACK;
                 if (reason >= 0) {
                         COUNTER_ADD(w->path_counters[p].drops[reason], 1);
                         return;
                 }
+                if (path == RX_BY_TOKEN && !ev.ka.extended) {
+                        COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        return;
+                }
+                /* Learn first, so that the keepalive finds the new endpoint in place. */
+                if (new_endpoint || path == RX_BY_TOKEN)
+                        report_endpoint(w, path >= 0 ? (unsigned) path : UINT_MAX, src, ev.ka.path_token, socket_path);
+                ev.path = path >= 0 ? (unsigned) path : UINT_MAX;
+                ev.when = now; /* arrival: keeps RTT samples free of our own delays */
+                COUNTER_ADD(w->path_counters[p].keepalives_rx, 1);
+                tunnel_queue_event(w->tunnel, &ev);
+                return;
+        }
+        if (path == RX_BY_TOKEN) {
+                /* Data from a new source on a shared socket: wait for its keepalive. */
+                COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                return;
+        }
+        if (f.kind == MPT_FRAME_FEEDBACK) {
+                ControlEvent ev = { .kind = CONTROL_EVENT_FEEDBACK, .path = (unsigned) path, .source = *src,
+                                    .epoch = w->rx_epoch };
+                /* Only authenticated feedback may move traffic: in compat mode there is none. */
+                reason = w->tunnel->secure ? mpt_feedback_decode(&f, &ev.fb) : MPT_DROP_BAD_FEEDBACK;
+                if (reason >= 0) {
+                        COUNTER_ADD(w->path_counters[path].drops[reason], 1);
+                        return;
+                }
                 if (new_endpoint)
-                        report_endpoint(w, (unsigned) p, src, 0, path);
+                        report_endpoint(w, (unsigned) path, src, 0, socket_path);
                 ev.when = now;
                 tunnel_queue_event(w->tunnel, &ev);
                 return;
@@ -438,31 +440,31 @@ static void handle_datagram(Worker *w, unsigned path, int p, unsigned lane, bool
                 /* Only authenticated requests are served: in compat mode there are none. */
                 reason = w->tunnel->secure ? mpt_repair_decode(&f, &r) : MPT_DROP_BAD_REPAIR;
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        COUNTER_ADD(w->path_counters[path].drops[reason], 1);
                         return;
                 }
                 if (new_endpoint)
-                        report_endpoint(w, (unsigned) p, src, 0, path);
+                        report_endpoint(w, (unsigned) path, src, 0, socket_path);
                 worker_repair_request(w, &r);
                 return;
         }
         if (new_endpoint)
-                report_endpoint(w, (unsigned) p, src, 0, path);
+                report_endpoint(w, (unsigned) path, src, 0, socket_path);
         if (f.kind == MPT_FRAME_PATH_STATUS) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) p, .source = *src,
+                ControlEvent ev = { .kind = CONTROL_EVENT_PATH_STATUS, .path = (unsigned) path, .source = *src,
                                     .epoch = w->rx_epoch };
                 reason = mpt_path_status_decode(&f, &ev.ps);
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        COUNTER_ADD(w->path_counters[path].drops[reason], 1);
                         return;
                 }
                 ev.when = now;
                 tunnel_queue_event(w->tunnel, &ev);
                 return;
         }
-        COUNTER_ADD(w->path_counters[p].rx_packets, 1);
-        COUNTER_ADD(w->path_counters[p].rx_bytes, (uint64_t) len);
-        handle_data(w, (unsigned) p, lane, &f, now);
+        COUNTER_ADD(w->path_counters[path].rx_packets, 1);
+        COUNTER_ADD(w->path_counters[path].rx_bytes, (uint64_t) len);
+        handle_data(w, (unsigned) path, lane, &f, now);
 }
 
 /* Receiving side: asks the other end for what the gaps of this batch miss, over our repair path
@@ -503,12 +505,8 @@ static void repair_ask_add(Worker *w, unsigned path_id, unsigned lane, uint64_t 
 static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
         RxTrack *r = &w->rx_track[header[2] % MPT_PATHS_MAX];
         unsigned lane = header[3] % MPT_SECURE_LANES;
-        uint64_t epoch = 0, counter = 0;
+        uint64_t epoch = rd64be(header + 4), counter = rd64be(header + 12);
 
-        for (unsigned i = 4; i < 12; i++)
-                epoch = epoch << 8 | header[i];
-        for (unsigned i = 12; i < 20; i++)
-                counter = counter << 8 | header[i];
         seq_write_begin(&r->seq);
         __atomic_store_n(&r->bytes, r->bytes + len, __ATOMIC_RELAXED);
         __atomic_store_n(&r->packets, r->packets + 1, __ATOMIC_RELAXED);
@@ -655,13 +653,13 @@ static int hand_on_handshake(Worker *w, unsigned path, const MptSockaddr *src, c
         return SECURE_HANDED_ON;
 }
 
-static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p, const MptSockaddr *src,
+static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path, int path, const MptSockaddr *src,
                               uint8_t *buf, size_t len, size_t seg, usec_t now) {
         Tunnel *t = w->tunnel;
-        /* p == RX_BY_TOKEN: the path of the socket's group that the datagrams' sender (path id
+        /* path == RX_BY_TOKEN: the path of the socket's group that the datagrams' sender (path id
          * and epoch) is (Path.peer_id); -1: none, -2: they disagree */
         int resolved = -1;
-        unsigned counted = p >= 0 ? (unsigned) p : path;
+        unsigned p = path >= 0 ? (unsigned) path : socket_path;
         MptSecureHeader h[SECURE_RUN];
         int reason[SECURE_RUN];
         uint64_t new_epochs = 0, paths = 0, confirm = 0;
@@ -669,11 +667,11 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p
         /* The snapshot whose key pairs open the datagrams: s, or a newer one (below). */
         const Snapshot *ks = s;
 
-        if (p >= 0)
-                paths = MPT_SECURE_PATH_BIT(p);
+        if (path >= 0)
+                paths = MPT_SECURE_PATH_BIT(path);
         else
                 for (unsigned i = 0; i < s->n_paths; i++)
-                        if (s->paths[i].endpoint == s->paths[path].endpoint)
+                        if (s->paths[i].endpoint == s->paths[socket_path].endpoint)
                                 paths |= MPT_SECURE_PATH_BIT(i);
 
         for (size_t base = 0; base < len; base += seg * SECURE_RUN) {
@@ -685,7 +683,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p
                         size_t off = base + i * seg, dl = MIN(seg, len - off);
 
                         if (t->handshake && buf[off] >= MPT_HANDSHAKE_INITIATION && buf[off] <= MPT_HANDSHAKE_RETRY)
-                                reason[i] = hand_on_handshake(w, path, src, buf + off, dl);
+                                reason[i] = hand_on_handshake(w, socket_path, src, buf + off, dl);
                         else
                                 reason[i] = mpt_secure_parse(buf + off, dl, &h[i]);
                 }
@@ -764,7 +762,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p
                         secure_hold(w, &held, h[i].path_id);
                         reason[i] = mpt_secure_rx_accept(t->rx->secure, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
-                        if (p < 0 && reason[i] < 0 && resolved != -2) {
+                        if (path < 0 && reason[i] < 0 && resolved != -2) {
                                 int b = -1;
                                 for (unsigned j = 0; j < s->n_paths && b < 0; j++)
                                         if ((paths & MPT_SECURE_PATH_BIT(j)) && s->paths[j].peer_id == h[i].path_id + 1 &&
@@ -778,7 +776,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] >= 0) {
                                 if (reason[i] != SECURE_HANDED_ON)
-                                        COUNTER_ADD(w->path_counters[counted].drops[reason[i]], 1);
+                                        COUNTER_ADD(w->path_counters[p].drops[reason[i]], 1);
                                 buf[base + i * seg] = 0;
                         }
         }
@@ -787,7 +785,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned path, int p
         /* The initiator of the responder's new session sends under it: it may become current (once
          * per worker and set of keys is enough; the main thread republishes). */
         if (confirm != 0 && w->confirmed_generation != ks->generation) {
-                ControlEvent ev = { .kind = CONTROL_EVENT_SESSION, .path = counted, .epoch = confirm, .when = now };
+                ControlEvent ev = { .kind = CONTROL_EVENT_SESSION, .path = p, .epoch = confirm, .when = now };
 
                 if (tunnel_queue_event(t, &ev))
                         w->confirmed_generation = ks->generation;
@@ -805,15 +803,15 @@ static int gro_size(struct msghdr *mh) {
         return 0;
 }
 
-void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const WorkerRxMessage *msgs, unsigned n) {
+void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const WorkerRxMessage *msgs, unsigned n) {
         Tunnel *t = w->tunnel;
         /* Per message: its path (demux(); RX_UNKNOWN: dropped), datagram size. */
-        int p[WORKER_RX_MMSG];
+        int msg_path[WORKER_RX_MMSG];
         bool new_endpoint[WORKER_RX_MMSG];
         size_t seg[WORKER_RX_MMSG];
 
         assert(n <= WORKER_RX_MMSG);
-        assert(path < s->n_paths);
+        assert(socket_path < s->n_paths);
         w->rx_snapshot = s;
 
         /* First: what each message is, and in secure mode every datagram authenticated and
@@ -823,15 +821,15 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                 MptAddress src_addr;
                 uint16_t src_port;
 
-                p[m] = RX_UNKNOWN;
+                msg_path[m] = RX_UNKNOWN;
                 if (msgs[m].truncated) {
-                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_TRUNCATED], 1);
+                        COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_TRUNCATED], 1);
                         continue;
                 }
                 if (sockaddr_to_address(&msgs[m].source, &src_addr, &src_port) < 0 ||
-                    (p[m] = demux(s, path, &src_addr, src_port, &new_endpoint[m])) == RX_UNKNOWN) {
-                        p[m] = RX_UNKNOWN;
-                        COUNTER_ADD(w->path_counters[path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                    (msg_path[m] = demux(s, socket_path, &src_addr, src_port, &new_endpoint[m])) == RX_UNKNOWN) {
+                        msg_path[m] = RX_UNKNOWN;
+                        COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                         continue;
                 }
                 /* With UDP GRO the buffer holds several datagrams of one source: all of gso size
@@ -840,15 +838,15 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                 if (seg[m] == 0 || seg[m] > k)
                         seg[m] = k;
                 if (t->secure) {
-                        int b = secure_open_buffer(w, s, path, p[m], &msgs[m].source, w->rx_cur[m], k, seg[m],
+                        int b = secure_open_buffer(w, s, socket_path, msg_path[m], &msgs[m].source, w->rx_cur[m], k, seg[m],
                                                    msgs[m].arrival);
                         /* A new source on a shared socket whose datagrams authenticated and come
                          * from the other end's path that one of the socket's paths knows (by its
                          * sender path id and epoch: the other end's NAT gave that path a new
                          * address or port): that path, followed at once, not only at the next
                          * keepalive. */
-                        if (p[m] == RX_BY_TOKEN && b >= 0 && !s->paths[b].pin_remote) {
-                                p[m] = b;
+                        if (msg_path[m] == RX_BY_TOKEN && b >= 0 && !s->paths[b].pin_remote) {
+                                msg_path[m] = b;
                                 new_endpoint[m] = true;
                         }
                 }
@@ -861,7 +859,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
         for (unsigned m = 0; m < n; m++) {
                 size_t k = msgs[m].len;
 
-                if (p[m] == RX_UNKNOWN)
+                if (msg_path[m] == RX_UNKNOWN)
                         continue;
                 for (size_t off = 0; off < k; off += seg[m]) {
                         uint8_t *d = w->rx_cur[m] + off;
@@ -881,7 +879,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const Worker
                                 d += MPT_SECURE_HEADER_SIZE;
                                 dl -= MPT_SECURE_OVERHEAD;
                         }
-                        handle_datagram(w, path, p[m], lane, new_endpoint[m], &msgs[m].source, d, dl,
+                        handle_datagram(w, socket_path, msg_path[m], lane, new_endpoint[m], &msgs[m].source, d, dl,
                                         msgs[m].arrival);
                         new_endpoint[m] = false; /* reported once per buffer is plenty */
                 }

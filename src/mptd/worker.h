@@ -267,12 +267,12 @@ typedef struct WorkerRxMessage {
         usec_t arrival;     /* when the kernel received it (CLOCK_MONOTONIC) */
 } WorkerRxMessage;
 
-/* Handles n (<= WORKER_RX_MMSG) messages that arrived on the socket of path `path` of snapshot s,
+/* Handles n (<= WORKER_RX_MMSG) messages that arrived on the socket of path socket_path of snapshot s,
  * in order: which path each belongs to, authentication and decryption (secure mode), control
  * frames to the main thread, data through the reorder buffer (when on) to the TUN device. Then
  * picks the receive buffers for the next messages (w->rx_cur[0..n) may change). What a
  * receiving worker does after each recvmmsg(); fuzz-rx calls it directly. */
-void worker_rx_process(Worker *w, const Snapshot *s, unsigned path, const WorkerRxMessage *msgs, unsigned n);
+void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const WorkerRxMessage *msgs, unsigned n);
 /* Releases what the reorder buffer held longer than its maximum delay, as of now, when its
  * deadline has come. */
 void worker_rx_expire(Worker *w, usec_t now);
