@@ -46,6 +46,10 @@ static void set_reason(Path *p, const char *fmt, ...) {
         p->state_reason = s;
 }
 
+/* When getrandom() fails, a path's token is the clock mixed with its index times 2^32 / phi
+ * (Knuth's multiplicative hash), so that paths made in the same microsecond still differ. */
+#define PATH_TOKEN_SPREAD 2654435761u
+
 int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret) {
         Path *p;
 
@@ -65,7 +69,7 @@ int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret)
         p->learn_news = now_usec();
         do
                 if (getrandom(&p->token, sizeof p->token, 0) != sizeof p->token)
-                        p->token = (uint32_t) now_usec() ^ (index * 2654435761u);
+                        p->token = (uint32_t) now_usec() ^ (index * PATH_TOKEN_SPREAD);
         while (p->token == 0);
         *ret = p;
         return 0;
@@ -171,12 +175,9 @@ static unsigned path_rx_worker(const Tunnel *t, unsigned index) {
          * the senders by it. Compat mode has one receiving worker: everything a received
          * datagram needs is done under the reorder lock, so receiving workers could only take
          * turns at it (and sleep and wake more often). Secure mode has half of the workers
-         * receive: their decryption runs outside the lock, in parallel. On 2 CPUs, compat: one
-         * unshaped path moved 9.0-9.3 Gbit/s when one worker did both, 12.5 when two shared it,
-         * and 4 and 8 paths moved 0.8 times what one path moved when both workers received;
-         * secure: 8 paths moved 0.71-0.98 times one path's goodput when both received, 0.99-
-         * 1.04 apart. Without the split (MPT_DEBUG_RX_SPREAD=1, or no reordering): path index
-         * mod workers. */
+         * receive: their decryption runs outside the lock, in parallel (tests/bench/workers
+         * compares the layouts). Without the split (MPT_DEBUG_RX_SPREAD=1, or no reordering):
+         * path index mod workers. */
         if (t->n_workers < 2)
                 return 0;
         if (t->rx_workers > 0)
@@ -824,12 +825,21 @@ static void update_rtt(Path *p, const MptKeepalive *ka, usec_t now) {
         tunnel_rtt_changed(p->tunnel);
 }
 
-/* Loss of keepalives over roughly the last 20 (exponential decay), both directions. */
+/* Loss is judged on keepalives, both directions, counted with exponential decay: each new count
+ * weighs 1 - LOSS_DECAY, so the counts cover roughly the last 1 / (1 - LOSS_DECAY) = 20
+ * keepalives (20 s at the default KeepaliveInterval=). A path is judged only once LOSS_SAMPLES_MIN
+ * of them count in one direction (one lost of fewer says little), and a demoted path comes back
+ * once its loss is below LossThreshold= / LOSS_RECOVER_DIV: the gap between the two keeps a path
+ * whose loss hovers at the threshold from flapping. */
+#define LOSS_DECAY 0.95
+#define LOSS_SAMPLES_MIN 10.0
+#define LOSS_RECOVER_DIV 2.0
+
 static void update_loss(Path *p, const MptKeepalive *ka) {
         if (p->peer_seq != 0) {
                 int32_t gap = mpt_seq_diff(ka->seq, p->peer_seq);
-                p->rx_loss_lost = p->rx_loss_lost * 0.95 + (gap - 1);
-                p->rx_loss_total = p->rx_loss_total * 0.95 + gap;
+                p->rx_loss_lost = p->rx_loss_lost * LOSS_DECAY + (gap - 1);
+                p->rx_loss_total = p->rx_loss_total * LOSS_DECAY + gap;
         }
         /* Ours, as the other end counts them: between two of its keepalives it saw echo_seq move
          * by `sent` of ours and rx_count move by `got`. */
@@ -837,8 +847,8 @@ static void update_loss(Path *p, const MptKeepalive *ka) {
                 int32_t sent = mpt_seq_diff(ka->echo_seq, p->peer_echo_prev);
                 int32_t got = mpt_seq_diff(ka->rx_count, p->peer_rx_count_prev);
                 if (sent > 0 && got >= 0 && got <= sent) {
-                        p->tx_loss_lost = p->tx_loss_lost * 0.95 + (sent - got);
-                        p->tx_loss_total = p->tx_loss_total * 0.95 + sent;
+                        p->tx_loss_lost = p->tx_loss_lost * LOSS_DECAY + (sent - got);
+                        p->tx_loss_total = p->tx_loss_total * LOSS_DECAY + sent;
                 }
         }
         p->peer_echo_prev = ka->echo_seq;
@@ -856,14 +866,13 @@ static void update_demotion(Path *p) {
 
         if (th == 0)
                 return;
-        /* Judge only on enough samples. */
-        if (p->rx_loss_total < 10.0 && p->tx_loss_total < 10.0)
+        if (p->rx_loss_total < LOSS_SAMPLES_MIN && p->tx_loss_total < LOSS_SAMPLES_MIN)
                 return;
         loss = MAX(loss_of(p->rx_loss_lost, p->rx_loss_total), loss_of(p->tx_loss_lost, p->tx_loss_total));
-        limit = th / 1000.0;
+        limit = th / 1000.0; /* LossThreshold= is in tenths of a percent (MPT_CONF_PERCENT) */
         if (!p->demoted && loss > limit)
                 p->demoted = true;
-        else if (p->demoted && loss < limit / 2)
+        else if (p->demoted && loss < limit / LOSS_RECOVER_DIV)
                 p->demoted = false;
         if (p->demoted != was) {
                 if (p->demoted)

@@ -694,8 +694,9 @@ static void update_run(Worker *w, const Snapshot *s) {
         if (w->rate_since > 0) {
                 /* Paths that queue locally: a run there waits in the queue as a whole, and the
                  * next path's run is held at the receiver meanwhile, so the quantum stays at
-                 * its floor (16 segments: 0.2 ms at 1 Gbit/s; 64 would cost 4 x 1 Gbit/s
-                 * nearly half its goodput), and below it when the whole tunnel is slow (see
+                 * its floor (SCHED_RUN_MAX segments: a fraction of a millisecond on a fast
+                 * path; a larger run holds the other paths' packets at the receiver for as long
+                 * as it waits), and below it when the whole tunnel is slow (see
                  * sched_queued_run()). Only a tunnel whose paths queue nothing (fast,
                  * unshaped) grows it, for fewer and larger sends. */
                 bool queued = sample_queues(w, s, now);
