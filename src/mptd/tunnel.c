@@ -144,12 +144,17 @@ void tunnel_reclaim(Tunnel *t) {
                 (void) sd_event_source_set_enabled(t->reclaim_timer, t->retired ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
+/* How often retired snapshots are looked at again while some wait to be freed: a worker announces
+ * a newer generation at the top of its next loop, within a wake or a batch, so a few milliseconds
+ * free most at the first look without the timer firing for nothing. */
+#define RECLAIM_INTERVAL_USEC (10 * USEC_PER_MSEC)
+
 static int on_reclaim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Tunnel *t = userdata;
 
         tunnel_reclaim(t);
         if (t->retired) {
-                (void) sd_event_source_set_time_relative(s, 10 * USEC_PER_MSEC);
+                (void) sd_event_source_set_time_relative(s, RECLAIM_INTERVAL_USEC);
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         }
         return 0;
@@ -304,7 +309,7 @@ int tunnel_publish(Tunnel *t) {
                         if (pl->items[i].mode == MPT_POLICY_REDUNDANT ||
                             pl->items[i].mode == MPT_POLICY_LOWEST_LATENCY)
                                 s->policy_ahead = true;
-                for (size_t i = 0; i < t->n_paths && i < 64; i++)
+                for (size_t i = 0; i < t->n_paths && i < MPT_PATHS_MAX; i++)
                         if (t->paths[i]->state == PATH_STATE_UP)
                                 s->up_paths |= UINT64_C(1) << i;
                 s->n_by_rtt = paths_by_rtt(t, s->by_rtt);
@@ -446,10 +451,13 @@ bool tunnel_reorder_has_delivered(Tunnel *t) {
         return st.delivered > 0;
 }
 
-/* Whether a is within 1 ms or 1/16 of b: not worth the lock. */
+/* Whether a is within 1 ms or 1/CLOSE_TO_DIV of b: a change of the reorder buffer's waits that
+ * small is not worth taking its lock for (the feedback timer recomputes them every tick). */
+#define CLOSE_TO_DIV 16u
+
 static bool close_to(usec_t a, usec_t b) {
         usec_t d = a > b ? a - b : b - a;
-        return d < USEC_PER_MSEC || d * 16 < b;
+        return d < USEC_PER_MSEC || d * CLOSE_TO_DIV < b;
 }
 
 void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread) {
