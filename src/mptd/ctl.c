@@ -150,47 +150,23 @@ static void write_policy_class(CtlWriter *w, const Tunnel *t, const MptPolicyRul
                 ctl_writer_field(w, key, "%s", "");
 }
 
-static const char *weight_source(const Path *p) {
-        const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
-        if (p->weight_runtime_set)
-                return "runtime";
-        if (p->config->key_line[conf_key_index(k)] > 0)
-                return "profile";
-        if (p->peer_receive_weight > 0)
-                return "peer";
-        return "default";
+/* How packets move between the TUN device and the sockets. */
+static void write_offloads(Tunnel *t, CtlWriter *w) {
+        char off[64];
+
+        ctl_writer_field(w, "vnet_hdr", "%s", t->tun.vnet_hdr ? "yes" : "no");
+        ctl_writer_field(w, "offloads", "%s", tun_offloads_to_string(t->tun.offloads, off, sizeof off));
+        ctl_writer_field(w, "udp_gso", "%s",
+                         dataplane_options.offload && dataplane_options.batch > 1 &&
+                                         !__atomic_load_n(&t->gso_failed, __ATOMIC_RELAXED)
+                                 ? "yes"
+                                 : "no");
+        ctl_writer_field(w, "udp_gro", "%s", dataplane_options.offload && dataplane_options.batch > 1 ? "yes" : "no");
+        ctl_writer_field(w, "batch", "%u", dataplane_options.batch);
 }
 
-void ctl_write_show(Tunnel *t, CtlWriter *w) {
-        const MptTunnelConfig *c = &t->profile->tunnel;
-        usec_t now = now_usec();
-        PathCounters pc;
-        char buf[MPT_ADDRESS_STRLEN];
-
-        ctl_writer_record(w, "tunnel");
-        ctl_writer_field(w, "name", "%s", t->name);
-        ctl_writer_field(w, "ifname", "%s", t->tun.ifname);
-        ctl_writer_field(w, "ifindex", "%i", t->tun.ifindex);
-        ctl_writer_field(w, "device", "%s", t->tun.persistent ? "attached" : "created");
-        {
-                char off[64];
-                ctl_writer_field(w, "vnet_hdr", "%s", t->tun.vnet_hdr ? "yes" : "no");
-                ctl_writer_field(w, "offloads", "%s", tun_offloads_to_string(t->tun.offloads, off, sizeof off));
-                ctl_writer_field(w, "udp_gso", "%s",
-                                 dataplane_options.offload && dataplane_options.batch > 1 &&
-                                                 !__atomic_load_n(&t->gso_failed, __ATOMIC_RELAXED)
-                                         ? "yes"
-                                         : "no");
-                ctl_writer_field(w, "udp_gro", "%s", dataplane_options.offload && dataplane_options.batch > 1 ? "yes" : "no");
-                ctl_writer_field(w, "batch", "%u", dataplane_options.batch);
-        }
-        ctl_writer_field(w, "pid", "%i", (int) getpid());
-        ctl_writer_field(w, "profile", "%s", strempty(t->profile->filename));
-        ctl_writer_field(w, "mtu", "%" PRIu32, t->mtu);
-        ctl_writer_field(w, "workers", "%u", t->n_workers);
-        ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
-        ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
-        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
+/* Secure mode: where the keys come from, and the epochs (none in compat mode). */
+static void write_keys(Tunnel *t, CtlWriter *w) {
         if (t->hs) {
                 /* With the handshake the epochs are the current session's ids: this end's (what the
                  * other end puts in its datagrams) and the other end's. */
@@ -217,6 +193,174 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, peer_epoch);
                 ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
         }
+}
+
+/* What the reorder buffers did (their counters summed over the lanes). */
+static void write_reorder(Tunnel *t, CtlWriter *w) {
+        ReorderStats st;
+        size_t held;
+
+        rx_shared_stats(t->rx, &st, &held);
+        ctl_writer_field(w, "reorder.delivered", "%" PRIu64, st.delivered);
+        ctl_writer_field(w, "reorder.held", "%" PRIu64, st.held);
+        ctl_writer_field(w, "reorder.late", "%" PRIu64, st.late);
+        ctl_writer_field(w, "reorder.lost", "%" PRIu64, st.lost);
+        ctl_writer_field(w, "reorder.timeouts", "%" PRIu64, st.timeouts);
+        ctl_writer_field(w, "reorder.duplicates", "%" PRIu64, st.duplicates);
+        ctl_writer_field(w, "reorder.stale", "%" PRIu64, st.stale);
+        ctl_writer_field(w, "reorder.resyncs", "%" PRIu64, st.resyncs);
+        ctl_writer_field(w, "reorder.overflows", "%" PRIu64, st.overflows);
+        ctl_writer_field(w, "reorder.early", "%" PRIu64, st.early);
+        ctl_writer_field(w, "reorder.buffered", "%zu", held);
+}
+
+static void write_policy(Tunnel *t, CtlWriter *w) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+
+        /* Policy=: each rule as it reads, its counters and delay, those of the traffic no rule
+         * matches, and the path of lowest-latency. */
+        for (size_t i = 0; i < c->policy.n; i++) {
+                _cleanup_free_ char *rule = mpt_policy_format(&c->policy.items[i]);
+                char key[48], member[24];
+
+                snprintf(member, sizeof member, "%zu", i);
+                snprintf(key, sizeof key, "policy.%s", member);
+                ctl_writer_field(w, key, "%s", strna(rule));
+                write_policy_class(w, t, &c->policy.items[i], i, member);
+        }
+        if (c->policy.n > 0)
+                write_policy_class(w, t, NULL, POLICY_CLASS_OTHER, "other");
+        for (size_t i = 0; i < c->policy.n; i++)
+                if (c->policy.items[i].mode == MPT_POLICY_LOWEST_LATENCY) {
+                        ctl_writer_field(w, "policy_fastest", "%s",
+                                         t->fastest >= 0 && (size_t) t->fastest < t->n_paths ? t->paths[t->fastest]->name : "");
+                        break;
+                }
+}
+
+static void write_workers(Tunnel *t, CtlWriter *w) {
+        /* Which workers move the data: packets each received and sent, over all paths. */
+        for (unsigned k = 0; k < t->n_workers; k++) {
+                uint64_t rx, tx;
+                char key[32];
+
+                tunnel_worker_packets(t, k, &rx, &tx);
+                snprintf(key, sizeof key, "worker_rx.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, rx);
+                snprintf(key, sizeof key, "worker_tx.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, tx);
+        }
+        /* And how much they wait for each other: the locks of what they share. */
+        for (unsigned k = 0; k < t->n_workers; k++) {
+                uint64_t waits, wait_ns;
+                char key[32];
+
+                tunnel_worker_contention(t, k, &waits, &wait_ns);
+                snprintf(key, sizeof key, "worker_lock_waits.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, waits);
+                snprintf(key, sizeof key, "worker_lock_wait_us.%u", k);
+                ctl_writer_field(w, key, "%" PRIu64, wait_ns / 1000);
+        }
+}
+
+/* One path's record: its configuration, state, measurements and counters. */
+static void write_path(Tunnel *t, CtlWriter *w, size_t i, usec_t now) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        Path *p = t->paths[i];
+        MptSockaddr local;
+        PathCounters pc;
+        char buf[MPT_ADDRESS_STRLEN];
+
+        sockaddr_from_address(&p->local, c->local_port, p->ifindex, &local);
+        ctl_writer_record(w, "path");
+        ctl_writer_field(w, "name", "%s", p->name);
+        ctl_writer_field(w, "state", "%s", path_state_to_string(p->state));
+        ctl_writer_field(w, "state_age_us", "%" PRIu64, now - p->state_since);
+        ctl_writer_field(w, "reason", "%s", strempty(path_reason(p)));
+        ctl_writer_field(w, "interface", "%s", strempty(p->config->interface));
+        ctl_writer_field(w, "ifindex", "%i", p->ifindex);
+        ctl_writer_field(w, "class", "%s", mpt_devclass_to_string(p->devclass));
+        ctl_writer_field(w, "local", "%s", p->fds ? sockaddr_to_string(&local, buf) : "");
+        ctl_writer_field(w, "remote", "%s", sockaddr_to_string(&p->remote, buf));
+        ctl_writer_field(w, "remote_changes", "%" PRIu64, p->remote_changes);
+        ctl_writer_field(w, "pin_remote", "%s", p->config->pin_remote ? "yes" : "no");
+        ctl_writer_field(w, "listens", "%s", path_config_listens(p->config) ? "yes" : "no");
+        ctl_writer_field(w, "weight", "%" PRIu32, path_effective_weight(p));
+        ctl_writer_field(w, "weight_source", "%s", path_weight_source_to_string(path_weight_source(p)));
+        ctl_writer_field(w, "receive_weight", "%" PRIu32, p->config->receive_weight);
+        ctl_writer_field(w, "peer_receive_weight", "%u", p->peer_receive_weight);
+        ctl_writer_field(w, "backup", "%s", path_is_backup(p) ? "yes" : "no");
+        ctl_writer_field(w, "demoted", "%s", p->demoted ? "yes" : "no");
+        ctl_writer_field(w, "loss_threshold_permille", "%" PRIu32, p->config->loss_threshold);
+        ctl_writer_field(w, "keepalive_interval_us", "%" PRIu64, p->config->keepalive_interval);
+        ctl_writer_field(w, "dead_time_us", "%" PRIu64, p->config->dead_time);
+        if (p->last_keepalive_rx > 0)
+                ctl_writer_field(w, "last_keepalive_us", "%" PRIu64, now - p->last_keepalive_rx);
+        else
+                ctl_writer_field(w, "last_keepalive_us", "%s", "");
+        if (p->rtt > 0) {
+                ctl_writer_field(w, "rtt_us", "%" PRIu64, p->rtt);
+                ctl_writer_field(w, "rtt_var_us", "%" PRIu64, p->rtt_var);
+        } else {
+                ctl_writer_field(w, "rtt_us", "%s", "");
+                ctl_writer_field(w, "rtt_var_us", "%s", "");
+        }
+        if (p->rx_loss_total >= 1.0)
+                ctl_writer_field(w, "loss_rx", "%.3f", p->rx_loss_lost / p->rx_loss_total);
+        else
+                ctl_writer_field(w, "loss_rx", "%s", "");
+        if (p->tx_loss_total >= 1.0)
+                ctl_writer_field(w, "loss_tx", "%.3f", p->tx_loss_lost / p->tx_loss_total);
+        else
+                ctl_writer_field(w, "loss_tx", "%s", "");
+        ctl_writer_field(w, "peer_flags", "%u", p->peer_flags);
+        ctl_writer_field(w, "queued_locally", "%s", tunnel_path_queued_locally(t, i) ? "yes" : "no");
+        /* The learned scheduler's view (secure mode): what the path delivers, its queueing
+         * delay, its share of the vector. */
+        if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
+                uint64_t share = 0;
+                for (size_t j = 0; j < t->n_paths; j++)
+                        share += t->learn_published[j];
+                share = share > 0 ? t->learn_published[i] * UINT64_C(1000) / share : 0;
+                ctl_writer_field(w, "learned_rate_bps", "%" PRIu64,
+                                 p->learn.rate > 0 ? p->learn.rate * 8 : UINT64_C(0));
+                ctl_writer_field(w, "delivered_bps", "%" PRIu64, p->learn.delivered * 8);
+                ctl_writer_field(w, "pace_rate_bps", "%" PRIu64, tunnel_path_pace_rate(t, i) * 8);
+                ctl_writer_field(w, "burst_rate_bps", "%" PRIu64, p->learn.peak * 8);
+                ctl_writer_field(w, "queue_delay_us", "%" PRIu64, learn_queue_delay(&p->learn));
+                /* Half the round trip (the path's own delay, if symmetric), and what
+                 * queues one way now. */
+                if (p->rtt > 0)
+                        ctl_writer_field(w, "one_way_delay_us", "%" PRIu64, path_delay(t, p));
+                ctl_writer_field(w, "saturated", "%s", p->learn.saturated ? "yes" : "no");
+                ctl_writer_field(w, "share_permille", "%" PRIu64, share);
+        }
+        if (t->reorder_enabled)
+                ctl_writer_field(w, "reorder_extra_us", "%" PRIu64, p->reorder_extra);
+        tunnel_sum_counters(t, (int) i, &pc);
+        write_counters(w, &pc, true);
+}
+
+void ctl_write_show(Tunnel *t, CtlWriter *w) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+        usec_t now = now_usec();
+        PathCounters pc;
+        char buf[MPT_ADDRESS_STRLEN];
+
+        ctl_writer_record(w, "tunnel");
+        ctl_writer_field(w, "name", "%s", t->name);
+        ctl_writer_field(w, "ifname", "%s", t->tun.ifname);
+        ctl_writer_field(w, "ifindex", "%i", t->tun.ifindex);
+        ctl_writer_field(w, "device", "%s", t->tun.persistent ? "attached" : "created");
+        write_offloads(t, w);
+        ctl_writer_field(w, "pid", "%i", (int) getpid());
+        ctl_writer_field(w, "profile", "%s", strempty(t->profile->filename));
+        ctl_writer_field(w, "mtu", "%" PRIu32, t->mtu);
+        ctl_writer_field(w, "workers", "%u", t->n_workers);
+        ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
+        ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
+        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
+        write_keys(t, w);
         ctl_writer_field(w, "local_port", "%u", c->local_port);
         ctl_writer_field(w, "remote_port", "%u", c->remote_port);
         ctl_writer_field(w, "reorder_window", "%" PRIu32, c->reorder_window);
@@ -225,7 +369,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "paths_up", "%u", t->paths_up);
         ctl_writer_field(w, "session", "0x%08x", t->session);
         ctl_writer_field(w, "peer_session", "0x%08x", t->peer_session);
-        ctl_writer_field(w, "control_queue_overflows", "%" PRIu64, __atomic_load_n(&t->ka_overflow, __ATOMIC_RELAXED));
+        ctl_writer_field(w, "control_queue_overflows", "%" PRIu64, __atomic_load_n(&t->control_overflows, __ATOMIC_RELAXED));
         ctl_writer_field(w, "peer_restarts", "%" PRIu64, t->peer_restarts);
         if (t->secure) {
                 ctl_writer_field(w, "feedback_rx", "%" PRIu64, t->feedback_rx);
@@ -251,22 +395,8 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 }
                 ctl_writer_field(w, "addresses", "%s", list);
         }
-        if (t->reorder_enabled) {
-                ReorderStats st;
-                size_t held;
-                rx_shared_stats(t->rx, &st, &held);
-                ctl_writer_field(w, "reorder.delivered", "%" PRIu64, st.delivered);
-                ctl_writer_field(w, "reorder.held", "%" PRIu64, st.held);
-                ctl_writer_field(w, "reorder.late", "%" PRIu64, st.late);
-                ctl_writer_field(w, "reorder.lost", "%" PRIu64, st.lost);
-                ctl_writer_field(w, "reorder.timeouts", "%" PRIu64, st.timeouts);
-                ctl_writer_field(w, "reorder.duplicates", "%" PRIu64, st.duplicates);
-                ctl_writer_field(w, "reorder.stale", "%" PRIu64, st.stale);
-                ctl_writer_field(w, "reorder.resyncs", "%" PRIu64, st.resyncs);
-                ctl_writer_field(w, "reorder.overflows", "%" PRIu64, st.overflows);
-                ctl_writer_field(w, "reorder.early", "%" PRIu64, st.early);
-                ctl_writer_field(w, "reorder.buffered", "%zu", held);
-        }
+        if (t->reorder_enabled)
+                write_reorder(t, w);
         tunnel_sum_counters(t, -1, &pc);
         write_counters(w, &pc, false);
         if (t->repair) {
@@ -275,123 +405,11 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 ctl_writer_field(w, "repair.sent", "%" PRIu64, pc.repair_sent);
                 ctl_writer_field(w, "repair.missed", "%" PRIu64, pc.repair_missed);
         }
-        /* Policy=: each rule as it reads, its counters and delay, those of the traffic no rule
-         * matches, and the path of lowest-latency. */
-        for (size_t i = 0; i < c->policy.n; i++) {
-                _cleanup_free_ char *rule = mpt_policy_format(&c->policy.items[i]);
-                char key[48];
+        write_policy(t, w);
+        write_workers(t, w);
 
-                char member[24];
-
-                snprintf(member, sizeof member, "%zu", i);
-                snprintf(key, sizeof key, "policy.%s", member);
-                ctl_writer_field(w, key, "%s", strna(rule));
-                write_policy_class(w, t, &c->policy.items[i], i, member);
-        }
-        if (c->policy.n > 0)
-                write_policy_class(w, t, NULL, POLICY_CLASS_OTHER, "other");
-        for (size_t i = 0; i < c->policy.n; i++)
-                if (c->policy.items[i].mode == MPT_POLICY_LOWEST_LATENCY) {
-                        ctl_writer_field(w, "policy_fastest", "%s",
-                                         t->fastest >= 0 && (size_t) t->fastest < t->n_paths ? t->paths[t->fastest]->name : "");
-                        break;
-                }
-        /* Which workers move the data: packets each received and sent, over all paths. */
-        for (unsigned k = 0; k < t->n_workers; k++) {
-                uint64_t rx, tx;
-                char key[32];
-
-                tunnel_worker_packets(t, k, &rx, &tx);
-                snprintf(key, sizeof key, "worker_rx.%u", k);
-                ctl_writer_field(w, key, "%" PRIu64, rx);
-                snprintf(key, sizeof key, "worker_tx.%u", k);
-                ctl_writer_field(w, key, "%" PRIu64, tx);
-        }
-        /* And how much they wait for each other: the locks of what they share. */
-        for (unsigned k = 0; k < t->n_workers; k++) {
-                uint64_t waits, wait_ns;
-                char key[32];
-
-                tunnel_worker_contention(t, k, &waits, &wait_ns);
-                snprintf(key, sizeof key, "worker_lock_waits.%u", k);
-                ctl_writer_field(w, key, "%" PRIu64, waits);
-                snprintf(key, sizeof key, "worker_lock_wait_us.%u", k);
-                ctl_writer_field(w, key, "%" PRIu64, wait_ns / 1000);
-        }
-
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
-                MptSockaddr local;
-
-                sockaddr_from_address(&p->local, c->local_port, p->ifindex, &local);
-                ctl_writer_record(w, "path");
-                ctl_writer_field(w, "name", "%s", p->name);
-                ctl_writer_field(w, "state", "%s", path_state_to_string(p->state));
-                ctl_writer_field(w, "state_age_us", "%" PRIu64, now - p->state_since);
-                ctl_writer_field(w, "reason", "%s", strempty(path_reason(p)));
-                ctl_writer_field(w, "interface", "%s", strempty(p->config->interface));
-                ctl_writer_field(w, "ifindex", "%i", p->ifindex);
-                ctl_writer_field(w, "class", "%s", mpt_devclass_to_string(p->devclass));
-                ctl_writer_field(w, "local", "%s", p->fds ? sockaddr_to_string(&local, buf) : "");
-                ctl_writer_field(w, "remote", "%s", sockaddr_to_string(&p->remote, buf));
-                ctl_writer_field(w, "remote_changes", "%" PRIu64, p->remote_changes);
-                ctl_writer_field(w, "pin_remote", "%s", p->config->pin_remote ? "yes" : "no");
-                ctl_writer_field(w, "listens", "%s", path_config_listens(p->config) ? "yes" : "no");
-                ctl_writer_field(w, "weight", "%" PRIu32, path_effective_weight(p));
-                ctl_writer_field(w, "weight_source", "%s", weight_source(p));
-                ctl_writer_field(w, "receive_weight", "%" PRIu32, p->config->receive_weight);
-                ctl_writer_field(w, "peer_receive_weight", "%u", p->peer_receive_weight);
-                ctl_writer_field(w, "backup", "%s", path_is_backup(p) ? "yes" : "no");
-                ctl_writer_field(w, "demoted", "%s", p->demoted ? "yes" : "no");
-                ctl_writer_field(w, "loss_threshold_permille", "%" PRIu32, p->config->loss_threshold);
-                ctl_writer_field(w, "keepalive_interval_us", "%" PRIu64, p->config->keepalive_interval);
-                ctl_writer_field(w, "dead_time_us", "%" PRIu64, p->config->dead_time);
-                if (p->last_keepalive_rx > 0)
-                        ctl_writer_field(w, "last_keepalive_us", "%" PRIu64, now - p->last_keepalive_rx);
-                else
-                        ctl_writer_field(w, "last_keepalive_us", "%s", "");
-                if (p->rtt > 0) {
-                        ctl_writer_field(w, "rtt_us", "%" PRIu64, p->rtt);
-                        ctl_writer_field(w, "rtt_var_us", "%" PRIu64, p->rtt_var);
-                } else {
-                        ctl_writer_field(w, "rtt_us", "%s", "");
-                        ctl_writer_field(w, "rtt_var_us", "%s", "");
-                }
-                if (p->rx_loss_total >= 1.0)
-                        ctl_writer_field(w, "loss_rx", "%.3f", p->rx_loss_lost / p->rx_loss_total);
-                else
-                        ctl_writer_field(w, "loss_rx", "%s", "");
-                if (p->tx_loss_total >= 1.0)
-                        ctl_writer_field(w, "loss_tx", "%.3f", p->tx_loss_lost / p->tx_loss_total);
-                else
-                        ctl_writer_field(w, "loss_tx", "%s", "");
-                ctl_writer_field(w, "peer_flags", "%u", p->peer_flags);
-                ctl_writer_field(w, "queued_locally", "%s", tunnel_path_queued_locally(t, i) ? "yes" : "no");
-                /* The learned scheduler's view (secure mode): what the path delivers, its queueing
-                 * delay, its share of the vector. */
-                if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
-                        uint64_t share = 0;
-                        for (size_t j = 0; j < t->n_paths; j++)
-                                share += t->learn_published[j];
-                        share = share > 0 ? t->learn_published[i] * UINT64_C(1000) / share : 0;
-                        ctl_writer_field(w, "learned_rate_bps", "%" PRIu64,
-                                         p->learn.rate > 0 ? p->learn.rate * 8 : UINT64_C(0));
-                        ctl_writer_field(w, "delivered_bps", "%" PRIu64, p->learn.delivered * 8);
-                        ctl_writer_field(w, "pace_rate_bps", "%" PRIu64, tunnel_path_pace_rate(t, i) * 8);
-                        ctl_writer_field(w, "burst_rate_bps", "%" PRIu64, p->learn.peak * 8);
-                        ctl_writer_field(w, "queue_delay_us", "%" PRIu64, learn_queue_delay(&p->learn));
-                        /* Half the round trip (the path's own delay, if symmetric), and what
-                         * queues one way now. */
-                        if (p->rtt > 0)
-                                ctl_writer_field(w, "one_way_delay_us", "%" PRIu64, path_delay(t, p));
-                        ctl_writer_field(w, "saturated", "%s", p->learn.saturated ? "yes" : "no");
-                        ctl_writer_field(w, "share_permille", "%" PRIu64, share);
-                }
-                if (t->reorder_enabled)
-                        ctl_writer_field(w, "reorder_extra_us", "%" PRIu64, p->reorder_extra);
-                tunnel_sum_counters(t, (int) i, &pc);
-                write_counters(w, &pc, true);
-        }
+        for (size_t i = 0; i < t->n_paths; i++)
+                write_path(t, w, i, now);
 }
 
 /* The peer's credentials as the kernel recorded them at connect(). */

@@ -27,6 +27,20 @@ void path_update_state(Path *p, const char *reason);
 const char *path_reason(const Path *p);
 int path_set_admin(Path *p, bool down);
 int path_set_weight(Path *p, uint32_t weight);
+/* Where a path's weight comes from, first that applies: set at run time (mptctl), Weight= in the
+ * profile, the weight the other end asked for (its ReceiveWeight=), else the default. */
+typedef enum PathWeightSource {
+        PATH_WEIGHT_RUNTIME,
+        PATH_WEIGHT_PROFILE,
+        PATH_WEIGHT_PEER,
+        PATH_WEIGHT_DEFAULT,
+        _PATH_WEIGHT_SOURCE_MAX,
+        _PATH_WEIGHT_SOURCE_INVALID = -EINVAL,
+} PathWeightSource;
+
+DECLARE_STRING_TABLE(path_weight_source, PathWeightSource);
+
+PathWeightSource path_weight_source(const Path *p);
 uint32_t path_effective_weight(const Path *p);
 bool path_is_backup(const Path *p);
 /* Whether it has sockets and its link is up (handshake replies go out then, even while it

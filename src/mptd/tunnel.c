@@ -77,16 +77,33 @@ Path *tunnel_find_path(Tunnel *t, const char *name) {
         return NULL;
 }
 
-uint32_t path_effective_weight(const Path *p) {
-        const MptConfKey *k = conf_key(MPT_KEY_PATH_WEIGHT);
+static const char *const path_weight_source_table[_PATH_WEIGHT_SOURCE_MAX] = {
+        [PATH_WEIGHT_RUNTIME] = "runtime",
+        [PATH_WEIGHT_PROFILE] = "profile",
+        [PATH_WEIGHT_PEER] = "peer",
+        [PATH_WEIGHT_DEFAULT] = "default",
+};
+DEFINE_STRING_TABLE(path_weight_source, PathWeightSource, _PATH_WEIGHT_SOURCE_MAX);
 
+PathWeightSource path_weight_source(const Path *p) {
         if (p->weight_runtime_set)
-                return p->weight_runtime;
-        if (p->config->key_line[conf_key_index(k)] > 0)
-                return p->config->weight;
+                return PATH_WEIGHT_RUNTIME;
+        if (path_config_is_set(p->config, MPT_KEY_PATH_WEIGHT))
+                return PATH_WEIGHT_PROFILE;
         if (p->peer_receive_weight > 0)
+                return PATH_WEIGHT_PEER;
+        return PATH_WEIGHT_DEFAULT;
+}
+
+uint32_t path_effective_weight(const Path *p) {
+        switch (path_weight_source(p)) {
+        case PATH_WEIGHT_RUNTIME:
+                return p->weight_runtime;
+        case PATH_WEIGHT_PEER:
                 return p->peer_receive_weight;
-        return p->config->weight;
+        default:
+                return p->config->weight;
+        }
 }
 
 bool path_is_backup(const Path *p) {
@@ -493,7 +510,7 @@ bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
         uint64_t one = 1;
         bool wake, initiation = false;
 
-        pthread_mutex_lock(&t->ka_lock);
+        pthread_mutex_lock(&t->control_lock);
         /* Handshake messages need work (a DH or more) before they are known to be genuine: only
          * so many may wait, and then more are dropped rather than delaying the rest. Initiations
          * (which anyone can send: what a flood is made of) and the replies to this end's own
@@ -503,35 +520,33 @@ bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
         if (ev->kind == CONTROL_EVENT_HANDSHAKE) {
                 initiation = ev->hs.len > 0 && ev->hs.msg[0] == MPT_HANDSHAKE_INITIATION;
                 if ((initiation ? t->hs_queued : t->hs_replies_queued) >= HANDSHAKE_QUEUE_MAX) {
-                        pthread_mutex_unlock(&t->ka_lock);
+                        pthread_mutex_unlock(&t->control_lock);
                         return false;
                 }
         }
-        /* Keepalives come a few per second per path; a full queue means the main thread is stuck
-         * or someone floods us. Drop rather than grow without bound. */
-        if (t->ka_n >= 4096) {
-                t->ka_overflow++;
-                pthread_mutex_unlock(&t->ka_lock);
+        if (t->control_n >= CONTROL_QUEUE_MAX) {
+                t->control_overflows++;
+                pthread_mutex_unlock(&t->control_lock);
                 return false;
         }
-        if (t->ka_n % 64 == 0) {
-                ControlEvent *q = realloc(t->ka_queue, (t->ka_n + 64) * sizeof(ControlEvent));
+        if (t->control_n % CONTROL_QUEUE_GROW == 0) {
+                ControlEvent *q = realloc(t->control_queue, (t->control_n + CONTROL_QUEUE_GROW) * sizeof(ControlEvent));
                 if (!q) {
-                        t->ka_overflow++;
-                        pthread_mutex_unlock(&t->ka_lock);
+                        t->control_overflows++;
+                        pthread_mutex_unlock(&t->control_lock);
                         return false;
                 }
-                t->ka_queue = q;
+                t->control_queue = q;
         }
-        t->ka_queue[t->ka_n++] = *ev;
+        t->control_queue[t->control_n++] = *ev;
         if (ev->kind == CONTROL_EVENT_HANDSHAKE && initiation)
                 t->hs_queued++;
         else if (ev->kind == CONTROL_EVENT_HANDSHAKE)
                 t->hs_replies_queued++;
-        wake = t->ka_n == 1;
-        pthread_mutex_unlock(&t->ka_lock);
+        wake = t->control_n == 1;
+        pthread_mutex_unlock(&t->control_lock);
         if (wake)
-                (void) !write(t->ka_eventfd, &one, sizeof one);
+                (void) !write(t->control_eventfd, &one, sizeof one);
         return true;
 }
 
@@ -543,13 +558,13 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         size_t n;
 
         (void) !read(fd, &v, sizeof v);
-        pthread_mutex_lock(&t->ka_lock);
-        q = TAKE_PTR(t->ka_queue);
-        n = t->ka_n;
-        t->ka_n = 0;
+        pthread_mutex_lock(&t->control_lock);
+        q = TAKE_PTR(t->control_queue);
+        n = t->control_n;
+        t->control_n = 0;
         handshakes = t->hs_queued + t->hs_replies_queued;
         t->hs_queued = t->hs_replies_queued = 0;
-        pthread_mutex_unlock(&t->ka_lock);
+        pthread_mutex_unlock(&t->control_lock);
 
         for (size_t i = 0; i < n; i++) {
                 Path *p = NULL;
@@ -1111,9 +1126,191 @@ static void unconfigure_device(Tunnel *t) {
                 }
 }
 
+/* Secure mode: the cipher library, this run's epoch and, with the pre-shared key alone, the
+ * sending keys (with the handshake they come with sessions, session.c). */
+static int secure_setup(Tunnel *t) {
+        const MptProfile *profile = t->profile;
+        uint16_t rnd = 0;
+        int r;
+
+        assert(profile->tunnel.psk.set || profile_uses_handshake(profile)); /* profile_verify() */
+        r = mpt_secure_init();
+        if (r == -EOPNOTSUPP)
+                return log_tunnel_error_errno(t, r, "%s provides no ChaCha20-Poly1305, AES-256-GCM or "
+                                              "BLAKE2b MAC (a FIPS-only OpenSSL configuration?): %m",
+                                              mpt_secure_library());
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to initialise %s: %m", mpt_secure_library());
+        /* The epoch grows from one run to the next (the other end never goes back to an
+         * older one): wall-clock nanoseconds, the low 16 bits random so that both ends
+         * never pick the same one. */
+        (void) !getrandom(&rnd, sizeof rnd, 0);
+        t->epoch = ((uint64_t) now_realtime_nsec() & ~UINT64_C(0xffff)) | rnd;
+        if (t->epoch == 0)
+                t->epoch = 1;
+        t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
+        if (profile_uses_handshake(profile)) {
+                /* Keys come with sessions (session.c); the epoch in each datagram is then the
+                 * receiver's session id. */
+                t->handshake = true;
+                t->epoch = 0;
+        } else {
+                r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
+        }
+        for (size_t i = 0; i < MPT_PATHS_MAX; i++)
+                t->tx_counter[i] = 1;
+        t->secure = true;
+        return 0;
+}
+
+/* rtnetlink: a socket to ask and a subscription to follow the kernel, and with a .netdev the
+ * device networkd made. */
+static int kernel_setup(Tunnel *t) {
+        int r;
+
+        r = rtnl_open(&t->rtnl);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to open rtnetlink socket: %m");
+        /* Listen before looking, so that nothing that happens in between is missed. */
+        r = rtnl_monitor_new(t->event, &monitor_handlers, t, &t->monitor);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to subscribe to rtnetlink events: %m");
+        if (t->profile->from_netdev) {
+                RtnlLink l;
+
+                /* networkd owns the device: never create one behind its back. */
+                r = rtnl_link_get_by_name(t->rtnl, t->name, &l);
+                if (r == -ENODEV)
+                        return log_tunnel_error_errno(t, r,
+                                                      "TUN device '%s' does not exist. systemd-networkd creates it "
+                                                      "from %s: is networkd running, and has it read the file "
+                                                      "('networkctl reload')?", t->name, t->profile->filename);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to look up interface '%s': %m", t->name);
+        }
+        r = sd_event_add_defer(t->event, &t->refresh_event, on_refresh, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to add event source: %m");
+        (void) sd_event_source_set_enabled(t->refresh_event, SD_EVENT_OFF);
+        return 0;
+}
+
+/* What the receiving workers share (reorder buffers, secure receive state, the buffer pool), and
+ * which workers receive. Before the paths bind: whether it reorders decides where they are
+ * received (path_rx_worker()). */
+static int receive_setup(Tunnel *t) {
+        const MptTunnelConfig *c = &t->profile->tunnel;
+
+        if (rx_shared_new(c->reorder_window, c->reorder_max_delay, &t->rx) < 0)
+                return log_oom();
+        if (t->secure && rx_shared_set_secure(t->rx, t->handshake, t->epoch) < 0)
+                return log_oom();
+        if (c->reorder_window > 0) {
+                t->reorder_hold = t->reorder_spread = c->reorder_max_delay;
+                t->reorder_enabled = true;
+        }
+        t->repair = t->secure && t->reorder_enabled && dataplane_options.repair;
+        t->repair_via = -1;
+        if (t->n_workers > 1 && t->reorder_enabled && !dataplane_options.rx_spread)
+                t->rx_workers = t->secure ? t->n_workers / 2 : 1;
+        if (worker_pool_setup(t) < 0)
+                return log_oom();
+        return 0;
+}
+
+/* The paths, each as the kernel has its interface and addresses now: one whose interface or
+ * address is missing waits for it. */
+static int paths_setup(Tunnel *t) {
+        int r;
+
+        t->n_paths = t->profile->n_paths;
+        t->paths = calloc(t->n_paths, sizeof(Path *));
+        if (!t->paths)
+                return log_oom();
+        for (size_t i = 0; i < t->n_paths; i++) {
+                r = path_new(t, (unsigned) i, &t->profile->paths[i], &t->paths[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < t->n_paths; i++) {
+                r = path_refresh(t->paths[i], true);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The TUN device (created, or networkd's attached to), one queue per worker, and its addresses,
+ * routes and MTU. */
+static int device_setup(Tunnel *t) {
+        _cleanup_free_ char *err = NULL;
+        char off[64];
+        int r;
+
+        r = compute_mtu(t);
+        if (r < 0)
+                return r;
+        find_keepalive_addresses(t);
+
+        r = tun_open(t->rtnl, t->name, t->n_workers, dataplane_options.offload, &t->tun, &err);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "%s", err ?: "Failed to open the TUN device");
+        if (t->profile->from_netdev && !t->tun.persistent)
+                /* It went away between the look-up and the attach: what we opened is ours, not
+                 * networkd's, and goes away with us. */
+                return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(ENODEV),
+                                              "TUN device '%s' disappeared while mptd attached to it.", t->name);
+        log_tunnel_info(t, "%s TUN device '%s' (ifindex %i) with %u queue%s, MTU %u, offloads: %s%s.",
+                        t->tun.persistent ? "Attached to" : "Created", t->tun.ifname, t->tun.ifindex,
+                        t->n_workers, t->n_workers == 1 ? "" : "s", t->mtu,
+                        tun_offloads_to_string(t->tun.offloads, off, sizeof off),
+                        t->tun.vnet_hdr ? "" : " (the device has no virtio-net header)");
+        return configure_device(t);
+}
+
+/* The workers (not started yet: tunnel_publish() first gives them a snapshot), the control queue
+ * they hand events to the main thread by, and the timer that frees retired snapshots. */
+static int workers_setup(Tunnel *t) {
+        int r;
+
+        t->workers = calloc(t->n_workers, sizeof(Worker *));
+        if (!t->workers)
+                return log_oom();
+        for (unsigned i = 0; i < t->n_workers; i++) {
+                r = worker_new(t, i, t->tun.fds[i], &t->workers[i]);
+                if (r < 0)
+                        return log_tunnel_error_errno(t, r, "Failed to set up worker %u: %m", i);
+        }
+
+        t->control_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (t->control_eventfd < 0)
+                return log_tunnel_error_errno(t, errno, "Failed to create eventfd: %m");
+        r = sd_event_add_io(t->event, &t->control_source, t->control_eventfd, EPOLLIN, on_control_event, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to watch keepalive queue: %m");
+        r = sd_event_add_time_relative(t->event, &t->reclaim_timer, CLOCK_MONOTONIC, RECLAIM_INTERVAL_USEC, 0,
+                                       on_reclaim_timer, t);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to add timer: %m");
+        (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_OFF);
+        return 0;
+}
+
+/* Firewall=yes: the nftables table. */
+static int firewall_setup(Tunnel *t) {
+        int r;
+
+        r = nft_open(&t->nft);
+        if (r < 0)
+                return log_tunnel_error_errno(t, r, "Failed to open nftables netlink socket: %m. Set "
+                                              "Firewall=no to run without the firewall table.");
+        return tunnel_update_firewall(t, true);
+}
+
 int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel **ret) {
         _cleanup_(tunnel_freep) Tunnel *t = NULL;
-        _cleanup_free_ char *err = NULL;
         int r;
 
         assert(n_workers >= 1 && n_workers <= MPT_WORKERS_MAX);
@@ -1125,11 +1322,12 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t->event = sd_event_ref(event);
         t->profile = profile;
         t->name = profile->tunnel.name;
+        t->n_workers = n_workers;
         t->fastest = -1;
-        t->ka_eventfd = -EBADF;
+        t->control_eventfd = -EBADF;
         t->started = now_usec();
         pthread_mutex_init(&t->tx_lock, NULL);
-        pthread_mutex_init(&t->ka_lock, NULL);
+        pthread_mutex_init(&t->control_lock, NULL);
         do
                 if (getrandom(&t->session, sizeof t->session, 0) != sizeof t->session)
                         t->session = (uint32_t) now_usec();
@@ -1140,166 +1338,38 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         (void) !getrandom(&t->tx_seq, sizeof(uint32_t), 0);
 
         if (profile->tunnel.mode == MPT_MODE_SECURE) {
-                uint16_t rnd = 0;
-
-                assert(profile->tunnel.psk.set || profile_uses_handshake(profile)); /* profile_verify() */
-                r = mpt_secure_init();
-                if (r == -EOPNOTSUPP)
-                        return log_tunnel_error_errno(t, r, "%s provides no ChaCha20-Poly1305, AES-256-GCM or "
-                                                      "BLAKE2b MAC (a FIPS-only OpenSSL configuration?): %m",
-                                                      mpt_secure_library());
-                if (r < 0)
-                        return log_tunnel_error_errno(t, r, "Failed to initialise %s: %m", mpt_secure_library());
-                /* The epoch grows from one run to the next (the other end never goes back to an
-                 * older one): wall-clock nanoseconds, the low 16 bits random so that both ends
-                 * never pick the same one. */
-                (void) !getrandom(&rnd, sizeof rnd, 0);
-                t->epoch = ((uint64_t) now_realtime_nsec() & ~UINT64_C(0xffff)) | rnd;
-                if (t->epoch == 0)
-                        t->epoch = 1;
-                t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
-                if (profile_uses_handshake(profile)) {
-                        /* Keys come with sessions (session.c); the epoch in each datagram is then the
-                         * receiver's session id. */
-                        t->handshake = true;
-                        t->epoch = 0;
-                } else {
-                        r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
-                        if (r < 0)
-                                return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
-                }
-                for (size_t i = 0; i < MPT_PATHS_MAX; i++)
-                        t->tx_counter[i] = 1;
-                t->secure = true;
-        }
-
-        r = rtnl_open(&t->rtnl);
-        if (r < 0)
-                return log_tunnel_error_errno(t, r, "Failed to open rtnetlink socket: %m");
-        /* Listen before looking, so that nothing that happens in between is missed. */
-        r = rtnl_monitor_new(event, &monitor_handlers, t, &t->monitor);
-        if (r < 0)
-                return log_tunnel_error_errno(t, r, "Failed to subscribe to rtnetlink events: %m");
-        if (profile->from_netdev) {
-                RtnlLink l;
-
-                /* networkd owns the device: never create one behind its back. */
-                r = rtnl_link_get_by_name(t->rtnl, t->name, &l);
-                if (r == -ENODEV)
-                        return log_tunnel_error_errno(t, r,
-                                                      "TUN device '%s' does not exist. systemd-networkd creates it "
-                                                      "from %s: is networkd running, and has it read the file "
-                                                      "('networkctl reload')?", t->name, profile->filename);
-                if (r < 0)
-                        return log_tunnel_error_errno(t, r, "Failed to look up interface '%s': %m", t->name);
-        }
-        r = sd_event_add_defer(event, &t->refresh_event, on_refresh, t);
-        if (r < 0)
-                return log_tunnel_error_errno(t, r, "Failed to add event source: %m");
-        (void) sd_event_source_set_enabled(t->refresh_event, SD_EVENT_OFF);
-
-        t->n_workers = n_workers;
-        /* Before the paths bind: whether it reorders decides where they are received
-         * (path_rx_worker()). */
-        r = rx_shared_new(profile->tunnel.reorder_window, profile->tunnel.reorder_max_delay, &t->rx);
-        if (r < 0)
-                return log_oom();
-        if (t->secure && rx_shared_set_secure(t->rx, t->handshake, t->epoch) < 0)
-                return log_oom();
-        if (profile->tunnel.reorder_window > 0) {
-                t->reorder_hold = t->reorder_spread = profile->tunnel.reorder_max_delay;
-                t->reorder_enabled = true;
-        }
-        t->repair = t->secure && t->reorder_enabled && dataplane_options.repair;
-        t->repair_via = -1;
-        if (n_workers > 1 && t->reorder_enabled && !dataplane_options.rx_spread)
-                t->rx_workers = t->secure ? n_workers / 2 : 1;
-        if (worker_pool_setup(t) < 0)
-                return log_oom();
-
-        t->n_paths = profile->n_paths;
-        t->paths = calloc(t->n_paths, sizeof(Path *));
-        if (!t->paths)
-                return log_oom();
-        for (size_t i = 0; i < t->n_paths; i++) {
-                r = path_new(t, (unsigned) i, &profile->paths[i], &t->paths[i]);
+                r = secure_setup(t);
                 if (r < 0)
                         return r;
         }
-        /* What exists now: a path whose interface or address is missing waits for it. */
-        for (size_t i = 0; i < t->n_paths; i++) {
-                r = path_refresh(t->paths[i], true);
-                if (r < 0)
-                        return r;
-        }
-
-        r = compute_mtu(t);
+        r = kernel_setup(t);
         if (r < 0)
                 return r;
-        find_keepalive_addresses(t);
-
-        r = tun_open(t->rtnl, t->name, n_workers, dataplane_options.offload, &t->tun, &err);
-        if (r < 0)
-                return log_tunnel_error_errno(t, r, "%s", err ?: "Failed to open the TUN device");
-        if (profile->from_netdev && !t->tun.persistent)
-                /* It went away between the look-up and the attach: what we opened is ours, not
-                 * networkd's, and goes away with us. */
-                return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(ENODEV),
-                                              "TUN device '%s' disappeared while mptd attached to it.", t->name);
-        {
-                char off[64];
-                log_tunnel_info(t, "%s TUN device '%s' (ifindex %i) with %u queue%s, MTU %u, offloads: %s%s.",
-                                t->tun.persistent ? "Attached to" : "Created", t->tun.ifname, t->tun.ifindex,
-                                n_workers, n_workers == 1 ? "" : "s", t->mtu,
-                                tun_offloads_to_string(t->tun.offloads, off, sizeof off),
-                                t->tun.vnet_hdr ? "" : " (the device has no virtio-net header)");
-        }
-
-        r = configure_device(t);
+        r = receive_setup(t);
         if (r < 0)
                 return r;
-
-        t->workers = calloc(n_workers, sizeof(Worker *));
-        if (!t->workers)
-                return log_oom();
-        for (unsigned i = 0; i < n_workers; i++) {
-                r = worker_new(t, i, t->tun.fds[i], &t->workers[i]);
-                if (r < 0)
-                        return log_tunnel_error_errno(t, r, "Failed to set up worker %u: %m", i);
-        }
-
-        t->ka_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (t->ka_eventfd < 0)
-                return log_tunnel_error_errno(t, errno, "Failed to create eventfd: %m");
-        r = sd_event_add_io(event, &t->ka_source, t->ka_eventfd, EPOLLIN, on_control_event, t);
+        r = paths_setup(t);
         if (r < 0)
-                return log_tunnel_error_errno(t, r, "Failed to watch keepalive queue: %m");
-        r = sd_event_add_time_relative(event, &t->reclaim_timer, CLOCK_MONOTONIC, 10 * USEC_PER_MSEC, 0,
-                                       on_reclaim_timer, t);
+                return r;
+        r = device_setup(t);
         if (r < 0)
-                return log_tunnel_error_errno(t, r, "Failed to add timer: %m");
-        (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_OFF);
-
+                return r;
+        r = workers_setup(t);
+        if (r < 0)
+                return r;
         r = feedback_start(t);
         if (r < 0)
                 return r;
-
         for (size_t i = 0; i < t->n_paths; i++) {
                 r = path_start(t->paths[i]);
                 if (r < 0)
                         return r;
         }
-
         if (profile->tunnel.firewall) {
-                r = nft_open(&t->nft);
-                if (r < 0)
-                        return log_tunnel_error_errno(t, r, "Failed to open nftables netlink socket: %m. Set "
-                                                      "Firewall=no to run without the firewall table.");
-                r = tunnel_update_firewall(t, true);
+                r = firewall_setup(t);
                 if (r < 0)
                         return r;
         }
-
         if (t->handshake) {
                 r = session_start(t);
                 if (r < 0)
@@ -1354,7 +1424,7 @@ Tunnel *tunnel_free(Tunnel *t) {
         }
         free(t->fw_remotes);
 
-        sd_event_source_disable_unref(t->ka_source);
+        sd_event_source_disable_unref(t->control_source);
         sd_event_source_disable_unref(t->reclaim_timer);
         session_stop(t);
         feedback_stop(t);
@@ -1363,12 +1433,12 @@ Tunnel *tunnel_free(Tunnel *t) {
         for (size_t i = 0; i < t->n_pending_close; i++)
                 safe_close(t->pending_close[i]);
         free(t->pending_close);
-        safe_close(t->ka_eventfd);
-        free(t->ka_queue);
+        safe_close(t->control_eventfd);
+        free(t->control_queue);
         rx_shared_free(t->rx);
         worker_pool_free(t);
         pthread_mutex_destroy(&t->tx_lock);
-        pthread_mutex_destroy(&t->ka_lock);
+        pthread_mutex_destroy(&t->control_lock);
         mpt_secure_keys_wipe(&t->tx_keys);
         free(t->address_added);
         free(t->route_added);

@@ -300,12 +300,15 @@ struct Tunnel {
         uint32_t *rx_pool_refs;
         unsigned rx_pool_n, rx_pool_per_worker;
 
-        pthread_mutex_t ka_lock;
-        ControlEvent *ka_queue;
-        size_t ka_n;
-        uint64_t ka_overflow;
-        int ka_eventfd;
-        sd_event_source *ka_source;
+        /* The control queue: every ControlEvent the workers hand to the main thread
+         * (tunnel_queue_event()), control_n of them, under control_lock; control_eventfd wakes the
+         * main thread when the queue stops being empty. */
+        pthread_mutex_t control_lock;
+        ControlEvent *control_queue;
+        size_t control_n;
+        uint64_t control_overflows; /* events dropped: the queue was full (mptctl: control_queue_overflows) */
+        int control_eventfd;
+        sd_event_source *control_source;
 
         uint64_t drops_main[_MPT_DROP_MAX]; /* counted by the main thread, not tied to a path */
 
@@ -326,7 +329,7 @@ struct Tunnel {
         uint64_t tx_counter[MPT_PATHS_MAX]; /* next counter per path on the control lane */
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
         /* The handshake (session.c; NULL: the pre-shared key alone, t->tx_keys and t->epoch).
-         * Main thread, except handshake (set at start) and hs_queued (under ka_lock). */
+         * Main thread, except handshake (set at start) and hs_queued (under control_lock). */
         bool handshake;
         MptHandshake *hs;
         sd_event_source *hs_timer;
@@ -464,6 +467,13 @@ MptCipher tunnel_tx_cipher(Tunnel *t);
  * handshake message: more initiations, or more of the other messages, wait than
  * HANDSHAKE_QUEUE_MAX), counted by the caller as it sees fit. */
 #define HANDSHAKE_QUEUE_MAX 64u
+/* The most control events that wait at once: keepalives come a few per second per path (at most
+ * MPT_PATHS_MAX paths) and the main thread takes them all at each wake, so a queue this long means
+ * that it is stuck or that someone floods us; events beyond are dropped and counted rather than
+ * grow the queue without bound. It grows by CONTROL_QUEUE_GROW events at a time (one realloc()
+ * per so many under the lock). */
+#define CONTROL_QUEUE_MAX 4096u
+#define CONTROL_QUEUE_GROW 64u
 bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev);
 /* Re-reads the kernel's state for every path soon (coalesced). */
 void tunnel_schedule_refresh(Tunnel *t);

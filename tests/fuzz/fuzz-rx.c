@@ -489,9 +489,9 @@ static int fuzz_new(Input *in, Fuzz **ret) {
                 return -ENOMEM;
         t->profile = &profile;
         t->name = "fuzz";
-        t->ka_eventfd = -EBADF;
+        t->control_eventfd = -EBADF;
         pthread_mutex_init(&t->tx_lock, NULL);
-        pthread_mutex_init(&t->ka_lock, NULL);
+        pthread_mutex_init(&t->control_lock, NULL);
         /* Every worker receives (as without receiving and sending workers apart), through one
          * TUN queue. */
         t->n_workers = fz->n_workers;
@@ -561,9 +561,9 @@ static void fuzz_free(Fuzz *fz) {
         if (t) {
                 rx_shared_free(t->rx);
                 worker_pool_free(t);
-                free(t->ka_queue);
+                free(t->control_queue);
                 pthread_mutex_destroy(&t->tx_lock);
-                pthread_mutex_destroy(&t->ka_lock);
+                pthread_mutex_destroy(&t->control_lock);
                 free(t);
         }
         free(fz->s);
@@ -1624,16 +1624,16 @@ static void flush_batch(Fuzz *fz) {
                         }
                 }
         }
-        overflow = t->ka_overflow;
+        overflow = t->control_overflows;
         for (unsigned id = 0; id < MPT_PATHS_MAX; id++)
                 worker_rx_track_read(w, id, &tracks[id]);
 
         worker_rx_process(w, fz->s, fz->socket_path, msgs, fz->n_msgs);
 
         /* The control events, as the main thread would take them. */
-        fz->events += t->ka_n;
-        for (size_t i = 0; i < t->ka_n; i++) {
-                const ControlEvent *ev = &t->ka_queue[i];
+        fz->events += t->control_n;
+        for (size_t i = 0; i < t->control_n; i++) {
+                const ControlEvent *ev = &t->control_queue[i];
                 unsigned c;
 
                 n_ka += ev->kind == CONTROL_EVENT_KEEPALIVE;
@@ -1668,8 +1668,8 @@ static void flush_batch(Fuzz *fz) {
         if (fz->secure)
                 check(n_ka <= fresh_ka && n_ps <= fresh_ps,
                       "more control events than authentic new control frames");
-        t->ka_n = 0;
-        overflow = t->ka_overflow - overflow;
+        t->control_n = 0;
+        overflow = t->control_overflows - overflow;
 
         after = sums(fz);
         check(after.units - before.units + n_ps + n_fb <= units &&
