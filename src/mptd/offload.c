@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <endian.h>
 #include <netinet/in.h>
 
 #include "offload.h"
@@ -15,70 +14,6 @@
 #define TCP_ECE 0x40
 #define TCP_CWR 0x80
 
-static inline uint16_t rd16(const uint8_t *p) {
-        return (uint16_t) (p[0] << 8 | p[1]);
-}
-static inline uint32_t rd32(const uint8_t *p) {
-        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
-}
-static inline void wr16(uint8_t *p, uint16_t v) {
-        p[0] = v >> 8;
-        p[1] = v & 0xff;
-}
-static inline void wr32(uint8_t *p, uint32_t v) {
-        p[0] = v >> 24;
-        p[1] = (v >> 16) & 0xff;
-        p[2] = (v >> 8) & 0xff;
-        p[3] = v & 0xff;
-}
-
-/* The one's complement sum is independent of byte order up to a final swap (RFC 1071 2(B)):
- * sum native words, keep the running sum in native order, swap when writing it out. */
-uint32_t csum_add(uint32_t sum, const void *data, size_t len) {
-        const uint8_t *p = data;
-        uint64_t s = sum;
-
-        for (; len >= 16; p += 16, len -= 16) {
-                uint32_t w[4];
-                memcpy(w, p, sizeof w);
-                s += (uint64_t) w[0] + w[1] + w[2] + w[3];
-        }
-        for (; len >= 4; p += 4, len -= 4) {
-                uint32_t w;
-                memcpy(&w, p, sizeof w);
-                s += w;
-        }
-        if (len >= 2) {
-                uint16_t w;
-                memcpy(&w, p, sizeof w);
-                s += w;
-                p += 2;
-                len -= 2;
-        }
-        if (len)
-                /* A last odd byte is the high half of a network-order word. */
-                s += BYTE_ORDER == LITTLE_ENDIAN ? (uint32_t) p[0] : (uint32_t) p[0] << 8;
-        while (s >> 16)
-                s = (s & 0xffff) + (s >> 16);
-        return (uint32_t) s;
-}
-
-/* Native running sum -> network-order 16-bit value of the sum (not complemented). */
-static uint16_t sum_to_net(uint32_t sum) {
-        while (sum >> 16)
-                sum = (sum & 0xffff) + (sum >> 16);
-        return BYTE_ORDER == LITTLE_ENDIAN ? (uint16_t) ((sum >> 8 | sum << 8) & 0xffff) : (uint16_t) sum;
-}
-
-/* Network-order 16-bit value -> native running sum. */
-static uint32_t net_to_sum(uint16_t v) {
-        return BYTE_ORDER == LITTLE_ENDIAN ? (uint32_t) ((v >> 8 | v << 8) & 0xffff) : v;
-}
-
-uint16_t csum_fold(uint32_t sum) {
-        return (uint16_t) ~sum_to_net(sum);
-}
-
 uint32_t csum_pseudo(int family, const uint8_t *src, const uint8_t *dst, uint8_t proto, uint32_t len) {
         uint8_t tail[8] = {};
         uint32_t s;
@@ -87,19 +22,19 @@ uint32_t csum_pseudo(int family, const uint8_t *src, const uint8_t *dst, uint8_t
                 s = csum_add(0, src, 4);
                 s = csum_add(s, dst, 4);
                 tail[1] = proto;
-                wr16(tail + 2, (uint16_t) len);
+                wr16be(tail + 2, (uint16_t) len);
                 return csum_add(s, tail, 4);
         }
         s = csum_add(0, src, 16);
         s = csum_add(s, dst, 16);
-        wr32(tail, len);
+        wr32be(tail, len);
         tail[7] = proto;
         return csum_add(s, tail, 8);
 }
 
 static void ipv4_header_checksum(uint8_t *ip, size_t ihl) {
         ip[10] = ip[11] = 0;
-        wr16(ip + 10, mpt_checksum(ip, ihl));
+        wr16be(ip + 10, mpt_checksum(ip, ihl));
 }
 
 /* IP and transport header lengths of a packet whose transport protocol must be proto. */
@@ -111,7 +46,7 @@ static int parse_headers(const uint8_t *pkt, size_t len, uint8_t proto, int *ret
                 return -EBADMSG;
         if (pkt[0] >> 4 == 4) {
                 ip_len = (size_t) (pkt[0] & 0x0f) * 4;
-                if (ip_len < 20 || pkt[9] != proto || (rd16(pkt + 6) & 0x3fff) != 0)
+                if (ip_len < 20 || pkt[9] != proto || (rd16be(pkt + 6) & 0x3fff) != 0)
                         return -EBADMSG; /* options are fine; fragments are not */
                 *ret_family = AF_INET;
         } else if (pkt[0] >> 4 == 6) {
@@ -144,12 +79,12 @@ static int finish_checksum(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t
         if (start >= len || field + 2 > len || (vh->csum_offset != 16 && vh->csum_offset != 6))
                 return -EBADMSG;
         /* The kernel left the pseudo-header sum in the field: add the rest to it. */
-        sum = net_to_sum(rd16(pkt + field));
+        sum = csum_from_be(rd16be(pkt + field));
         pkt[field] = pkt[field + 1] = 0;
         c = csum_fold(csum_add(sum, pkt + start, len - start));
         if (c == 0 && vh->csum_offset == 6)
                 c = 0xffff; /* UDP: 0 means "no checksum" */
-        wr16(pkt + field, c);
+        wr16be(pkt + field, c);
         return 0;
 }
 
@@ -218,12 +153,12 @@ static int segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, si
         end = first + MIN(MIN(max_segs, (size_t) OFFLOAD_SEGMENTS_MAX), n - first);
 
         if (family == AF_INET) {
-                id0 = rd16(pkt + 4);
+                id0 = rd16be(pkt + 4);
                 addr_sum = csum_add(0, pkt + 12, 8);
         } else
                 addr_sum = csum_add(0, pkt + 8, 32);
         if (proto == IPPROTO_TCP)
-                seq0 = rd32(pkt + ip_len + 4);
+                seq0 = rd32be(pkt + ip_len + 4);
 
         for (size_t i = first; i < end; i++) {
                 uint8_t *h = headers_scratch + (i - first) * slot + headroom;
@@ -237,21 +172,21 @@ static int segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, si
 
                 memcpy(h, pkt, hdr_len);
                 if (family == AF_INET) {
-                        wr16(h + 2, (uint16_t) (hdr_len + plen));
-                        wr16(h + 4, (uint16_t) (id0 + i));
+                        wr16be(h + 2, (uint16_t) (hdr_len + plen));
+                        wr16be(h + 4, (uint16_t) (id0 + i));
                         ipv4_header_checksum(h, ip_len);
                         pseudo_tail[1] = proto;
-                        wr16(pseudo_tail + 2, (uint16_t) (l4 + plen));
+                        wr16be(pseudo_tail + 2, (uint16_t) (l4 + plen));
                         sum = csum_add(addr_sum, pseudo_tail, 4);
                 } else {
-                        wr16(h + 4, (uint16_t) (hdr_len - 40 + plen));
-                        wr32(pseudo_tail, (uint32_t) (l4 + plen));
+                        wr16be(h + 4, (uint16_t) (hdr_len - 40 + plen));
+                        wr32be(pseudo_tail, (uint32_t) (l4 + plen));
                         pseudo_tail[7] = proto;
                         sum = csum_add(addr_sum, pseudo_tail, 8);
                 }
 
                 if (proto == IPPROTO_TCP) {
-                        wr32(th + 4, seq0 + (uint32_t) (i * chunk));
+                        wr32be(th + 4, seq0 + (uint32_t) (i * chunk));
                         /* As the kernel's TSO does: CWR on the first segment only, FIN and PSH on
                          * the last only. */
                         if (i > 0)
@@ -261,14 +196,14 @@ static int segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, si
                         th[16] = th[17] = 0;
                         sum = csum_add(sum, th, l4);
                         sum = csum_add(sum, data, plen);
-                        wr16(th + 16, csum_fold(sum));
+                        wr16be(th + 16, csum_fold(sum));
                 } else {
-                        wr16(th + 4, (uint16_t) (8 + plen));
+                        wr16be(th + 4, (uint16_t) (8 + plen));
                         th[6] = th[7] = 0;
                         sum = csum_add(sum, th, 8);
                         sum = csum_add(sum, data, plen);
                         c = csum_fold(sum);
-                        wr16(th + 6, c ?: 0xffff);
+                        wr16be(th + 6, c ?: 0xffff);
                 }
                 segs[i - first] = (OffloadSegment) { .headers = h, .headers_len = hdr_len, .payload = data, .payload_len = plen };
         }
@@ -300,8 +235,8 @@ static bool gro_start(Gro *g, const uint8_t *pkt, size_t len, int family, size_t
                 .ip_len = ip_len,
                 .headers_len = hdr_len,
                 .gso_size = (uint16_t) (len - hdr_len),
-                .next_seq = rd32(th + 4) + (uint32_t) (len - hdr_len),
-                .next_ip_id = family == AF_INET ? (uint16_t) (rd16(pkt + 4) + 1) : 0,
+                .next_seq = rd32be(th + 4) + (uint32_t) (len - hdr_len),
+                .next_ip_id = family == AF_INET ? (uint16_t) (rd16be(pkt + 4) + 1) : 0,
                 .last_short = (th[13] & TCP_PSH) != 0,
                 .n_segments = 1,
                 .total = len,
@@ -341,7 +276,7 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
                 /* Same addresses, TOS, TTL, protocol and flags (DF and the reserved one: segmenting
                  * gives every packet the first one's); consecutive IDs. */
                 if (memcmp(pkt + 12, g->headers + 12, 8) != 0 || pkt[1] != g->headers[1] || pkt[8] != g->headers[8] ||
-                    rd16(pkt + 6) != rd16(g->headers + 6) || rd16(pkt + 4) != g->next_ip_id)
+                    rd16be(pkt + 6) != rd16be(g->headers + 6) || rd16be(pkt + 4) != g->next_ip_id)
                         return false;
         } else {
                 /* Same version/class/flow label, hop limit and addresses. */
@@ -350,7 +285,7 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         }
         /* Same ports, ACK number, data offset and AE, flags but PSH, window and options; the next
          * sequence number. */
-        if (memcmp(th, gth, 4) != 0 || memcmp(th + 8, gth + 8, 4) != 0 || th[12] != gth[12] || rd32(th + 4) != g->next_seq ||
+        if (memcmp(th, gth, 4) != 0 || memcmp(th + 8, gth + 8, 4) != 0 || th[12] != gth[12] || rd32be(th + 4) != g->next_seq ||
             (th[13] & (uint8_t) ~TCP_PSH) != (gth[13] & (uint8_t) ~TCP_PSH) || memcmp(th + 14, gth + 14, 2) != 0 ||
             memcmp(th + 20, gth + 20, hdr_len - ip_len - 20) != 0)
                 return false;
@@ -384,18 +319,18 @@ size_t gro_finish(Gro *g, struct iovec **ret_iov) {
                 uint32_t pseudo;
 
                 if (g->family == AF_INET) {
-                        wr16(ip + 2, (uint16_t) g->total);
+                        wr16be(ip + 2, (uint16_t) g->total);
                         ipv4_header_checksum(ip, g->ip_len);
                         pseudo = csum_pseudo(AF_INET, ip + 12, ip + 16, IPPROTO_TCP, (uint32_t) tcp_len);
                         vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
                 } else {
-                        wr16(ip + 4, (uint16_t) (g->total - 40));
+                        wr16be(ip + 4, (uint16_t) (g->total - 40));
                         pseudo = csum_pseudo(AF_INET6, ip + 8, ip + 24, IPPROTO_TCP, (uint32_t) tcp_len);
                         vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
                 }
                 /* Checksum left partial: the pseudo-header sum in the field, not complemented; the
                  * kernel finishes it if the packet ever needs one. */
-                wr16(th + 16, sum_to_net(pseudo));
+                wr16be(th + 16, csum_to_be(pseudo));
                 vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
                 vh.hdr_len = (uint16_t) g->headers_len;
                 vh.gso_size = g->gso_size;

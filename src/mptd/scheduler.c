@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include "byteorder.h"
 #include "scheduler.h"
 
 static uint32_t gcd32(uint32_t a, uint32_t b) {
@@ -206,10 +207,6 @@ void sched_runs_reset(SchedRuns *r) {
         r->active = false;
 }
 
-static uint32_t rd32be(const uint8_t *p) {
-        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
-}
-
 uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len) {
         uint32_t h = 0x5bd1e995u;
         size_t alen, l4 = 0;
@@ -246,7 +243,7 @@ uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len) {
                 h = mix32(h, rd32be(b + i));
         h = mix32(h, proto);
         if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4) {
-                uint16_t sp = (uint16_t) (pkt[l4] << 8 | pkt[l4 + 1]), dp = (uint16_t) (pkt[l4 + 2] << 8 | pkt[l4 + 3]);
+                uint16_t sp = rd16be(pkt + l4), dp = rd16be(pkt + l4 + 2);
                 h = mix32(h, (uint32_t) MIN(sp, dp) << 16 | MAX(sp, dp));
         }
         return fmix32(h);
@@ -261,7 +258,7 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
                 size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
                 bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
                 for (size_t i = 12; i < 20; i += 4)
-                        h = mix32(h, (uint32_t) pkt[i] << 24 | pkt[i + 1] << 16 | pkt[i + 2] << 8 | pkt[i + 3]);
+                        h = mix32(h, rd32be(pkt + i));
                 proto = pkt[9];
                 /* Non-first fragments carry no ports: hash every fragment (MF or an offset set)
                  * by addresses and protocol only, so that a datagram's fragments share a path. */
@@ -269,16 +266,16 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
                         l4 = ihl;
         } else if (len >= 40 && pkt[0] >> 4 == 6) {
                 for (size_t i = 8; i < 40; i += 4)
-                        h = mix32(h, (uint32_t) pkt[i] << 24 | pkt[i + 1] << 16 | pkt[i + 2] << 8 | pkt[i + 3]);
+                        h = mix32(h, rd32be(pkt + i));
                 proto = pkt[6];
                 l4 = 40;
                 /* Flow label, when set, identifies the flow without parsing extension headers. */
-                h = mix32(h, (uint32_t) (pkt[1] & 0x0f) << 16 | pkt[2] << 8 | pkt[3]);
+                h = mix32(h, rd32be(pkt) & 0x000fffffu);
         } else
                 return 0;
 
         h = mix32(h, proto);
         if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4)
-                h = mix32(h, (uint32_t) pkt[l4] << 24 | pkt[l4 + 1] << 16 | pkt[l4 + 2] << 8 | pkt[l4 + 3]);
+                h = mix32(h, rd32be(pkt + l4));
         return fmix32(h);
 }

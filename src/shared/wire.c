@@ -59,16 +59,7 @@ static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
 DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
 
 uint16_t mpt_checksum(const void *data, size_t len) {
-        const uint8_t *p = data;
-        uint64_t sum = 0;
-
-        for (; len >= 2; p += 2, len -= 2)
-                sum += (uint16_t) (p[0] << 8 | p[1]);
-        if (len)
-                sum += (uint16_t) (p[0] << 8);
-        while (sum >> 16)
-                sum = (sum & 0xffff) + (sum >> 16);
-        return (uint16_t) ~sum;
+        return csum_fold(csum_add(0, data, len));
 }
 
 uint16_t mpt_inner_protocol(const uint8_t *pkt, size_t len) {
