@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 
 #include "byteorder.h"
+#include "ip-header.h"
 #include "scheduler.h"
 
 static uint32_t gcd32(uint32_t a, uint32_t b) {
@@ -238,21 +239,21 @@ uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len) {
         uint8_t proto;
         const uint8_t *a, *b;
 
-        if (len >= 20 && pkt[0] >> 4 == 4) {
+        if (len >= IP4_HEADER_MIN && pkt[0] >> 4 == 4) {
                 size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
-                a = pkt + 12;
-                b = pkt + 16;
-                alen = 4;
-                proto = pkt[9];
-                if (!fragment && ihl >= 20)
+                bool fragment = (rd16be(pkt + IP4_OFF_FRAG) & IP4_FRAG_MF_OFFSET) != 0;
+                a = pkt + IP4_OFF_SRC;
+                b = pkt + IP4_OFF_DST;
+                alen = IP4_ADDR_LEN;
+                proto = pkt[IP4_OFF_PROTOCOL];
+                if (!fragment && ihl >= IP4_HEADER_MIN)
                         l4 = ihl;
-        } else if (len >= 40 && pkt[0] >> 4 == 6) {
-                a = pkt + 8;
-                b = pkt + 24;
-                alen = 16;
-                proto = pkt[6];
-                l4 = 40;
+        } else if (len >= IP6_HEADER_LEN && pkt[0] >> 4 == 6) {
+                a = pkt + IP6_OFF_SRC;
+                b = pkt + IP6_OFF_DST;
+                alen = IP6_ADDR_LEN;
+                proto = pkt[IP6_OFF_NEXT_HEADER];
+                l4 = IP6_HEADER_LEN;
         } else
                 return 0;
 
@@ -279,23 +280,23 @@ uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
         size_t l4 = 0;
         uint8_t proto = 0;
 
-        if (len >= 20 && pkt[0] >> 4 == 4) {
+        if (len >= IP4_HEADER_MIN && pkt[0] >> 4 == 4) {
                 size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
-                for (size_t i = 12; i < 20; i += 4)
+                bool fragment = (rd16be(pkt + IP4_OFF_FRAG) & IP4_FRAG_MF_OFFSET) != 0;
+                for (size_t i = IP4_OFF_SRC; i < IP4_OFF_DST + IP4_ADDR_LEN; i += 4)
                         h = mix32(h, rd32be(pkt + i));
-                proto = pkt[9];
+                proto = pkt[IP4_OFF_PROTOCOL];
                 /* Non-first fragments carry no ports: hash every fragment (MF or an offset set)
                  * by addresses and protocol only, so that a datagram's fragments share a path. */
-                if (!fragment && ihl >= 20)
+                if (!fragment && ihl >= IP4_HEADER_MIN)
                         l4 = ihl;
-        } else if (len >= 40 && pkt[0] >> 4 == 6) {
-                for (size_t i = 8; i < 40; i += 4)
+        } else if (len >= IP6_HEADER_LEN && pkt[0] >> 4 == 6) {
+                for (size_t i = IP6_OFF_SRC; i < IP6_OFF_DST + IP6_ADDR_LEN; i += 4)
                         h = mix32(h, rd32be(pkt + i));
-                proto = pkt[6];
-                l4 = 40;
+                proto = pkt[IP6_OFF_NEXT_HEADER];
+                l4 = IP6_HEADER_LEN;
                 /* Flow label, when set, identifies the flow without parsing extension headers. */
-                h = mix32(h, rd32be(pkt) & 0x000fffffu);
+                h = mix32(h, rd32be(pkt) & IP6_FLOW_LABEL);
         } else
                 return 0;
 
