@@ -221,8 +221,7 @@ static uint32_t to_weight(unsigned __int128 bytes_per_sec) {
  * the path: the workers leave the packets in the TUN device's queue while a path with most of the
  * vector's slots is ahead of its pace, so what the tunnel sends, and with it the load that
  * water-filling splits, sinks to the path's pace over its part, and the other paths' parts with
- * it. Seen in tests/integration/learned.sh: a preferred 20 Mbit/s path credited with 30 took 82 %
- * of UDP at 40 Mbit/s, the tunnel carried 25, and the rest waited in the sender's socket. */
+ * it (mptd(8), SCHEDULING). */
 static uint64_t cap(const LearnPath *p) {
         return MIN(learn_rate(p) / 8 * 7, learn_pace_rate(p));
 }

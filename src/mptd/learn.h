@@ -78,9 +78,8 @@
  * bottleneck is here, out of sight of the one-way delays and of loss: what it delivered is what
  * it carries. It is credited with at most LEARN_LOCAL_CEIL_NUM/LEARN_LOCAL_CEIL_DEN of that, and
  * counts as saturated for the others' growth (feedback.c), so that a path with room takes more
- * until it queues too. Without it, credits ran to 2-5 times such a path's rate on burst rates
- * alone, and the path with the largest share bounded the tunnel (tests/lab/mpt-lab, 4 x 100
- * Mbit/s: one run in three or four at 225-320 Mbit/s). */
+ * until it queues too. Otherwise burst rates alone raise credits far above such a path's rate,
+ * and the path with the largest share bounds the tunnel (mptd(8), SCHEDULING). */
 #define LEARN_LOCAL_CEIL_NUM 9u
 #define LEARN_LOCAL_CEIL_DEN 8u
 /* While the receiver reports a burst rate for the path, its credit grows (learn_sample()) to at
@@ -165,9 +164,8 @@ uint64_t learn_rate(const LearnPath *p);
  * bottleneck, instead of overflowing the queue of the path's bottleneck somewhere on the way (a
  * DSL modem's, 50 ms long in tests/lab). A TCP stream over paths of unequal delay sees the
  * slowest path's round trip (the receiver holds the fast paths' packets until the slow ones come)
- * and keeps as much in flight as that takes; without pacing, the fast path's share of it stood in
- * its 50 ms queue and overflowed it (measured: scenario A of tests/bench, 100 + 20 Mbit/s, 4269 +
- * 2065 drops in the emulator in 10 s, 81 Mbit/s; paced, 0 + 0 to 37 and 99 Mbit/s).
+ * and keeps as much in flight as that takes; without pacing, the fast path's share of it stands
+ * in its 50 ms queue and overflows it (mptd(8), SCHEDULING).
  *   - a path whose queueing delay stands at LEARN_PACE_DRAIN_QUEUE_USEC or more, and above 4
  *     times the delay's jitter (LEARN_QUEUE_SAT_USEC's rule), and that delivered at least
  *     1/LEARN_PACE_DRAIN_LOAD_DEN of its learned rate over the last span (it was busy: the queue
@@ -215,9 +213,10 @@ uint64_t learn_pace_rate(const LearnPath *p);
  * delay of the paths) / (Q + its own), at least 1/2: a path whose queue stands longer than the
  * others' (its credit ran ahead of it, or the load grew past it first) gets less until the queues
  * stand alike, so that they fill, and overflow, together. */
-/* Q is 25 ms: with 10 ms, a path whose queue swung between 3 and 20 ms (the feedback takes a round
- * trip to show the effect of a split) swung between 23 % and 11 % of the traffic in scenario A
- * (100 + 20 Mbit/s), half a round trip behind its queue, and delivered 91 % of what it carries. */
+/* Q is 25 ms: the feedback takes a round trip to show the effect of a split, and with a smaller Q
+ * a path whose queue swings by a few ms swings between much larger and smaller parts of the
+ * traffic, half a round trip behind its queue, and delivers less than it carries (mptd(8),
+ * SCHEDULING). */
 #define LEARN_QUEUE_BALANCE_USEC (25 * USEC_PER_MSEC)
 #define LEARN_HEADROOM_DIV 4u /* plus a quarter */
 bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,

@@ -45,8 +45,8 @@ struct Reorder {
         /* Copies of held packets that the lender does not keep: `window` buffers of
          * REORDER_COPY_BYTES, and a stack of the free ones. The most recently freed is used
          * first, so a few pages serve ordinary reordering and the resident size grows only as
-         * deep as the reordering ever was (before, each ring slot had a buffer of its own, and as
-         * traffic went round the ring ever more of them became resident). */
+         * deep as the reordering ever was (one buffer per ring slot would become resident, slot
+         * by slot, as traffic goes round the ring). */
         uint8_t *copies;
         uint32_t *copies_free;
         uint32_t n_copies_free;
