@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include "byteorder.h"
+#include "ip-header.h"
+#include "profile.h"
 #include "wire.h"
 
 static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
@@ -82,12 +84,12 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
                 size_t ihl, total;
                 if (version != 4)
                         return MPT_DROP_INNER_VERSION;
-                if (len < 20)
+                if (len < IP4_HEADER_MIN)
                         return MPT_DROP_INNER_HEADER;
                 ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                if (ihl < 20 || ihl > len)
+                if (ihl < IP4_HEADER_MIN || ihl > len)
                         return MPT_DROP_INNER_HEADER;
-                total = rd16be(pkt + 2);
+                total = rd16be(pkt + IP4_OFF_TOTAL_LEN);
                 if (total != len)
                         return MPT_DROP_INNER_LENGTH;
                 if (mpt_checksum(pkt, ihl) != 0)
@@ -97,9 +99,9 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
         if (protocol == MPT_ETH_P_IPV6) {
                 if (version != 6)
                         return MPT_DROP_INNER_VERSION;
-                if (len < 40)
+                if (len < IP6_HEADER_LEN)
                         return MPT_DROP_INNER_HEADER;
-                if ((size_t) rd16be(pkt + 4) + 40 != len)
+                if ((size_t) rd16be(pkt + IP6_OFF_PAYLOAD_LEN) + IP6_HEADER_LEN != len)
                         return MPT_DROP_INNER_LENGTH;
                 return -1;
         }
@@ -109,9 +111,9 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
 int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
         MptFrame f = {};
         uint16_t flags;
-        size_t off = 4;
+        size_t off = MPT_GRE_HEADER_BASE;
 
-        if (len < 4)
+        if (len < MPT_GRE_HEADER_BASE)
                 return MPT_DROP_RUNT;
         flags = rd16be(buf);
         if (flags & MPT_GRE_VERSION)
@@ -121,15 +123,15 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
         f.protocol = rd16be(buf + 2);
 
         if (flags & MPT_GRE_C)
-                off += 4;
+                off += MPT_GRE_FIELD_SIZE;
         if (flags & MPT_GRE_K)
-                off += 4;
+                off += MPT_GRE_FIELD_SIZE;
         if (flags & MPT_GRE_S) {
-                if (len < off + 4)
+                if (len < off + MPT_GRE_FIELD_SIZE)
                         return MPT_DROP_RUNT;
                 f.has_seq = true;
                 f.seq = rd32be(buf + off);
-                off += 4;
+                off += MPT_GRE_FIELD_SIZE;
         }
         if (len < off)
                 return MPT_DROP_RUNT;
@@ -169,16 +171,40 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
 
 size_t mpt_gre_encode(uint8_t *end, uint16_t protocol, bool with_seq, uint32_t seq) {
         if (with_seq) {
-                uint8_t *h = end - 8;
+                uint8_t *h = end - MPT_GRE_HEADER_SEQ;
                 wr16be(h, MPT_GRE_S);
                 wr16be(h + 2, protocol);
-                wr32be(h + 4, seq);
-                return 8;
+                wr32be(h + MPT_GRE_HEADER_BASE, seq);
+                return MPT_GRE_HEADER_SEQ;
         }
-        wr16be(end - 4, 0);
+        wr16be(end - MPT_GRE_HEADER_BASE, 0);
         wr16be(end - 2, protocol);
-        return 4;
+        return MPT_GRE_HEADER_BASE;
 }
+
+/* The original's control header (spec 2.4), from the control code, the GRE payload's first byte:
+ * the code at 0, the IP version at 5, the tunnel's source and destination addresses (16 bytes
+ * each, IPv4 mapped) at 8 and 24, 40 bytes in all; what lies between (value, authentication,
+ * round) we send as 0. Our extension follows it: "MPT", its version, then its fields. */
+#define CONTROL_OFF_IP_VERSION 5u
+#define CONTROL_OFF_SRC 8u
+#define CONTROL_OFF_DST 24u
+#define CONTROL_HEADER_SIZE 40u
+#define EXT_OFF_MAGIC CONTROL_HEADER_SIZE
+#define EXT_OFF_VERSION 43u
+/* The keepalive extension's fields (mptd(8), "keepalive extension"). */
+#define KA_OFF_FLAGS 44u
+#define KA_OFF_RECEIVE_WEIGHT 46u
+#define KA_OFF_SESSION 48u
+#define KA_OFF_SEQ 52u
+#define KA_OFF_ECHO_SEQ 56u
+#define KA_OFF_ECHO_DELAY 60u
+#define KA_OFF_RX_COUNT 64u
+#define KA_OFF_PATH_TOKEN 68u
+/* The path-status frame's. */
+#define PS_OFF_SESSION 44u
+#define PS_OFF_PATH_TOKEN 48u
+#define PS_OFF_FLAGS 52u
 
 static const uint8_t ext_magic[3] = { 'M', 'P', 'T' };
 
@@ -187,6 +213,7 @@ static void control_header(uint8_t *p, uint8_t code, uint8_t ip_version, const M
 
 size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         size_t len = ka->extended ? MPT_KEEPALIVE_EXT_SIZE : MPT_KEEPALIVE_SIZE;
+        uint8_t *c = buf + MPT_GRE_HEADER_BASE;
 
         if (size < len)
                 return 0;
@@ -194,20 +221,20 @@ size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         /* GRE: no flags, protocol type from the tunnel's IP version (the original's rule). */
         wr16be(buf + 2, ka->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
         /* value, auth type, auth length, round: all 0 */
-        control_header(buf + 4, MPT_CONTROL_KEEPALIVE, ka->ip_version, &ka->src_tun, &ka->dst_tun);
+        control_header(c, MPT_CONTROL_KEEPALIVE, ka->ip_version, &ka->src_tun, &ka->dst_tun);
         if (!ka->extended)
                 return len;
 
-        memcpy(buf + 44, ext_magic, 3);
-        buf[47] = MPT_KEEPALIVE_EXT_VERSION;
-        buf[48] = ka->flags;
-        wr16be(buf + 50, ka->receive_weight);
-        wr32be(buf + 52, ka->session);
-        wr32be(buf + 56, ka->seq);
-        wr32be(buf + 60, ka->echo_seq);
-        wr32be(buf + 64, ka->echo_delay_us);
-        wr32be(buf + 68, ka->rx_count);
-        wr32be(buf + 72, ka->path_token);
+        memcpy(c + EXT_OFF_MAGIC, ext_magic, 3);
+        c[EXT_OFF_VERSION] = MPT_KEEPALIVE_EXT_VERSION;
+        c[KA_OFF_FLAGS] = ka->flags;
+        wr16be(c + KA_OFF_RECEIVE_WEIGHT, ka->receive_weight);
+        wr32be(c + KA_OFF_SESSION, ka->session);
+        wr32be(c + KA_OFF_SEQ, ka->seq);
+        wr32be(c + KA_OFF_ECHO_SEQ, ka->echo_seq);
+        wr32be(c + KA_OFF_ECHO_DELAY, ka->echo_delay_us);
+        wr32be(c + KA_OFF_RX_COUNT, ka->rx_count);
+        wr32be(c + KA_OFF_PATH_TOKEN, ka->path_token);
         return len;
 }
 
@@ -219,29 +246,30 @@ int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
 
         if (frame->kind != MPT_FRAME_KEEPALIVE || frame->has_seq)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (len < MPT_KEEPALIVE_SIZE - 4)
+        if (len < MPT_KEEPALIVE_SIZE - MPT_GRE_HEADER_BASE)
                 return MPT_DROP_BAD_KEEPALIVE;
-        ka.ip_version = p[5];
+        ka.ip_version = p[CONTROL_OFF_IP_VERSION];
         if (ka.ip_version != 4 && ka.ip_version != 6)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (memcmp(p + 8, zero, 16) != 0)
-                address_from_wire16(p + 8, &ka.src_tun);
-        if (memcmp(p + 24, zero, 16) != 0)
-                address_from_wire16(p + 24, &ka.dst_tun);
+        if (memcmp(p + CONTROL_OFF_SRC, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_SRC, &ka.src_tun);
+        if (memcmp(p + CONTROL_OFF_DST, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_DST, &ka.dst_tun);
 
-        if (len >= 40 + 3 && memcmp(p + 40, ext_magic, 3) == 0) {
-                if (len < MPT_KEEPALIVE_EXT_SIZE - 4 || p[43] < MPT_KEEPALIVE_EXT_VERSION)
+        if (len >= EXT_OFF_MAGIC + sizeof ext_magic && memcmp(p + EXT_OFF_MAGIC, ext_magic, 3) == 0) {
+                if (len < MPT_KEEPALIVE_EXT_SIZE - MPT_GRE_HEADER_BASE ||
+                    p[EXT_OFF_VERSION] < MPT_KEEPALIVE_EXT_VERSION)
                         return MPT_DROP_BAD_KEEPALIVE;
                 ka.extended = true;
-                ka.flags = p[44];
-                ka.receive_weight = rd16be(p + 46);
-                ka.session = rd32be(p + 48);
-                ka.seq = rd32be(p + 52);
-                ka.echo_seq = rd32be(p + 56);
-                ka.echo_delay_us = rd32be(p + 60);
-                ka.rx_count = rd32be(p + 64);
-                ka.path_token = rd32be(p + 68);
-                if (ka.session == 0 || ka.receive_weight > 10000 || ka.path_token == 0)
+                ka.flags = p[KA_OFF_FLAGS];
+                ka.receive_weight = rd16be(p + KA_OFF_RECEIVE_WEIGHT);
+                ka.session = rd32be(p + KA_OFF_SESSION);
+                ka.seq = rd32be(p + KA_OFF_SEQ);
+                ka.echo_seq = rd32be(p + KA_OFF_ECHO_SEQ);
+                ka.echo_delay_us = rd32be(p + KA_OFF_ECHO_DELAY);
+                ka.rx_count = rd32be(p + KA_OFF_RX_COUNT);
+                ka.path_token = rd32be(p + KA_OFF_PATH_TOKEN);
+                if (ka.session == 0 || ka.receive_weight > MPT_WEIGHT_MAX || ka.path_token == 0)
                         return MPT_DROP_BAD_KEEPALIVE;
         }
         *ret = ka;
@@ -252,22 +280,24 @@ int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
 static void control_header(uint8_t *p, uint8_t code, uint8_t ip_version, const MptAddress *src,
                            const MptAddress *dst) {
         p[0] = code;
-        p[5] = ip_version;
-        address_to_wire16(src, p + 8);
-        address_to_wire16(dst, p + 24);
+        p[CONTROL_OFF_IP_VERSION] = ip_version;
+        address_to_wire16(src, p + CONTROL_OFF_SRC);
+        address_to_wire16(dst, p + CONTROL_OFF_DST);
 }
 
 size_t mpt_path_status_encode(uint8_t *buf, size_t size, const MptPathStatus *ps) {
+        uint8_t *c = buf + MPT_GRE_HEADER_BASE;
+
         if (size < MPT_PATH_STATUS_SIZE)
                 return 0;
         memset(buf, 0, MPT_PATH_STATUS_SIZE);
         wr16be(buf + 2, ps->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
-        control_header(buf + 4, MPT_CONTROL_PATH_STATUS, ps->ip_version, &ps->src_tun, &ps->dst_tun);
-        memcpy(buf + 44, ext_magic, 3);
-        buf[47] = MPT_KEEPALIVE_EXT_VERSION;
-        wr32be(buf + 48, ps->session);
-        wr32be(buf + 52, ps->path_token);
-        buf[56] = ps->flags;
+        control_header(c, MPT_CONTROL_PATH_STATUS, ps->ip_version, &ps->src_tun, &ps->dst_tun);
+        memcpy(c + EXT_OFF_MAGIC, ext_magic, 3);
+        c[EXT_OFF_VERSION] = MPT_KEEPALIVE_EXT_VERSION;
+        wr32be(c + PS_OFF_SESSION, ps->session);
+        wr32be(c + PS_OFF_PATH_TOKEN, ps->path_token);
+        c[PS_OFF_FLAGS] = ps->flags;
         return MPT_PATH_STATUS_SIZE;
 }
 
@@ -278,19 +308,19 @@ int mpt_path_status_decode(const MptFrame *frame, MptPathStatus *ret) {
 
         if (frame->kind != MPT_FRAME_PATH_STATUS || frame->has_seq)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (frame->payload_len < MPT_PATH_STATUS_SIZE - 4 || memcmp(p + 40, ext_magic, 3) != 0 ||
-            p[43] < MPT_KEEPALIVE_EXT_VERSION)
+        if (frame->payload_len < MPT_PATH_STATUS_SIZE - MPT_GRE_HEADER_BASE ||
+            memcmp(p + EXT_OFF_MAGIC, ext_magic, 3) != 0 || p[EXT_OFF_VERSION] < MPT_KEEPALIVE_EXT_VERSION)
                 return MPT_DROP_BAD_KEEPALIVE;
-        ps.ip_version = p[5];
+        ps.ip_version = p[CONTROL_OFF_IP_VERSION];
         if (ps.ip_version != 4 && ps.ip_version != 6)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (memcmp(p + 8, zero, 16) != 0)
-                address_from_wire16(p + 8, &ps.src_tun);
-        if (memcmp(p + 24, zero, 16) != 0)
-                address_from_wire16(p + 24, &ps.dst_tun);
-        ps.session = rd32be(p + 44);
-        ps.path_token = rd32be(p + 48);
-        ps.flags = p[52];
+        if (memcmp(p + CONTROL_OFF_SRC, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_SRC, &ps.src_tun);
+        if (memcmp(p + CONTROL_OFF_DST, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_DST, &ps.dst_tun);
+        ps.session = rd32be(p + PS_OFF_SESSION);
+        ps.path_token = rd32be(p + PS_OFF_PATH_TOKEN);
+        ps.flags = p[PS_OFF_FLAGS];
         if (ps.session == 0 || ps.path_token == 0)
                 return MPT_DROP_BAD_KEEPALIVE;
         *ret = ps;
