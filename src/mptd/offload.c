@@ -111,7 +111,8 @@ typedef struct SegmentPlan {
 /* Checks the headers of the packet that came with vh and plans its cut into segments of at most
  * mtu bytes. Returns 1 with *ret filled in; 0 for a packet that leaves as it is, one segment (no
  * GSO, or no payload), with its checksum finished if the kernel left it; or -EBADMSG. */
-static int plan_segments(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu, SegmentPlan *ret) {
+static int plan_segments(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
+                         SegmentPlan *ret) {
         uint8_t gso = vh->gso_type & (uint8_t) ~VIRTIO_NET_HDR_GSO_ECN;
         SegmentPlan p = {};
         int r;
@@ -305,7 +306,8 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         th = pkt + ip_len;
         plen = len - hdr_len;
         /* Only data segments with nothing but ACK (and PSH) set. */
-        if (plen == 0 || (th[TCP_OFF_FLAGS] & (uint8_t) ~(TCP_ACK | TCP_PSH)) != 0 || !(th[TCP_OFF_FLAGS] & TCP_ACK))
+        if (plen == 0 || (th[TCP_OFF_FLAGS] & (uint8_t) ~(TCP_ACK | TCP_PSH)) != 0 ||
+            !(th[TCP_OFF_FLAGS] & TCP_ACK))
                 return false;
 
         if (!g->active)
@@ -320,7 +322,8 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
                 /* Same addresses, TOS, TTL, protocol and flags (DF and the reserved one: segmenting
                  * gives every packet the first one's); consecutive IDs. */
                 if (memcmp(pkt + IP4_OFF_SRC, g->headers + IP4_OFF_SRC, 2 * IP4_ADDR_LEN) != 0 ||
-                    pkt[IP4_OFF_TOS] != g->headers[IP4_OFF_TOS] || pkt[IP4_OFF_TTL] != g->headers[IP4_OFF_TTL] ||
+                    pkt[IP4_OFF_TOS] != g->headers[IP4_OFF_TOS] ||
+                    pkt[IP4_OFF_TTL] != g->headers[IP4_OFF_TTL] ||
                     rd16be(pkt + IP4_OFF_FRAG) != rd16be(g->headers + IP4_OFF_FRAG) ||
                     rd16be(pkt + IP4_OFF_ID) != g->next_ip_id)
                         return false;
@@ -333,7 +336,8 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         }
         /* Same ports, ACK number, data offset and AE, flags but PSH, window and options; the next
          * sequence number. */
-        if (memcmp(th, gth, TCP_OFF_SEQ) != 0 || memcmp(th + TCP_OFF_ACK_SEQ, gth + TCP_OFF_ACK_SEQ, 4) != 0 ||
+        if (memcmp(th, gth, TCP_OFF_SEQ) != 0 ||
+            memcmp(th + TCP_OFF_ACK_SEQ, gth + TCP_OFF_ACK_SEQ, 4) != 0 ||
             th[TCP_OFF_DATA_OFFSET] != gth[TCP_OFF_DATA_OFFSET] || rd32be(th + TCP_OFF_SEQ) != g->next_seq ||
             (th[TCP_OFF_FLAGS] & (uint8_t) ~TCP_PSH) != (gth[TCP_OFF_FLAGS] & (uint8_t) ~TCP_PSH) ||
             memcmp(th + TCP_OFF_WINDOW, gth + TCP_OFF_WINDOW, 2) != 0 ||
@@ -371,11 +375,13 @@ size_t gro_finish(Gro *g, struct iovec **ret_iov) {
                 if (g->family == AF_INET) {
                         wr16be(ip + IP4_OFF_TOTAL_LEN, (uint16_t) g->total);
                         ipv4_header_checksum(ip, g->ip_len);
-                        pseudo = csum_pseudo(AF_INET, ip + IP4_OFF_SRC, ip + IP4_OFF_DST, IPPROTO_TCP, (uint32_t) tcp_len);
+                        pseudo = csum_pseudo(AF_INET, ip + IP4_OFF_SRC, ip + IP4_OFF_DST, IPPROTO_TCP,
+                                             (uint32_t) tcp_len);
                         vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
                 } else {
                         wr16be(ip + IP6_OFF_PAYLOAD_LEN, (uint16_t) (g->total - IP6_HEADER_LEN));
-                        pseudo = csum_pseudo(AF_INET6, ip + IP6_OFF_SRC, ip + IP6_OFF_DST, IPPROTO_TCP, (uint32_t) tcp_len);
+                        pseudo = csum_pseudo(AF_INET6, ip + IP6_OFF_SRC, ip + IP6_OFF_DST, IPPROTO_TCP,
+                                             (uint32_t) tcp_len);
                         vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
                 }
                 /* Checksum left partial: the pseudo-header sum in the field, not complemented; the

@@ -142,7 +142,8 @@ static inline uint32_t mix32(uint32_t h, uint32_t v) {
 
 /* The transport protocols whose first four bytes are the source and destination ports. */
 static bool flow_has_ports(uint8_t proto) {
-        return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP || proto == IPPROTO_UDPLITE;
+        return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP ||
+               proto == IPPROTO_UDPLITE;
 }
 
 /* The largest power of two that is at most q (q >= 1). */
@@ -150,8 +151,8 @@ static unsigned round_down_pow2(unsigned q) {
         return 1u << (31 - __builtin_clz(q));
 }
 
-void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned quantum, size_t n,
-                            uint64_t skip, uint16_t *ret_paths) {
+void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned quantum,
+                            size_t n, uint64_t skip, uint16_t *ret_paths) {
         bool open = false;
 
         assert(vector_len > 0 && quantum >= 1);
@@ -186,11 +187,12 @@ void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, u
         sched_assign_runs_skip(r, vector, vector_len, quantum, n, 0, ret_paths);
 }
 
-unsigned sched_adaptive_quantum(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
-                                unsigned floor, unsigned ceil, bool slow_paths) {
+unsigned sched_adaptive_quantum(uint64_t segments, uint64_t interval_usec, size_t vector_len,
+                                size_t min_slots, unsigned floor, unsigned ceil, bool slow_paths) {
         unsigned lo = slow_paths ? MIN(SCHED_QUEUED_QUANTUM_MIN, floor) : floor, q;
 
-        q = sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_QUANTUM_TIME_USEC, lo, ceil);
+        q = sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_QUANTUM_TIME_USEC, lo,
+                                 ceil);
         /* Below the floor: down to a power of two, as sched_queued_quantum(). */
         return q >= floor ? q : MAX(round_down_pow2(q), lo);
 }

@@ -89,8 +89,8 @@ typedef struct SchedRuns {
  * 20 Mbit/s path beside a 100 Mbit/s one would otherwise carry runs of 10 ms, during which the
  * receiver holds the fast path's packets, and TCP reads the tunnel as burstier and slower than
  * it is. */
-unsigned sched_adaptive_quantum(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
-                                unsigned floor, unsigned ceil, bool slow_paths);
+unsigned sched_adaptive_quantum(uint64_t segments, uint64_t interval_usec, size_t vector_len,
+                                size_t min_slots, unsigned floor, unsigned ceil, bool slow_paths);
 
 /* The same for any span of time: how many segments the path with the smallest share carries in
  * time_usec at that rate, clamped to [floor, ceil]. */
@@ -111,8 +111,8 @@ void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, u
 /* The same, passing over the paths in skip (a bit each: paced paths ahead of their pace) to the
  * vector's next slot of another path; a run on one of them ends. When every path of the vector is
  * in skip, as if none were. */
-void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned quantum, size_t n,
-                            uint64_t skip, uint16_t *ret_paths);
+void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned quantum,
+                            size_t n, uint64_t skip, uint16_t *ret_paths);
 
 /* A new path table: deficits and the current run start over (the cursor stays). */
 void sched_runs_reset(SchedRuns *r);
