@@ -225,20 +225,36 @@ static int cut_segments(const SegmentPlan *p, const uint8_t *pkt, uint8_t *heade
         return (int) count;
 }
 
+/* What both entry points do first. Returns 1 with *ret for a packet to cut from segment first on;
+ * 0 for a packet that leaves as it is, then segs[0]; or < 0 (see offload_segment_from()). */
+static int segment_begin(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu, size_t first,
+                         OffloadSegment *segs, size_t max_segs, SegmentPlan *ret) {
+        int r;
+
+        if (max_segs == 0)
+                return -E2BIG;
+        r = plan_segments(vh, pkt, len, mtu, ret);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                if (first > 0)
+                        return -EINVAL;
+                segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
+                return 0;
+        }
+        if (first >= ret->n)
+                return -EINVAL;
+        return 1;
+}
+
 int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
                     uint8_t *headers_scratch, size_t headroom, OffloadSegment *segs, size_t max_segs) {
         SegmentPlan p;
         int r;
 
-        if (max_segs == 0)
-                return -E2BIG;
-        r = plan_segments(vh, pkt, len, mtu, &p);
-        if (r < 0)
-                return r;
-        if (r == 0) {
-                segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
-                return 1;
-        }
+        r = segment_begin(vh, pkt, len, mtu, 0, segs, max_segs, &p);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         if (p.n > max_segs || p.n > OFFLOAD_SEGMENTS_MAX)
                 return -E2BIG;
         return cut_segments(&p, pkt, headers_scratch, headroom, 0, p.n, segs);
@@ -250,20 +266,13 @@ int offload_segment_from(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t l
         SegmentPlan p;
         int r;
 
-        if (max_segs == 0)
-                return -E2BIG;
-        r = plan_segments(vh, pkt, len, mtu, &p);
+        r = segment_begin(vh, pkt, len, mtu, first, segs, max_segs, &p);
         if (r < 0)
                 return r;
         if (r == 0) {
-                if (first > 0)
-                        return -EINVAL;
-                segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
                 *ret_total = 1;
                 return 1;
         }
-        if (first >= p.n)
-                return -EINVAL;
         *ret_total = p.n;
         return cut_segments(&p, pkt, headers_scratch, headroom, first,
                             MIN(MIN(max_segs, (size_t) OFFLOAD_SEGMENTS_MAX), p.n - first), segs);
