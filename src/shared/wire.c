@@ -327,18 +327,53 @@ int mpt_path_status_decode(const MptFrame *frame, MptPathStatus *ret) {
         return -1;
 }
 
+/* The header of our frames that carry a list (feedback, repair; wire.h), from the code byte:
+ * the version, the number of entries and their size follow it. */
+#define LIST_OFF_VERSION 1u
+#define LIST_OFF_COUNT 2u
+#define LIST_OFF_ENTRY_SIZE 3u
+#define FEEDBACK_OFF_CLOCK 4u /* the receiver's clock, after the list header */
+
+static void list_header_encode(uint8_t *buf, uint16_t protocol, uint8_t code, uint8_t version, unsigned n,
+                               uint8_t entry_size) {
+        uint8_t *c = buf + MPT_GRE_HEADER_BASE;
+
+        wr16be(buf + 2, protocol);
+        c[0] = code;
+        c[LIST_OFF_VERSION] = version;
+        c[LIST_OFF_COUNT] = (uint8_t) n;
+        c[LIST_OFF_ENTRY_SIZE] = entry_size;
+}
+
+/* Checks the header of a received list frame of the given kind and version, whose header
+ * (GRE header included) is header_size bytes: 1 to max entries of at least min_size bytes each,
+ * which fill the frame exactly. Returns the number of entries and stores their size in
+ * *ret_size, or returns 0 when it is malformed. */
+static size_t list_header_decode(const MptFrame *frame, MptFrameKind kind, uint8_t version,
+                                 size_t header_size, size_t max, size_t min_size, size_t *ret_size) {
+        const uint8_t *p = frame->payload;
+        size_t len = frame->payload_len, n, size;
+
+        if (frame->kind != kind || frame->has_seq || len < header_size - MPT_GRE_HEADER_BASE)
+                return 0;
+        n = p[LIST_OFF_COUNT];
+        size = p[LIST_OFF_ENTRY_SIZE];
+        if (p[LIST_OFF_VERSION] != version || n == 0 || n > max || size < min_size ||
+            len != header_size - MPT_GRE_HEADER_BASE + n * size)
+                return 0;
+        *ret_size = size;
+        return n;
+}
+
 size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptFeedback *fb) {
         size_t len = MPT_FEEDBACK_HEADER_SIZE + (size_t) fb->n * MPT_FEEDBACK_ENTRY_SIZE;
 
         if (fb->n == 0 || fb->n > MPT_FEEDBACK_ENTRIES_MAX || size < len)
                 return 0;
         memset(buf, 0, len);
-        wr16be(buf + 2, protocol);
-        buf[4] = MPT_CONTROL_FEEDBACK;
-        buf[5] = MPT_FEEDBACK_VERSION;
-        buf[6] = (uint8_t) fb->n;
-        buf[7] = MPT_FEEDBACK_ENTRY_SIZE;
-        wr64be(buf + 8, fb->now);
+        list_header_encode(buf, protocol, MPT_CONTROL_FEEDBACK, MPT_FEEDBACK_VERSION, fb->n,
+                           MPT_FEEDBACK_ENTRY_SIZE);
+        wr64be(buf + MPT_GRE_HEADER_BASE + FEEDBACK_OFF_CLOCK, fb->now);
         for (unsigned i = 0; i < fb->n; i++) {
                 uint8_t *e = buf + MPT_FEEDBACK_HEADER_SIZE + (size_t) i * MPT_FEEDBACK_ENTRY_SIZE;
                 const MptFeedbackEntry *x = &fb->entries[i];
@@ -357,20 +392,17 @@ size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const M
 
 int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret) {
         const uint8_t *p = frame->payload; /* the code byte */
-        size_t len = frame->payload_len, n, size;
+        size_t n, size = 0;
         MptFeedback fb = {};
 
-        if (frame->kind != MPT_FRAME_FEEDBACK || frame->has_seq || len < MPT_FEEDBACK_HEADER_SIZE - 4)
+        n = list_header_decode(frame, MPT_FRAME_FEEDBACK, MPT_FEEDBACK_VERSION, MPT_FEEDBACK_HEADER_SIZE,
+                               MPT_FEEDBACK_ENTRIES_MAX, MPT_FEEDBACK_ENTRY_SIZE, &size);
+        if (n == 0)
                 return MPT_DROP_BAD_FEEDBACK;
-        n = p[2];
-        size = p[3];
-        if (p[1] != MPT_FEEDBACK_VERSION || n == 0 || n > MPT_FEEDBACK_ENTRIES_MAX || size < MPT_FEEDBACK_ENTRY_SIZE ||
-            len != MPT_FEEDBACK_HEADER_SIZE - 4 + n * size)
-                return MPT_DROP_BAD_FEEDBACK;
-        fb.now = rd64be(p + 4);
+        fb.now = rd64be(p + FEEDBACK_OFF_CLOCK);
         fb.n = (unsigned) n;
         for (size_t i = 0; i < n; i++) {
-                const uint8_t *e = p + MPT_FEEDBACK_HEADER_SIZE - 4 + i * size;
+                const uint8_t *e = p + MPT_FEEDBACK_HEADER_SIZE - MPT_GRE_HEADER_BASE + i * size;
                 MptFeedbackEntry *x = &fb.entries[i];
 
                 if (e[0] >= MPT_WIRE_PATHS_MAX || e[1] >= MPT_WIRE_LANES_MAX)
@@ -394,11 +426,8 @@ size_t mpt_repair_encode(uint8_t *buf, size_t size, uint16_t protocol, const Mpt
         if (r->n == 0 || r->n > MPT_REPAIR_ENTRIES_MAX || size < len)
                 return 0;
         memset(buf, 0, len);
-        wr16be(buf + 2, protocol);
-        buf[4] = MPT_CONTROL_REPAIR;
-        buf[5] = MPT_REPAIR_VERSION;
-        buf[6] = (uint8_t) r->n;
-        buf[7] = MPT_REPAIR_ENTRY_SIZE;
+        list_header_encode(buf, protocol, MPT_CONTROL_REPAIR, MPT_REPAIR_VERSION, r->n,
+                           MPT_REPAIR_ENTRY_SIZE);
         for (unsigned i = 0; i < r->n; i++) {
                 uint8_t *e = buf + MPT_REPAIR_HEADER_SIZE + (size_t) i * MPT_REPAIR_ENTRY_SIZE;
                 const MptRepairEntry *x = &r->entries[i];
@@ -416,19 +445,16 @@ size_t mpt_repair_encode(uint8_t *buf, size_t size, uint16_t protocol, const Mpt
 
 int mpt_repair_decode(const MptFrame *frame, MptRepair *ret) {
         const uint8_t *p = frame->payload; /* the code byte */
-        size_t len = frame->payload_len, n, size;
+        size_t n, size = 0;
         MptRepair r = {};
 
-        if (frame->kind != MPT_FRAME_REPAIR || frame->has_seq || len < MPT_REPAIR_HEADER_SIZE - 4)
-                return MPT_DROP_BAD_REPAIR;
-        n = p[2];
-        size = p[3];
-        if (p[1] != MPT_REPAIR_VERSION || n == 0 || n > MPT_REPAIR_ENTRIES_MAX || size < MPT_REPAIR_ENTRY_SIZE ||
-            len != MPT_REPAIR_HEADER_SIZE - 4 + n * size)
+        n = list_header_decode(frame, MPT_FRAME_REPAIR, MPT_REPAIR_VERSION, MPT_REPAIR_HEADER_SIZE,
+                               MPT_REPAIR_ENTRIES_MAX, MPT_REPAIR_ENTRY_SIZE, &size);
+        if (n == 0)
                 return MPT_DROP_BAD_REPAIR;
         r.n = (unsigned) n;
         for (size_t i = 0; i < n; i++) {
-                const uint8_t *e = p + MPT_REPAIR_HEADER_SIZE - 4 + i * size;
+                const uint8_t *e = p + MPT_REPAIR_HEADER_SIZE - MPT_GRE_HEADER_BASE + i * size;
                 MptRepairEntry *x = &r.entries[i];
 
                 x->path_id = e[0];
