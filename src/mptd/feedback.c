@@ -235,7 +235,7 @@ static bool check_silence(Tunnel *t, usec_t now) {
                 return false;
         for (size_t i = 0; i < n; i++) {
                 Path *p = t->paths[ids[i]];
-                usec_t silence = MAX(LEARN_SILENCE_USEC, 4 * p->rtt), sent_last = 0;
+                usec_t silence = MAX(LEARN_SILENCE_USEC, LEARN_SILENCE_RTTS * p->rtt), sent_last = 0;
 
                 for (unsigned w = 0; w < t->n_workers; w++) {
                         usec_t when, last;

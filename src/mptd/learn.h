@@ -52,20 +52,46 @@
 #define LEARN_SAT_SPANS 2u
 /* ... the receiver's span exceeds ours by more than 1/LEARN_STRETCH_DIV of it, */
 #define LEARN_STRETCH_DIV 8u
-/* ... or when the queueing delay stands above this (and above 4 times the delay's jitter). */
+/* ... or when the queueing delay stands above this (and above LEARN_JITTER_FACTOR times the
+ * delay's jitter: a radio link's delay swings by tens of ms without any queue). */
 #define LEARN_QUEUE_SAT_USEC (8 * USEC_PER_MSEC)
+#define LEARN_JITTER_FACTOR 4u
+/* The delay's jitter: a moving average of how much the one-way delay changes from one sample to
+ * the next, of gain 1/LEARN_JITTER_GAIN_DIV (RFC 3550's interarrival jitter, 6.4.1). */
+#define LEARN_JITTER_GAIN_DIV 16u
 /* ... or when the span lost at least this (parts per million) while a queue of more than
- * LEARN_QUEUE_SAT_USEC (and twice the jitter) stood at some sample in it: a queue that is full
+ * LEARN_QUEUE_SAT_USEC (and LEARN_LOSS_JITTER_FACTOR times the jitter) stood at some sample in it:
+ * a queue that is full
  * and drops at its tail no longer grows, and its delay swings as TCP backs off and comes again,
  * so that neither of the first two may see it; random loss comes without a queue. */
 #define LEARN_LOSS_SAT_PPM 5000u
-/* ... above twice the path's own loss: the average loss (weight 1/LEARN_LOSS_FLOOR_DIV per span)
- * of spans in which no queue of LEARN_QUEUE_SAT_USEC stood (and that sent at least
+#define LEARN_LOSS_JITTER_FACTOR 2u
+/* ... above LEARN_LOSS_FLOOR_FACTOR times the path's own loss: the average loss (weight
+ * 1/LEARN_LOSS_FLOOR_DIV per span) of spans in which no queue of LEARN_QUEUE_SAT_USEC stood (and that sent at least
  * LEARN_LOSS_FLOOR_MIN_DATAGRAMS): a radio link or a noisy line loses that much at any load, and
  * its random loss next to a queue of a few ms must not read as an overflow (which would cut it,
  * and grow the others past what they carry). */
 #define LEARN_LOSS_FLOOR_DIV 8u
 #define LEARN_LOSS_FLOOR_MIN_DATAGRAMS 20u
+#define LEARN_LOSS_FLOOR_FACTOR 2u
+/* A rate measured at the path's bottleneck (what it delivered while busy throughout, a burst's)
+ * is credited at LEARN_DRAIN_NUM/LEARN_DRAIN_DEN of it, so that the queue the path built drains,
+ * and a queue that built up within a span cuts the credit by no more than the rest (the 7/8 of
+ * glorytun's mud). */
+#define LEARN_DRAIN_NUM 7u
+#define LEARN_DRAIN_DEN 8u
+/* A path that kept up while another did not grows per span by 1/LEARN_GROW_DIV of its credit
+ * plus 1/LEARN_GROW_TUNNEL_DIV of the tunnel's rate (so that one starved near 0 comes back within
+ * a second), unless it used less than 1/LEARN_GROW_USED_DIV of its credit. A preferred path that
+ * water-filling capped grows to LEARN_CAPPED_GROW_NUM/LEARN_CAPPED_GROW_DEN of its credit when it
+ * carried at least LEARN_CAPPED_USED_NUM/LEARN_CAPPED_USED_DEN of it without a queue. */
+#define LEARN_GROW_DIV 4u
+#define LEARN_GROW_TUNNEL_DIV 32u
+#define LEARN_GROW_USED_DIV 2u
+#define LEARN_CAPPED_USED_NUM 5u
+#define LEARN_CAPPED_USED_DEN 8u
+#define LEARN_CAPPED_GROW_NUM 9u
+#define LEARN_CAPPED_GROW_DEN 8u
 /* After a span that was saturated throughout, peak rates are not trusted for this long: what
  * the path delivered while busy is a better measure than a burst's rate, which the receiving
  * thread's scheduling can inflate (a batch read late looks like a fast burst); a path whose
@@ -94,8 +120,10 @@
 /* Before the first sample: what a path is credited with (times its Weight= share). */
 #define LEARN_RATE_INITIAL UINT64_C(1250000) /* 10 Mbit/s */
 /* No news of a path we kept sending on for this long (counted from when it began to carry data,
- * and longer than 4 round trips), while feedback of others arrives: it delivers nothing now. */
+ * and longer than LEARN_SILENCE_RTTS round trips), while feedback of others arrives: it delivers
+ * nothing now. */
 #define LEARN_SILENCE_USEC (300 * USEC_PER_MSEC)
+#define LEARN_SILENCE_RTTS 4u
 
 typedef struct LearnSample {
         uint64_t datagrams; /* what the receiver counts as sent on the path by then (cumulative) */
@@ -218,6 +246,10 @@ uint64_t learn_pace_rate(const LearnPath *p);
  * traffic, half a round trip behind its queue, and delivers less than it carries (mptd(8),
  * SCHEDULING). */
 #define LEARN_QUEUE_BALANCE_USEC (25 * USEC_PER_MSEC)
+#define LEARN_QUEUE_BALANCE_MIN_DIV 2u /* the scale is at least 1/2 */
+/* Water-filling gives a path at most LEARN_FILL_CAP_NUM/LEARN_FILL_CAP_DEN of its credit. */
+#define LEARN_FILL_CAP_NUM 7u
+#define LEARN_FILL_CAP_DEN 8u
 #define LEARN_HEADROOM_DIV 4u /* plus a quarter */
 bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,
                    bool *ret_capped);
