@@ -6,16 +6,6 @@
 #include "offload.h"
 #include "wire.h"
 
-/* The TCP header's flags, at TCP_OFF_FLAGS (RFC 9293 3.1; ECE and CWR: RFC 3168). */
-#define TCP_FIN 0x01
-#define TCP_SYN 0x02
-#define TCP_RST 0x04
-#define TCP_PSH 0x08
-#define TCP_ACK 0x10
-#define TCP_URG 0x20
-#define TCP_ECE 0x40
-#define TCP_CWR 0x80
-
 /* Adds the part of a pseudo-header after the addresses (RFC 9293 3.1, RFC 8200 8.1) to sum: the
  * protocol and the transport length. */
 static uint32_t csum_pseudo_tail(uint32_t sum, int family, uint8_t proto, uint32_t len) {

@@ -36,7 +36,19 @@
 #define TCP_OFF_FLAGS 13u
 #define TCP_OFF_WINDOW 14u
 #define TCP_OFF_CHECKSUM 16u
+/* The TCP header's flags, at TCP_OFF_FLAGS (RFC 9293 3.1; ECE and CWR: RFC 3168). */
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_PSH 0x08
+#define TCP_ACK 0x10
+#define TCP_URG 0x20
+#define TCP_ECE 0x40
+#define TCP_CWR 0x80
+/* The MSS a TCP end assumes of the other when it sends no MSS option (RFC 9293 3.7.1). */
+#define TCP_MSS_DEFAULT 536u
 
 #define UDP_HEADER_LEN 8u
+#define UDP_OFF_DST_PORT 2u
 #define UDP_OFF_LEN 4u
 #define UDP_OFF_CHECKSUM 6u
