@@ -74,7 +74,7 @@ Reorder *reorder_new(uint32_t window, usec_t max_delay) {
         Reorder *r;
         uint32_t n = 2;
 
-        if (window < 1 || window > 65536)
+        if (window < 1 || window > REORDER_WINDOW_MAX)
                 return NULL;
         while (n < 2 * window)
                 n <<= 1;
@@ -290,7 +290,7 @@ static void path_seen(Reorder *r, unsigned path, uint32_t seq, usec_t now) {
         r->n_paths = MAX(r->n_paths, path + 1);
         if (p->active && now > p->last_rx) {
                 usec_t gap = now - p->last_rx;
-                p->gap_max = MAX(gap, p->gap_max - p->gap_max / 1024);
+                p->gap_max = MAX(gap, p->gap_max - p->gap_max / REORDER_GAP_DECAY_DIV);
         }
         if (!p->active || mpt_seq_diff(seq, p->last_seq) > 0)
                 p->last_seq = seq;
