@@ -253,6 +253,7 @@ int mpt_noise_xaead_open(const uint8_t key[MPT_NOISE_KEY_SIZE], const uint8_t no
 }
 
 void mpt_noise_clamp(uint8_t key[MPT_NOISE_KEY_SIZE]) {
+        /* RFC 7748 5 (decodeScalar25519): a multiple of the cofactor 8, bit 255 clear, bit 254 set. */
         key[0] &= 248;
         key[31] &= 127;
         key[31] |= 64;
