@@ -130,13 +130,13 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                      LEARN_LOSS_SAT_PPM + LEARN_LOSS_FLOOR_FACTOR * (uint64_t) p->loss_floor_ppm &&
              p->span_queue_max > LEARN_QUEUE_SAT_USEC &&
              p->span_queue_max > LEARN_LOSS_JITTER_FACTOR * p->owd_jitter))
-                p->sat_run++;
+                p->sat_spans++;
         else
-                p->sat_run = 0;
+                p->sat_spans = 0;
         /* One span that looks saturated may be a moment of the hosts' scheduling (a sending
          * thread held up between its send marks and the send): only a second one in a row says
          * that the path no longer keeps up. */
-        p->saturated = p->sat_run >= LEARN_SAT_SPANS;
+        p->saturated = p->sat_spans >= LEARN_SAT_SPANS;
         p->was_saturated |= p->saturated;
         if (p->saturated) {
                 int64_t m = owd_min(p);

@@ -151,7 +151,7 @@ typedef struct LearnPath {
         uint32_t loss_floor_ppm; /* the path's own loss, without a queue (LEARN_LOSS_FLOOR_DIV) */
         bool saturated;        /* over the last LEARN_SAT_SPANS spans */
         bool was_saturated;    /* at some span since the last reset: its rate was measured full */
-        unsigned sat_run;      /* spans in a row that looked saturated */
+        unsigned sat_spans;    /* spans in a row that looked saturated */
         bool capped;           /* the last split wanted to give it more than its credit */
         bool queued_locally;   /* at the start and the end of the last span (LearnSample) */
         usec_t updated;        /* our clock at the last span's end; 0: never */

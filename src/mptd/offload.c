@@ -349,7 +349,7 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         g->next_seq += (uint32_t) plen;
         g->next_ip_id++;
         if (plen < g->gso_size || (th[TCP_OFF_FLAGS] & TCP_PSH)) {
-                /* A short segment or PSH ends the run (as the kernel's GRO does). */
+                /* A short segment or PSH ends the super-packet (as the kernel's GRO does). */
                 g->last_short = true;
                 if (th[TCP_OFF_FLAGS] & TCP_PSH)
                         g->headers[g->ip_len + TCP_OFF_FLAGS] |= TCP_PSH;

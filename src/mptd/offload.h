@@ -77,7 +77,7 @@ typedef struct Gro {
         uint16_t gso_size;                    /* payload of every segment but the last */
         uint32_t next_seq;                    /* TCP sequence number the next segment must have */
         uint16_t next_ip_id;
-        bool last_short;                      /* a shorter segment (or PSH) ended the run */
+        bool last_short;                      /* a shorter segment (or PSH) ended the super-packet */
         size_t n_segments;
         size_t total;                         /* IP packet length so far */
         struct iovec iov[GRO_SEGMENTS_MAX + 2];

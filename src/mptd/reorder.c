@@ -192,7 +192,7 @@ static void advance_one(Reorder *r, bool timeout, ReorderDeliver deliver, void *
         r->expected++;
 }
 
-/* Delivers the run of held packets starting at expected, up to one whose extra delay has not
+/* Delivers the held packets in a row from expected on, up to one whose extra delay has not
  * passed yet (it is released then). */
 static void drain(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata) {
         for (;;) {
