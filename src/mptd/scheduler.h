@@ -40,11 +40,11 @@ typedef struct SchedRuns {
         uint32_t deficit[MPT_PATHS_MAX];
 } SchedRuns;
 
-/* The quantum's floor and ceiling, in segments. The floor is what paths of 100 Mbit/s or less get:
- * 16 segments of 1500 bytes are about 2 ms at 100 Mbit/s (SCHED_QUANTUM_TIME_USEC). The ceiling is
- * one full UDP GSO send (64 datagrams, GSO_SEGMENTS_MAX), so that a super-packet leaves in one
- * system call and arrives as one GRO train. MPT_DEBUG_RUN may fix the quantum at up to
- * SCHED_QUANTUM_LIMIT. */
+/* The quantum's floor and ceiling, in segments. The floor is what a share of 100 Mbit/s gets (a
+ * slower one may get less: sched_adaptive_quantum()'s slow_paths): 16 segments of 1500 bytes are
+ * about 2 ms at 100 Mbit/s (SCHED_QUANTUM_TIME_USEC). The ceiling is one full UDP GSO send (64
+ * datagrams, GSO_SEGMENTS_MAX), so that a super-packet leaves in one system call and arrives as
+ * one GRO train. MPT_DEBUG_RUN may fix the quantum at up to SCHED_QUANTUM_LIMIT. */
 #define SCHED_QUANTUM_FLOOR 16u
 #define SCHED_QUANTUM_CEIL 64u
 #define SCHED_QUANTUM_LIMIT 256u
