@@ -5,6 +5,10 @@
 #include "mptctl.h"
 #include "parse-util.h"
 
+/* monitor --interval's range in seconds, as mptctl(8) gives it. */
+#define MONITOR_INTERVAL_MIN 0.05
+#define MONITOR_INTERVAL_MAX 3600.0
+
 bool arg_json;
 double arg_interval = 1.0;
 unsigned arg_count;
@@ -134,9 +138,10 @@ static int parse_verb_options(const char *verb, const struct option *options, in
                         errno = 0;
                         arg_interval = strtod(optarg, &end);
                         /* (Written so that NaN fails too.) */
-                        if (errno != 0 || end == optarg || *end || !(arg_interval >= 0.05 && arg_interval <= 3600)) {
-                                fprintf(stderr, "mptctl: invalid --interval '%s': expected 0.05..3600 seconds\n",
-                                        optarg);
+                        if (errno != 0 || end == optarg || *end ||
+                            !(arg_interval >= MONITOR_INTERVAL_MIN && arg_interval <= MONITOR_INTERVAL_MAX)) {
+                                fprintf(stderr, "mptctl: invalid --interval '%s': expected %g..%g seconds\n",
+                                        optarg, MONITOR_INTERVAL_MIN, MONITOR_INTERVAL_MAX);
                                 return -EINVAL;
                         }
                         break;

@@ -30,14 +30,102 @@ static uint64_t field_u64(const CtlRecord *r, const char *key) {
         return v;
 }
 
+/* The path records' counters, in the order of the reply. Returns how many (at most max). */
+static size_t read_samples(const CtlReply *reply, Sample *samples, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < reply->n_records && n < max; i++) {
+                const CtlRecord *rec = &reply->records[i];
+                Sample *s;
+
+                if (!streq(rec->type, "path"))
+                        continue;
+                s = &samples[n++];
+                snprintf(s->name, sizeof s->name, "%s", strempty(ctl_record_get(rec, "name")));
+                s->tx_bytes = field_u64(rec, "tx_bytes");
+                s->rx_bytes = field_u64(rec, "rx_bytes");
+                s->tx_packets = field_u64(rec, "tx_packets");
+                s->rx_packets = field_u64(rec, "rx_packets");
+        }
+        return n;
+}
+
+/* A loss fraction as "1.5%", or "-" when the daemon gave none. */
+static const char *format_loss(const char *loss, char *buf, size_t size) {
+        if (isempty(loss))
+                return "-";
+        snprintf(buf, size, "%.1f%%", strtod(loss, NULL) * 100);
+        return buf;
+}
+
+/* One path's line of the text output. */
+static void print_path_text(const CtlRecord *rec, const Sample *s, double tx, double rx) {
+        char rtt[32], in[16], out[16], loss[32];
+
+        format_usec(ctl_record_get(rec, "rtt_us"), rtt, sizeof rtt);
+        snprintf(loss, sizeof loss, "%s/%s", format_loss(ctl_record_get(rec, "loss_rx"), in, sizeof in),
+                 format_loss(ctl_record_get(rec, "loss_tx"), out, sizeof out));
+        printf("  %-15s %-12s %11.1f %11.1f %9s %13s\n", s->name, strempty(ctl_record_get(rec, "state")), tx, rx,
+               rtt, loss);
+}
+
+/* One report: each path's rates over the dt seconds from prev to cur (samples of the same paths,
+ * in the order of the reply's path records), and the tunnel's. */
+static void print_rates(const char *tunnel, const char *clock, double dt, const CtlReply *reply, const Sample *prev,
+                        const Sample *cur) {
+        double sum_tx = 0, sum_rx = 0;
+
+        if (arg_json)
+                printf("{\"time\": \"%s\", \"interval\": %.3f, \"paths\": [", clock, dt);
+        else
+                printf("%s  %s\n  %-15s %-12s %11s %11s %9s %13s\n", clock, tunnel, "path", "state", "tx Mbit/s",
+                       "rx Mbit/s", "rtt", "loss in/out");
+        for (size_t i = 0, k = 0; i < reply->n_records; i++) {
+                const CtlRecord *rec = &reply->records[i];
+                double tx, rx;
+
+                if (!streq(rec->type, "path"))
+                        continue;
+                tx = (double) (cur[k].tx_bytes - prev[k].tx_bytes) * 8 / dt / 1e6;
+                rx = (double) (cur[k].rx_bytes - prev[k].rx_bytes) * 8 / dt / 1e6;
+                sum_tx += tx;
+                sum_rx += rx;
+                if (arg_json) {
+                        printf("%s{\"name\": ", k ? ", " : "");
+                        json_string(stdout, cur[k].name);
+                        fputs(", \"state\": ", stdout);
+                        json_string(stdout, strempty(ctl_record_get(rec, "state")));
+                        printf(", \"tx_mbit\": %.3f, \"rx_mbit\": %.3f}", tx, rx);
+                } else
+                        print_path_text(rec, &cur[k], tx, rx);
+                k++;
+        }
+        if (arg_json)
+                printf("], \"tx_mbit\": %.3f, \"rx_mbit\": %.3f}\n", sum_tx, sum_rx);
+        else
+                printf("  %-15s %-12s %11.1f %11.1f\n\n", "total", "", sum_tx, sum_rx);
+        fflush(stdout);
+}
+
+/* Sleeps for seconds, or until SIGINT or SIGTERM. */
+static void sleep_interval(double seconds) {
+        struct timespec ts = {
+                .tv_sec = (time_t) seconds,
+                .tv_nsec = (long) ((seconds - (double) (time_t) seconds) * 1e9),
+        };
+
+        while (!stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
 /* mptctl monitor TUNNEL [--interval=SECONDS] [--count=N]: live per-path rates. */
 int verb_monitor(int argc, char **argv) {
         _cleanup_close_ int fd = -EBADF;
         const char *tunnel;
         Sample prev[64] = {};
         size_t n_prev = 0;
-        double interval = arg_interval, t_prev = 0;
-        unsigned count = arg_count, done = 0;
+        double t_prev = 0;
+        unsigned done = 0;
         int r;
 
         /* The options are parsed (main.c): what is left is the tunnel. */
@@ -54,80 +142,23 @@ int verb_monitor(int argc, char **argv) {
         signal(SIGTERM, on_signal);
 
         /* count N prints N rate lines; the first sample only sets the baseline. */
-        while (!stop && (count == 0 || done < count)) {
+        while (!stop && (arg_count == 0 || done < arg_count)) {
                 CtlRequest req = { .command = CTL_COMMAND_SHOW };
                 CtlReply reply = {};
                 Sample cur[64] = {};
-                size_t n_cur = 0;
-                double t = now_sec(), dt = t - t_prev;
-                double sum_tx = 0, sum_rx = 0;
+                size_t n_cur;
+                double t = now_sec();
                 char clock[16];
                 time_t wall = time(NULL);
-                unsigned up = 0, total = 0;
 
                 r = client_call(fd, &req, &reply);
                 if (r < 0)
                         return r;
                 strftime(clock, sizeof clock, "%H:%M:%S", localtime(&wall));
 
-                for (size_t i = 0; i < reply.n_records && n_cur < ELEMENTSOF(cur); i++) {
-                        const CtlRecord *rec = &reply.records[i];
-                        if (!streq(rec->type, "path"))
-                                continue;
-                        Sample *s = &cur[n_cur++];
-                        snprintf(s->name, sizeof s->name, "%s", strempty(ctl_record_get(rec, "name")));
-                        s->tx_bytes = field_u64(rec, "tx_bytes");
-                        s->rx_bytes = field_u64(rec, "rx_bytes");
-                        s->tx_packets = field_u64(rec, "tx_packets");
-                        s->rx_packets = field_u64(rec, "rx_packets");
-                }
-
+                n_cur = read_samples(&reply, cur, ELEMENTSOF(cur));
                 if (n_prev > 0 && n_prev == n_cur) {
-                        if (arg_json)
-                                printf("{\"time\": \"%s\", \"interval\": %.3f, \"paths\": [", clock, dt);
-                        else
-                                printf("%s  %s\n  %-15s %-12s %11s %11s %9s %13s\n", clock, tunnel, "path", "state",
-                                       "tx Mbit/s", "rx Mbit/s", "rtt", "loss in/out");
-                        for (size_t i = 0, k = 0; i < reply.n_records; i++) {
-                                const CtlRecord *rec = &reply.records[i];
-                                const char *loss;
-                                char rtt[32], a[16], b[16];
-                                double tx, rx;
-                                if (!streq(rec->type, "path"))
-                                        continue;
-                                tx = (double) (cur[k].tx_bytes - prev[k].tx_bytes) * 8 / dt / 1e6;
-                                rx = (double) (cur[k].rx_bytes - prev[k].rx_bytes) * 8 / dt / 1e6;
-                                sum_tx += tx;
-                                sum_rx += rx;
-                                total++;
-                                if (streq(strempty(ctl_record_get(rec, "state")), "up"))
-                                        up++;
-                                format_usec(ctl_record_get(rec, "rtt_us"), rtt, sizeof rtt);
-                                loss = ctl_record_get(rec, "loss_rx");
-                                if (arg_json) {
-                                        printf("%s{\"name\": ", k ? ", " : "");
-                                        json_string(stdout, cur[k].name);
-                                        fputs(", \"state\": ", stdout);
-                                        json_string(stdout, strempty(ctl_record_get(rec, "state")));
-                                        printf(", \"tx_mbit\": %.3f, \"rx_mbit\": %.3f}", tx, rx);
-                                } else {
-                                        const char *loss_tx = ctl_record_get(rec, "loss_tx");
-                                        char lossbuf[32];
-                                        snprintf(lossbuf, sizeof lossbuf, "%s/%s",
-                                                 isempty(loss) ? "-" : (snprintf(a, sizeof a, "%.1f%%", strtod(loss, NULL) * 100), a),
-                                                 isempty(loss_tx) ? "-" : (snprintf(b, sizeof b, "%.1f%%", strtod(loss_tx, NULL) * 100), b));
-                                        printf("  %-15s %-12s %11.1f %11.1f %9s %13s\n", cur[k].name,
-                                               strempty(ctl_record_get(rec, "state")), tx, rx, rtt, lossbuf);
-                                }
-                                k++;
-                        }
-                        if (arg_json)
-                                printf("], \"tx_mbit\": %.3f, \"rx_mbit\": %.3f}\n", sum_tx, sum_rx);
-                        else
-                                printf("  %-15s %-12s %11.1f %11.1f\n\n", "total",
-                                       (char[16]) {}, sum_tx, sum_rx);
-                        (void) up;
-                        fflush(stdout);
+                        print_rates(tunnel, clock, t - t_prev, &reply, prev, cur);
                         done++;
                 }
                 memcpy(prev, cur, sizeof cur);
@@ -135,14 +166,9 @@ int verb_monitor(int argc, char **argv) {
                 t_prev = t;
                 ctl_reply_done(&reply);
 
-                if (count != 0 && done >= count)
+                if (arg_count != 0 && done >= arg_count)
                         break;
-                {
-                        struct timespec ts = { .tv_sec = (time_t) interval,
-                                               .tv_nsec = (long) ((interval - (double) (time_t) interval) * 1e9) };
-                        while (!stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                                ;
-                }
+                sleep_interval(arg_interval);
         }
         return 0;
 }

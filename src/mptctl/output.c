@@ -7,35 +7,34 @@
 #include "parse-util.h"
 #include "show-fields.h"
 
-void format_bytes(uint64_t b, char *buf, size_t size) {
-        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-        double v = (double) b;
+/* value in the largest of the n units (each base times the one before) that it reaches: in the
+ * first as a whole number, in the others with `decimals` decimals. */
+static void format_scaled(uint64_t value, unsigned base, const char *const *units, size_t n, int decimals,
+                          char *buf, size_t size) {
+        double v = (double) value;
         size_t u = 0;
 
-        while (v >= 1024 && u + 1 < ELEMENTSOF(units)) {
-                v /= 1024;
+        while (v >= base && u + 1 < n) {
+                v /= base;
                 u++;
         }
         if (u == 0)
-                snprintf(buf, size, "%" PRIu64 " B", b);
+                snprintf(buf, size, "%" PRIu64 " %s", value, units[0]);
         else
-                snprintf(buf, size, "%.2f %s", v, units[u]);
+                snprintf(buf, size, "%.*f %s", decimals, v, units[u]);
+}
+
+void format_bytes(uint64_t b, char *buf, size_t size) {
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+
+        format_scaled(b, 1024, units, ELEMENTSOF(units), 2, buf, size);
 }
 
 /* Bits per second as "86.1 Mbit/s". */
 void format_rate(uint64_t bps, char *buf, size_t size) {
         static const char *const units[] = { "bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s" };
-        double v = (double) bps;
-        size_t u = 0;
 
-        while (v >= 1000 && u + 1 < ELEMENTSOF(units)) {
-                v /= 1000;
-                u++;
-        }
-        if (u == 0)
-                snprintf(buf, size, "%" PRIu64 " bit/s", bps);
-        else
-                snprintf(buf, size, "%.1f %s", v, units[u]);
+        format_scaled(bps, 1000, units, ELEMENTSOF(units), 1, buf, size);
 }
 
 /* A microsecond count as "1.25s", "37ms", "250us"; "-" when empty. */

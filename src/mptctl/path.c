@@ -2,6 +2,7 @@
 
 #include "mptctl.h"
 #include "parse-util.h"
+#include "profile.h"
 
 /* mptctl path TUNNEL PATH set weight N | up | down */
 int verb_path(int argc, char **argv) {
@@ -25,8 +26,9 @@ int verb_path(int argc, char **argv) {
                 req.command = CTL_COMMAND_PATH_DOWN;
         else if (argc == 6 && streq(argv[3], "set") && streq(argv[4], "weight")) {
                 unsigned w;
-                if (safe_atou(argv[5], &w) < 0 || w > 10000) {
-                        fprintf(stderr, "mptctl: invalid weight '%s': expected 0..10000 (0: backup)\n", argv[5]);
+                if (safe_atou(argv[5], &w) < 0 || w > MPT_WEIGHT_MAX) {
+                        fprintf(stderr, "mptctl: invalid weight '%s': expected 0..%u (0: backup)\n", argv[5],
+                                MPT_WEIGHT_MAX);
                         return -EINVAL;
                 }
                 req.command = CTL_COMMAND_PATH_WEIGHT;

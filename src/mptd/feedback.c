@@ -123,8 +123,7 @@ void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret) {
  * cannot take, and the path's own queue does not overflow. Pacing it instead would only keep
  * it, and the others with it, from ever looking saturated, which is what lets a path the
  * learner starved on a shared bottleneck (the hosts' CPUs, tbf on the veths of tests/lab's
- * equal paths) grow back: measured, tests/lab/mpt-lab (4 x 100 Mbit/s) made 221.5 Mbit/s with
- * one path at 0.2 % when such paths were paced, 362.6 when they were not. */
+ * equal paths) grow back (mptd(8), SCHEDULING). */
 static void pace_update(Tunnel *t, const uint8_t *ids, size_t n) {
         uint64_t paced = 0;
 
@@ -236,7 +235,7 @@ static bool check_silence(Tunnel *t, usec_t now) {
                 return false;
         for (size_t i = 0; i < n; i++) {
                 Path *p = t->paths[ids[i]];
-                usec_t silence = MAX(LEARN_SILENCE_USEC, 4 * p->rtt), sent_last = 0;
+                usec_t silence = MAX(LEARN_SILENCE_USEC, LEARN_SILENCE_RTTS * p->rtt), sent_last = 0;
 
                 for (unsigned w = 0; w < t->n_workers; w++) {
                         usec_t when, last;

@@ -55,8 +55,7 @@ usec_t feedback_reorder_hold(const Tunnel *t, usec_t *ret_spread);
  * least FEEDBACK_EQ_MIN_USEC; changes smaller than FEEDBACK_EQ_STEP_USEC are ignored. A TCP
  * stream split over a 5 ms and a 40 ms path otherwise sees round trips of 10 ms for the packets
  * that happen to wait for nothing and 80 ms for the others: BBR takes the shortest for the
- * path's, and keeps a quarter of what it needs in flight (measured: scenario A of tests/bench
- * went from 3 to 5 Mbit/s in some runs, 90 in others, to about 100 in all). */
+ * path's, and keeps a quarter of what it needs in flight (mptd(8), REORDERING). */
 #define FEEDBACK_EQ_ACTIVE_USEC (1 * USEC_PER_SEC)
 #define FEEDBACK_EQ_MIN_USEC (1 * USEC_PER_MSEC)
 #define FEEDBACK_EQ_STEP_USEC (1 * USEC_PER_MSEC)

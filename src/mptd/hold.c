@@ -7,10 +7,14 @@
 
 #include "hold.h"
 
+/* Every header in the ring starts at a multiple of this, so that HoldPacket's uint64_t is aligned
+ * on every ABI. */
+#define HOLD_ALIGN ((size_t) 8)
+
 /* A packet's bytes in the ring: its header and data, rounded up so that the next header is
  * aligned. */
 static size_t entry_size(size_t len) {
-        return (sizeof(HoldPacket) + len + 7) & ~(size_t) 7;
+        return (sizeof(HoldPacket) + len + HOLD_ALIGN - 1) & ~(HOLD_ALIGN - 1);
 }
 
 int hold_init(HoldQueue *q, size_t size) {
@@ -18,7 +22,7 @@ int hold_init(HoldQueue *q, size_t size) {
         q->buf = malloc(size);
         if (!q->buf)
                 return -ENOMEM;
-        q->size = size & ~(size_t) 7;
+        q->size = size & ~(HOLD_ALIGN - 1);
         return 0;
 }
 

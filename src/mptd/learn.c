@@ -29,7 +29,8 @@ static void update_owd(LearnPath *p, const LearnSample *s, usec_t now) {
 
         if (p->have_owd) {
                 uint64_t d = (uint64_t) (owd > p->owd ? owd - p->owd : p->owd - owd);
-                p->owd_jitter = p->owd_jitter + d / 16 - p->owd_jitter / 16;
+                p->owd_jitter = p->owd_jitter + d / LEARN_JITTER_GAIN_DIV -
+                                p->owd_jitter / LEARN_JITTER_GAIN_DIV;
         }
         p->owd = owd;
         p->have_owd = true;
@@ -63,7 +64,7 @@ uint64_t learn_pace_rate(const LearnPath *p) {
          * lightly loaded path a higher delay is the path's (a route that changed, until the
          * minimum ages out) or someone else's queue, and pacing it at what it delivered (its load)
          * would hold back even the little it carries. */
-        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && q > 4 * p->owd_jitter && p->delivered > 0 &&
+        if (q >= LEARN_PACE_DRAIN_QUEUE_USEC && q > LEARN_JITTER_FACTOR * p->owd_jitter && p->delivered > 0 &&
             p->delivered >= rate / LEARN_PACE_DRAIN_LOAD_DEN)
                 return MAX(MIN(rate, p->delivered / LEARN_PACE_DRAIN_DEN * LEARN_PACE_DRAIN_NUM), LEARN_RATE_MIN);
         if (!p->was_saturated)
@@ -88,8 +89,9 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
          * more recent than it can be. It only ever raises the credit: before the first span, a
          * burst of a few datagrams of light traffic (a ping, a handshake) is no measure of the
          * path, and must not put it below the initial credit of the others. */
-        if (s->peak > 0 && now >= p->peak_ignore_until && s->peak / 8 * 7 > learn_rate(p)) {
-                p->rate = MAX(s->peak / 8 * 7, LEARN_RATE_MIN);
+        if (s->peak > 0 && now >= p->peak_ignore_until &&
+            s->peak / LEARN_DRAIN_DEN * LEARN_DRAIN_NUM > learn_rate(p)) {
+                p->rate = MAX(s->peak / LEARN_DRAIN_DEN * LEARN_DRAIN_NUM, LEARN_RATE_MIN);
                 changed_by_peak = true;
         }
         if (!p->have_prev) {
@@ -123,16 +125,18 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
         }
         /* The receiver took longer than we did for the same datagrams: they queued. */
         if (dt_rx * LEARN_STRETCH_DIV > dt_tx * (LEARN_STRETCH_DIV + 1) ||
-            (q > LEARN_QUEUE_SAT_USEC && q > 4 * p->owd_jitter) ||
-            ((uint64_t) p->loss_ppm >= LEARN_LOSS_SAT_PPM + 2 * (uint64_t) p->loss_floor_ppm &&
-             p->span_queue_max > LEARN_QUEUE_SAT_USEC && p->span_queue_max > 2 * p->owd_jitter))
-                p->sat_run++;
+            (q > LEARN_QUEUE_SAT_USEC && q > LEARN_JITTER_FACTOR * p->owd_jitter) ||
+            ((uint64_t) p->loss_ppm >=
+                     LEARN_LOSS_SAT_PPM + LEARN_LOSS_FLOOR_FACTOR * (uint64_t) p->loss_floor_ppm &&
+             p->span_queue_max > LEARN_QUEUE_SAT_USEC &&
+             p->span_queue_max > LEARN_LOSS_JITTER_FACTOR * p->owd_jitter))
+                p->sat_spans++;
         else
-                p->sat_run = 0;
+                p->sat_spans = 0;
         /* One span that looks saturated may be a moment of the hosts' scheduling (a sending
          * thread held up between its send marks and the send): only a second one in a row says
          * that the path no longer keeps up. */
-        p->saturated = p->sat_run >= LEARN_SAT_SPANS;
+        p->saturated = p->sat_spans >= LEARN_SAT_SPANS;
         p->was_saturated |= p->saturated;
         if (p->saturated) {
                 int64_t m = owd_min(p);
@@ -141,13 +145,14 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
 
                 if (busy) {
                         /* Busy throughout: it delivered what it can carry. */
-                        p->rate = MAX(delivered / 8 * 7, LEARN_RATE_MIN);
+                        p->rate = MAX(delivered / LEARN_DRAIN_DEN * LEARN_DRAIN_NUM, LEARN_RATE_MIN);
                         p->peak_ignore_until = now + LEARN_PEAK_IGNORE_USEC;
                 }
                 else
                         /* The queue built up within the span: it can carry at least what it
                          * delivered, and less than it was given. */
-                        p->rate = MAX(MIN(cur, MAX(delivered, cur / 8 * 7)), LEARN_RATE_MIN);
+                        p->rate = MAX(MIN(cur, MAX(delivered, cur / LEARN_DRAIN_DEN * LEARN_DRAIN_NUM)),
+                                      LEARN_RATE_MIN);
                 /* Never below half its burst rate now: when the paths share one bottleneck (the
                  * hosts' CPUs, one uplink behind them), each delivers in proportion to what it is
                  * sent, and cuts by what they delivered would let the split drift anywhere; the
@@ -168,15 +173,18 @@ bool learn_sample(LearnPath *p, const LearnSample *s, usec_t now, bool others_sa
                                                             LEARN_GROW_LIMIT_DEN * LEARN_GROW_LIMIT_NUM,
                                                     learn_rate(p));
 
-                if (cur >= UINT64_MAX / 4 || delivered < cur / 2)
+                if (cur >= UINT64_MAX / 4 || delivered < cur / LEARN_GROW_USED_DIV)
                         ; /* it did not even use what it is credited with */
                 else if (others_saturated)
                         /* It kept up where another did not: it is owed more of the traffic. */
-                        cur = MIN(cur + cur / 4 + MIN(tunnel_rate, UINT64_MAX / 4) / 32, limit);
-                else if (p->capped && delivered >= cur / 8 * 5 && q < LEARN_BUSY_QUEUE_USEC)
+                        cur = MIN(cur + cur / LEARN_GROW_DIV +
+                                          MIN(tunnel_rate, UINT64_MAX / 4) / LEARN_GROW_TUNNEL_DIV,
+                                  limit);
+                else if (p->capped && delivered >= cur / LEARN_CAPPED_USED_DEN * LEARN_CAPPED_USED_NUM &&
+                         q < LEARN_BUSY_QUEUE_USEC)
                         /* Water-filling wants to give it more than its credit (it is preferred),
                          * and it carried most of what it got without a queue: try more. */
-                        cur = MIN(cur / 8 * 9, limit);
+                        cur = MIN(cur / LEARN_CAPPED_GROW_DEN * LEARN_CAPPED_GROW_NUM, limit);
                 /* Otherwise the credit does not grow by itself: splitting by the rates needs
                  * only how they compare, which saturations (and burst rates) tell; credits that
                  * grew with what each path happened to be given would drift apart when the
@@ -221,10 +229,9 @@ static uint32_t to_weight(unsigned __int128 bytes_per_sec) {
  * the path: the workers leave the packets in the TUN device's queue while a path with most of the
  * vector's slots is ahead of its pace, so what the tunnel sends, and with it the load that
  * water-filling splits, sinks to the path's pace over its part, and the other paths' parts with
- * it. Seen in tests/integration/learned.sh: a preferred 20 Mbit/s path credited with 30 took 82 %
- * of UDP at 40 Mbit/s, the tunnel carried 25, and the rest waited in the sender's socket. */
+ * it (mptd(8), SCHEDULING). */
 static uint64_t cap(const LearnPath *p) {
-        return MIN(learn_rate(p) / 8 * 7, learn_pace_rate(p));
+        return MIN(learn_rate(p) / LEARN_FILL_CAP_DEN * LEARN_FILL_CAP_NUM, learn_pace_rate(p));
 }
 
 bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,
@@ -276,7 +283,7 @@ bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n
                         unsigned __int128 r = learn_rate(paths[i]);
                         unsigned __int128 w = r * (LEARN_QUEUE_BALANCE_USEC + qmin) / (LEARN_QUEUE_BALANCE_USEC + q);
 
-                        ret[i] = to_weight(MAX(w, r / 2));
+                        ret[i] = to_weight(MAX(w, r / LEARN_QUEUE_BALANCE_MIN_DIV));
                 }
                 return true;
         }

@@ -52,20 +52,46 @@
 #define LEARN_SAT_SPANS 2u
 /* ... the receiver's span exceeds ours by more than 1/LEARN_STRETCH_DIV of it, */
 #define LEARN_STRETCH_DIV 8u
-/* ... or when the queueing delay stands above this (and above 4 times the delay's jitter). */
+/* ... or when the queueing delay stands above this (and above LEARN_JITTER_FACTOR times the
+ * delay's jitter: a radio link's delay swings by tens of ms without any queue). */
 #define LEARN_QUEUE_SAT_USEC (8 * USEC_PER_MSEC)
+#define LEARN_JITTER_FACTOR 4u
+/* The delay's jitter: a moving average of how much the one-way delay changes from one sample to
+ * the next, of gain 1/LEARN_JITTER_GAIN_DIV (RFC 3550's interarrival jitter, 6.4.1). */
+#define LEARN_JITTER_GAIN_DIV 16u
 /* ... or when the span lost at least this (parts per million) while a queue of more than
- * LEARN_QUEUE_SAT_USEC (and twice the jitter) stood at some sample in it: a queue that is full
+ * LEARN_QUEUE_SAT_USEC (and LEARN_LOSS_JITTER_FACTOR times the jitter) stood at some sample in it:
+ * a queue that is full
  * and drops at its tail no longer grows, and its delay swings as TCP backs off and comes again,
  * so that neither of the first two may see it; random loss comes without a queue. */
 #define LEARN_LOSS_SAT_PPM 5000u
-/* ... above twice the path's own loss: the average loss (weight 1/LEARN_LOSS_FLOOR_DIV per span)
- * of spans in which no queue of LEARN_QUEUE_SAT_USEC stood (and that sent at least
+#define LEARN_LOSS_JITTER_FACTOR 2u
+/* ... above LEARN_LOSS_FLOOR_FACTOR times the path's own loss: the average loss (weight
+ * 1/LEARN_LOSS_FLOOR_DIV per span) of spans in which no queue of LEARN_QUEUE_SAT_USEC stood (and that sent at least
  * LEARN_LOSS_FLOOR_MIN_DATAGRAMS): a radio link or a noisy line loses that much at any load, and
  * its random loss next to a queue of a few ms must not read as an overflow (which would cut it,
  * and grow the others past what they carry). */
 #define LEARN_LOSS_FLOOR_DIV 8u
 #define LEARN_LOSS_FLOOR_MIN_DATAGRAMS 20u
+#define LEARN_LOSS_FLOOR_FACTOR 2u
+/* A rate measured at the path's bottleneck (what it delivered while busy throughout, a burst's)
+ * is credited at LEARN_DRAIN_NUM/LEARN_DRAIN_DEN of it, so that the queue the path built drains,
+ * and a queue that built up within a span cuts the credit by no more than the rest (the 7/8 of
+ * glorytun's mud). */
+#define LEARN_DRAIN_NUM 7u
+#define LEARN_DRAIN_DEN 8u
+/* A path that kept up while another did not grows per span by 1/LEARN_GROW_DIV of its credit
+ * plus 1/LEARN_GROW_TUNNEL_DIV of the tunnel's rate (so that one starved near 0 comes back within
+ * a second), unless it used less than 1/LEARN_GROW_USED_DIV of its credit. A preferred path that
+ * water-filling capped grows to LEARN_CAPPED_GROW_NUM/LEARN_CAPPED_GROW_DEN of its credit when it
+ * carried at least LEARN_CAPPED_USED_NUM/LEARN_CAPPED_USED_DEN of it without a queue. */
+#define LEARN_GROW_DIV 4u
+#define LEARN_GROW_TUNNEL_DIV 32u
+#define LEARN_GROW_USED_DIV 2u
+#define LEARN_CAPPED_USED_NUM 5u
+#define LEARN_CAPPED_USED_DEN 8u
+#define LEARN_CAPPED_GROW_NUM 9u
+#define LEARN_CAPPED_GROW_DEN 8u
 /* After a span that was saturated throughout, peak rates are not trusted for this long: what
  * the path delivered while busy is a better measure than a burst's rate, which the receiving
  * thread's scheduling can inflate (a batch read late looks like a fast burst); a path whose
@@ -78,9 +104,8 @@
  * bottleneck is here, out of sight of the one-way delays and of loss: what it delivered is what
  * it carries. It is credited with at most LEARN_LOCAL_CEIL_NUM/LEARN_LOCAL_CEIL_DEN of that, and
  * counts as saturated for the others' growth (feedback.c), so that a path with room takes more
- * until it queues too. Without it, credits ran to 2-5 times such a path's rate on burst rates
- * alone, and the path with the largest share bounded the tunnel (tests/lab/mpt-lab, 4 x 100
- * Mbit/s: one run in three or four at 225-320 Mbit/s). */
+ * until it queues too. Otherwise burst rates alone raise credits far above such a path's rate,
+ * and the path with the largest share bounds the tunnel (mptd(8), SCHEDULING). */
 #define LEARN_LOCAL_CEIL_NUM 9u
 #define LEARN_LOCAL_CEIL_DEN 8u
 /* While the receiver reports a burst rate for the path, its credit grows (learn_sample()) to at
@@ -95,8 +120,10 @@
 /* Before the first sample: what a path is credited with (times its Weight= share). */
 #define LEARN_RATE_INITIAL UINT64_C(1250000) /* 10 Mbit/s */
 /* No news of a path we kept sending on for this long (counted from when it began to carry data,
- * and longer than 4 round trips), while feedback of others arrives: it delivers nothing now. */
+ * and longer than LEARN_SILENCE_RTTS round trips), while feedback of others arrives: it delivers
+ * nothing now. */
 #define LEARN_SILENCE_USEC (300 * USEC_PER_MSEC)
+#define LEARN_SILENCE_RTTS 4u
 
 typedef struct LearnSample {
         uint64_t datagrams; /* what the receiver counts as sent on the path by then (cumulative) */
@@ -124,7 +151,7 @@ typedef struct LearnPath {
         uint32_t loss_floor_ppm; /* the path's own loss, without a queue (LEARN_LOSS_FLOOR_DIV) */
         bool saturated;        /* over the last LEARN_SAT_SPANS spans */
         bool was_saturated;    /* at some span since the last reset: its rate was measured full */
-        unsigned sat_run;      /* spans in a row that looked saturated */
+        unsigned sat_spans;    /* spans in a row that looked saturated */
         bool capped;           /* the last split wanted to give it more than its credit */
         bool queued_locally;   /* at the start and the end of the last span (LearnSample) */
         usec_t updated;        /* our clock at the last span's end; 0: never */
@@ -165,9 +192,8 @@ uint64_t learn_rate(const LearnPath *p);
  * bottleneck, instead of overflowing the queue of the path's bottleneck somewhere on the way (a
  * DSL modem's, 50 ms long in tests/lab). A TCP stream over paths of unequal delay sees the
  * slowest path's round trip (the receiver holds the fast paths' packets until the slow ones come)
- * and keeps as much in flight as that takes; without pacing, the fast path's share of it stood in
- * its 50 ms queue and overflowed it (measured: scenario A of tests/bench, 100 + 20 Mbit/s, 4269 +
- * 2065 drops in the emulator in 10 s, 81 Mbit/s; paced, 0 + 0 to 37 and 99 Mbit/s).
+ * and keeps as much in flight as that takes; without pacing, the fast path's share of it stands
+ * in its 50 ms queue and overflows it (mptd(8), SCHEDULING).
  *   - a path whose queueing delay stands at LEARN_PACE_DRAIN_QUEUE_USEC or more, and above 4
  *     times the delay's jitter (LEARN_QUEUE_SAT_USEC's rule), and that delivered at least
  *     1/LEARN_PACE_DRAIN_LOAD_DEN of its learned rate over the last span (it was busy: the queue
@@ -215,10 +241,15 @@ uint64_t learn_pace_rate(const LearnPath *p);
  * delay of the paths) / (Q + its own), at least 1/2: a path whose queue stands longer than the
  * others' (its credit ran ahead of it, or the load grew past it first) gets less until the queues
  * stand alike, so that they fill, and overflow, together. */
-/* Q is 25 ms: with 10 ms, a path whose queue swung between 3 and 20 ms (the feedback takes a round
- * trip to show the effect of a split) swung between 23 % and 11 % of the traffic in scenario A
- * (100 + 20 Mbit/s), half a round trip behind its queue, and delivered 91 % of what it carries. */
+/* Q is 25 ms: the feedback takes a round trip to show the effect of a split, and with a smaller Q
+ * a path whose queue swings by a few ms swings between much larger and smaller parts of the
+ * traffic, half a round trip behind its queue, and delivers less than it carries (mptd(8),
+ * SCHEDULING). */
 #define LEARN_QUEUE_BALANCE_USEC (25 * USEC_PER_MSEC)
+#define LEARN_QUEUE_BALANCE_MIN_DIV 2u /* the scale is at least 1/2 */
+/* Water-filling gives a path at most LEARN_FILL_CAP_NUM/LEARN_FILL_CAP_DEN of its credit. */
+#define LEARN_FILL_CAP_NUM 7u
+#define LEARN_FILL_CAP_DEN 8u
 #define LEARN_HEADROOM_DIV 4u /* plus a quarter */
 bool learn_weights(const LearnPath *const *paths, const uint32_t *pref, size_t n, uint64_t load, uint32_t *ret,
                    bool *ret_capped);

@@ -18,6 +18,15 @@ struct Rtnl {
 };
 
 #define RTNL_BUFFER_SIZE (32u * 1024u)
+/* The monitor's receive buffer: large enough that a burst of events (an interface with many
+ * addresses going away) does not overrun it. */
+#define RTNL_MONITOR_RCVBUF (4 * 1024 * 1024)
+/* Messages the monitor reads per wake-up at most, so that a storm of events does not starve the
+ * rest of the event loop (what is left wakes it again). */
+#define RTNL_MONITOR_BATCH 64u
+/* rtnetlink message types come in fours (NEW, DEL, GET, SET: linux/rtnetlink.h); a GET's type is
+ * 2 modulo 4. */
+#define RTNL_IS_GET(type) (((type) & 3) == 2)
 #define RTNL_REQUEST_SIZE 4096
 
 int rtnl_open(Rtnl **ret) {
@@ -66,7 +75,7 @@ static int rtnl_call(Rtnl *rtnl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data) 
                 return -ENOMEM;
         seq = nlh->nlmsg_seq = ++rtnl->seq;
         /* NLM_F_DUMP shares its bits with NLM_F_EXCL|NLM_F_REPLACE: only a GET request dumps. */
-        if (!((nlh->nlmsg_type & 3) == 2 && (nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP))
+        if (!(RTNL_IS_GET(nlh->nlmsg_type) && (nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP))
                 nlh->nlmsg_flags |= NLM_F_ACK;
         if (mnl_socket_sendto(rtnl->nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
@@ -463,7 +472,7 @@ static int monitor_cb(const struct nlmsghdr *nlh, void *data) {
 static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         RtnlMonitor *m = userdata;
 
-        for (unsigned i = 0; i < 64; i++) {
+        for (unsigned i = 0; i < RTNL_MONITOR_BATCH; i++) {
                 ssize_t n = recv(fd, m->buf, RTNL_BUFFER_SIZE, MSG_DONTWAIT);
                 if (n < 0) {
                         if (errno == ENOBUFS) {
@@ -485,7 +494,7 @@ int rtnl_monitor_new(sd_event *event, const RtnlMonitorHandlers *handlers, void 
         static const unsigned groups[] = {
                 RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
         };
-        int size = 4 * 1024 * 1024, r;
+        int size = RTNL_MONITOR_RCVBUF, r;
 
         m = calloc(1, sizeof(RtnlMonitor));
         if (!m)
@@ -505,7 +514,6 @@ int rtnl_monitor_new(sd_event *event, const RtnlMonitorHandlers *handlers, void 
                 if (mnl_socket_setsockopt(m->nl, NETLINK_ADD_MEMBERSHIP, &g, sizeof g) < 0)
                         return -errno;
         }
-        /* A burst (an interface with many addresses going away) should not overrun us. */
         if (setsockopt(mnl_socket_get_fd(m->nl), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
                 (void) setsockopt(mnl_socket_get_fd(m->nl), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
         r = sd_event_add_io(event, &m->source, mnl_socket_get_fd(m->nl), EPOLLIN, on_monitor, m);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ip-header.h"
 #include "nft.h"
 
 /* nft's data type numbers, so that "nft list" prints the sets' types by name. */
@@ -25,6 +26,11 @@
 #ifndef NFT_TABLE_F_OWNER
 #define NFT_TABLE_F_OWNER 0x2 /* Linux 5.12 */
 #endif
+
+/* The base chains' priorities: the input chain's just before the filter chains (NF_IP_PRI_FILTER,
+ * 0), the others' with the mangle chains (NF_IP_PRI_MANGLE), where MSS clamping is done. */
+#define NFT_PRIO_INPUT (-10)
+#define NFT_PRIO_MANGLE (-150)
 
 #define NFT_BATCH_SIZE (256u * 1024u)
 #define NFT_TCPOPT_MAXSEG 2
@@ -205,7 +211,7 @@ static void set_msgs(Batch *b, const char *table, const char *name, uint32_t id,
         struct nftnl_set *s = nftnl_set_alloc();
         struct nlmsghdr *nlh;
         size_t n_elems = 0;
-        size_t len = family == AF_INET ? 4 : 16;
+        size_t len = family == AF_INET ? IP4_ADDR_LEN : IP6_ADDR_LEN;
 
         if (!s) {
                 b->overflow = true;
@@ -382,14 +388,15 @@ static void input_rule(Batch *b, const char *table, const NftRuleset *rs, int fa
         }
         ok = ok && e_meta_eq_u8(r, NFT_META_NFPROTO, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
         ok = ok && e_meta_eq_u8(r, NFT_META_L4PROTO, IPPROTO_UDP);
-        ok = ok && e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2) && e_cmp(r, NFT_CMP_EQ, &port, 2);
+        ok = ok && e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, UDP_OFF_DST_PORT, 2) &&
+             e_cmp(r, NFT_CMP_EQ, &port, 2);
         if (family == AF_INET ? rs->any4 : rs->any6)
                 ; /* a listening path: from anywhere */
         else if (family == AF_INET)
-                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4) &&
+                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP4_OFF_SRC, IP4_ADDR_LEN) &&
                      e_lookup(r, "remote4", set_id);
         else
-                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 8, 16) &&
+                ok = ok && e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP6_OFF_SRC, IP6_ADDR_LEN) &&
                      e_lookup(r, "remote6", set_id);
         ok = ok && e_counter(r);
         if (rs->mark != 0) {
@@ -413,7 +420,7 @@ static void mss_rule(Batch *b, const char *table, const char *chain, uint32_t di
                      int family, uint16_t mss) {
         struct nftnl_rule *r = rule_new(table, chain);
         char name[IFNAMSIZ] = {};
-        uint8_t flags_mask = 0x02 | 0x04, flags_zero = 0, syn = 0x02;
+        uint8_t flags_mask = TCP_SYN | TCP_RST, flags_zero = 0, syn = TCP_SYN;
         uint16_t v = htons(mss);
         bool ok = r;
 
@@ -425,8 +432,8 @@ static void mss_rule(Batch *b, const char *table, const char *chain, uint32_t di
         ok = ok && e_meta_load(r, dir_key) && e_cmp(r, NFT_CMP_EQ, name, sizeof name);
         ok = ok && e_meta_eq_u8(r, NFT_META_NFPROTO, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
         ok = ok && e_meta_eq_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
-        ok = ok && e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1) && e_bitwise(r, &flags_mask, &flags_zero, 1) &&
-             e_cmp(r, NFT_CMP_EQ, &syn, 1);
+        ok = ok && e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, TCP_OFF_FLAGS, 1) &&
+             e_bitwise(r, &flags_mask, &flags_zero, 1) && e_cmp(r, NFT_CMP_EQ, &syn, 1);
         ok = ok && e_tcp_mss(r, false) && e_cmp(r, NFT_CMP_GT, &v, 2);
         ok = ok && e_counter(r);
         ok = ok && e_immediate_data(r, &v, 2) && e_tcp_mss(r, true);
@@ -466,15 +473,17 @@ static int apply(Nft *n, const NftRuleset *rs, const char **ret_what) {
                 table_msg(&b, NFT_MSG_NEWTABLE, table, NLM_F_CREATE, NFT_TABLE_F_OWNER, owned_table);
         set_msgs(&b, table, "remote4", 1, AF_INET, rs->remotes, rs->n_remotes);
         set_msgs(&b, table, "remote6", 2, AF_INET6, rs->remotes, rs->n_remotes);
-        chain_msg(&b, table, "input", NF_INET_LOCAL_IN, -10);
-        chain_msg(&b, table, "forward", NF_INET_FORWARD, -150);
-        chain_msg(&b, table, "output", NF_INET_LOCAL_OUT, -150);
+        chain_msg(&b, table, "input", NF_INET_LOCAL_IN, NFT_PRIO_INPUT);
+        chain_msg(&b, table, "forward", NF_INET_FORWARD, NFT_PRIO_MANGLE);
+        chain_msg(&b, table, "output", NF_INET_LOCAL_OUT, NFT_PRIO_MANGLE);
         input_rule(&b, table, rs, AF_INET, 1);
         input_rule(&b, table, rs, AF_INET6, 2);
         for (int f = 0; f < 2; f++) {
                 int family = f == 0 ? AF_INET : AF_INET6;
-                uint32_t overhead = family == AF_INET ? 40 : 60;
-                uint16_t mss = (uint16_t) (rs->mtu > overhead + 536 ? MIN(rs->mtu - overhead, 65535u) : 536);
+                uint32_t overhead = (family == AF_INET ? IP4_HEADER_MIN : IP6_HEADER_LEN) + TCP_HEADER_MIN;
+                uint16_t mss = (uint16_t) (rs->mtu > overhead + TCP_MSS_DEFAULT
+                                                   ? MIN(rs->mtu - overhead, (unsigned) UINT16_MAX)
+                                                   : TCP_MSS_DEFAULT);
 
                 mss_rule(&b, table, "forward", NFT_META_OIFNAME, rs->ifname, family, mss);
                 mss_rule(&b, table, "forward", NFT_META_IIFNAME, rs->ifname, family, mss);

@@ -1,105 +1,35 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <endian.h>
 #include <netinet/in.h>
 
+#include "ip-header.h"
 #include "offload.h"
 #include "wire.h"
 
-#define TCP_FIN 0x01
-#define TCP_SYN 0x02
-#define TCP_RST 0x04
-#define TCP_PSH 0x08
-#define TCP_ACK 0x10
-#define TCP_URG 0x20
-#define TCP_ECE 0x40
-#define TCP_CWR 0x80
+/* Adds the part of a pseudo-header after the addresses (RFC 9293 3.1, RFC 8200 8.1) to sum: the
+ * protocol and the transport length. */
+static uint32_t csum_pseudo_tail(uint32_t sum, int family, uint8_t proto, uint32_t len) {
+        uint8_t tail[8] = {};
 
-static inline uint16_t rd16(const uint8_t *p) {
-        return (uint16_t) (p[0] << 8 | p[1]);
-}
-static inline uint32_t rd32(const uint8_t *p) {
-        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
-}
-static inline void wr16(uint8_t *p, uint16_t v) {
-        p[0] = v >> 8;
-        p[1] = v & 0xff;
-}
-static inline void wr32(uint8_t *p, uint32_t v) {
-        p[0] = v >> 24;
-        p[1] = (v >> 16) & 0xff;
-        p[2] = (v >> 8) & 0xff;
-        p[3] = v & 0xff;
-}
-
-/* The one's complement sum is independent of byte order up to a final swap (RFC 1071 2(B)):
- * sum native words, keep the running sum in native order, swap when writing it out. */
-uint32_t csum_add(uint32_t sum, const void *data, size_t len) {
-        const uint8_t *p = data;
-        uint64_t s = sum;
-
-        for (; len >= 16; p += 16, len -= 16) {
-                uint32_t w[4];
-                memcpy(w, p, sizeof w);
-                s += (uint64_t) w[0] + w[1] + w[2] + w[3];
+        if (family == AF_INET) {
+                tail[1] = proto;
+                wr16be(tail + 2, (uint16_t) len);
+                return csum_add(sum, tail, 4);
         }
-        for (; len >= 4; p += 4, len -= 4) {
-                uint32_t w;
-                memcpy(&w, p, sizeof w);
-                s += w;
-        }
-        if (len >= 2) {
-                uint16_t w;
-                memcpy(&w, p, sizeof w);
-                s += w;
-                p += 2;
-                len -= 2;
-        }
-        if (len)
-                /* A last odd byte is the high half of a network-order word. */
-                s += BYTE_ORDER == LITTLE_ENDIAN ? (uint32_t) p[0] : (uint32_t) p[0] << 8;
-        while (s >> 16)
-                s = (s & 0xffff) + (s >> 16);
-        return (uint32_t) s;
-}
-
-/* Native running sum -> network-order 16-bit value of the sum (not complemented). */
-static uint16_t sum_to_net(uint32_t sum) {
-        while (sum >> 16)
-                sum = (sum & 0xffff) + (sum >> 16);
-        return BYTE_ORDER == LITTLE_ENDIAN ? (uint16_t) ((sum >> 8 | sum << 8) & 0xffff) : (uint16_t) sum;
-}
-
-/* Network-order 16-bit value -> native running sum. */
-static uint32_t net_to_sum(uint16_t v) {
-        return BYTE_ORDER == LITTLE_ENDIAN ? (uint32_t) ((v >> 8 | v << 8) & 0xffff) : v;
-}
-
-uint16_t csum_fold(uint32_t sum) {
-        return (uint16_t) ~sum_to_net(sum);
+        wr32be(tail, len);
+        tail[7] = proto;
+        return csum_add(sum, tail, 8);
 }
 
 uint32_t csum_pseudo(int family, const uint8_t *src, const uint8_t *dst, uint8_t proto, uint32_t len) {
-        uint8_t tail[8] = {};
-        uint32_t s;
+        size_t addr_len = family == AF_INET ? IP4_ADDR_LEN : IP6_ADDR_LEN;
 
-        if (family == AF_INET) {
-                s = csum_add(0, src, 4);
-                s = csum_add(s, dst, 4);
-                tail[1] = proto;
-                wr16(tail + 2, (uint16_t) len);
-                return csum_add(s, tail, 4);
-        }
-        s = csum_add(0, src, 16);
-        s = csum_add(s, dst, 16);
-        wr32(tail, len);
-        tail[7] = proto;
-        return csum_add(s, tail, 8);
+        return csum_pseudo_tail(csum_add(csum_add(0, src, addr_len), dst, addr_len), family, proto, len);
 }
 
 static void ipv4_header_checksum(uint8_t *ip, size_t ihl) {
-        ip[10] = ip[11] = 0;
-        wr16(ip + 10, mpt_checksum(ip, ihl));
+        ip[IP4_OFF_CHECKSUM] = ip[IP4_OFF_CHECKSUM + 1] = 0;
+        wr16be(ip + IP4_OFF_CHECKSUM, mpt_checksum(ip, ihl));
 }
 
 /* IP and transport header lengths of a packet whose transport protocol must be proto. */
@@ -107,28 +37,29 @@ static int parse_headers(const uint8_t *pkt, size_t len, uint8_t proto, int *ret
                          size_t *ret_headers_len) {
         size_t ip_len, l4_len;
 
-        if (len < 20)
+        if (len < IP4_HEADER_MIN)
                 return -EBADMSG;
         if (pkt[0] >> 4 == 4) {
                 ip_len = (size_t) (pkt[0] & 0x0f) * 4;
-                if (ip_len < 20 || pkt[9] != proto || (rd16(pkt + 6) & 0x3fff) != 0)
+                if (ip_len < IP4_HEADER_MIN || pkt[IP4_OFF_PROTOCOL] != proto ||
+                    (rd16be(pkt + IP4_OFF_FRAG) & IP4_FRAG_MF_OFFSET) != 0)
                         return -EBADMSG; /* options are fine; fragments are not */
                 *ret_family = AF_INET;
         } else if (pkt[0] >> 4 == 6) {
-                ip_len = 40;
-                if (len < 40 || pkt[6] != proto) /* no extension headers */
+                ip_len = IP6_HEADER_LEN;
+                if (len < IP6_HEADER_LEN || pkt[IP6_OFF_NEXT_HEADER] != proto) /* no extension headers */
                         return -EBADMSG;
                 *ret_family = AF_INET6;
         } else
                 return -EBADMSG;
         if (proto == IPPROTO_TCP) {
-                if (len < ip_len + 20)
+                if (len < ip_len + TCP_HEADER_MIN)
                         return -EBADMSG;
-                l4_len = (size_t) (pkt[ip_len + 12] >> 4) * 4;
-                if (l4_len < 20)
+                l4_len = (size_t) (pkt[ip_len + TCP_OFF_DATA_OFFSET] >> 4) * 4;
+                if (l4_len < TCP_HEADER_MIN)
                         return -EBADMSG;
         } else
-                l4_len = 8;
+                l4_len = UDP_HEADER_LEN;
         if (ip_len + l4_len > len || ip_len + l4_len > OFFLOAD_HEADERS_MAX)
                 return -EBADMSG;
         *ret_ip_len = ip_len;
@@ -141,152 +72,200 @@ static int finish_checksum(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t
         uint32_t sum;
         uint16_t c;
 
-        if (start >= len || field + 2 > len || (vh->csum_offset != 16 && vh->csum_offset != 6))
+        if (start >= len || field + 2 > len ||
+            (vh->csum_offset != TCP_OFF_CHECKSUM && vh->csum_offset != UDP_OFF_CHECKSUM))
                 return -EBADMSG;
         /* The kernel left the pseudo-header sum in the field: add the rest to it. */
-        sum = net_to_sum(rd16(pkt + field));
+        sum = csum_from_be(rd16be(pkt + field));
         pkt[field] = pkt[field + 1] = 0;
         c = csum_fold(csum_add(sum, pkt + start, len - start));
-        if (c == 0 && vh->csum_offset == 6)
+        if (c == 0 && vh->csum_offset == UDP_OFF_CHECKSUM)
                 c = 0xffff; /* UDP: 0 means "no checksum" */
-        wr16(pkt + field, c);
+        wr16be(pkt + field, c);
         return 0;
 }
 
-static int segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu, uint8_t *headers_scratch,
-                   size_t headroom, size_t first, OffloadSegment *segs, size_t max_segs, bool whole, size_t *ret_total) {
-        const size_t slot = headroom + OFFLOAD_HEADERS_MAX;
-        uint8_t gso = vh->gso_type & (uint8_t) ~VIRTIO_NET_HDR_GSO_ECN;
+/* How a super-packet is cut, from its checked headers. */
+typedef struct SegmentPlan {
+        int family;
         uint8_t proto;
-        size_t ip_len, hdr_len, chunk, payload, n, end;
-        int family, r;
-        uint32_t seq0 = 0, addr_sum;
-        uint16_t id0 = 0;
+        size_t ip_len, headers_len; /* IP header; IP + transport */
+        size_t chunk;               /* payload of every segment but the last */
+        size_t payload;             /* payload of them all */
+        size_t n;                   /* the number of segments */
+        uint16_t ip_id;             /* IPv4: the first segment's ID */
+        uint32_t tcp_seq;           /* TCP: the first segment's sequence number */
+        uint32_t addr_sum;          /* running sum of the pseudo-header's addresses */
+} SegmentPlan;
 
-        if (max_segs == 0)
-                return -E2BIG;
+/* Checks the headers of the packet that came with vh and plans its cut into segments of at most
+ * mtu bytes. Returns 1 with *ret filled in; 0 for a packet that leaves as it is, one segment (no
+ * GSO, or no payload), with its checksum finished if the kernel left it; or -EBADMSG. */
+static int plan_segments(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
+                         SegmentPlan *ret) {
+        uint8_t gso = vh->gso_type & (uint8_t) ~VIRTIO_NET_HDR_GSO_ECN;
+        SegmentPlan p = {};
+        int r;
 
-        if (gso == VIRTIO_NET_HDR_GSO_NONE) {
-                if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
-                        r = finish_checksum(vh, pkt, len);
-                        if (r < 0)
-                                return r;
-                }
-                if (first > 0)
-                        return -EINVAL;
-                segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
-                *ret_total = 1;
-                return 1;
-        }
+        if (gso == VIRTIO_NET_HDR_GSO_NONE)
+                goto whole;
         if (gso == VIRTIO_NET_HDR_GSO_TCPV4 || gso == VIRTIO_NET_HDR_GSO_TCPV6)
-                proto = IPPROTO_TCP;
+                p.proto = IPPROTO_TCP;
         else if (gso == VIRTIO_NET_HDR_GSO_UDP_L4)
-                proto = IPPROTO_UDP;
+                p.proto = IPPROTO_UDP;
         else
                 return -EBADMSG;
 
-        r = parse_headers(pkt, len, proto, &family, &ip_len, &hdr_len);
+        r = parse_headers(pkt, len, p.proto, &p.family, &p.ip_len, &p.headers_len);
         if (r < 0)
                 return r;
-        if ((gso == VIRTIO_NET_HDR_GSO_TCPV4 && family != AF_INET) ||
-            (gso == VIRTIO_NET_HDR_GSO_TCPV6 && family != AF_INET6))
+        if ((gso == VIRTIO_NET_HDR_GSO_TCPV4 && p.family != AF_INET) ||
+            (gso == VIRTIO_NET_HDR_GSO_TCPV6 && p.family != AF_INET6))
                 return -EBADMSG;
-        if (vh->gso_size == 0 || mtu <= hdr_len)
+        if (vh->gso_size == 0 || mtu <= p.headers_len)
                 return -EBADMSG;
         /* TCP is a byte stream: cut at the MTU if gso_size would not fit. UDP datagrams keep the
          * sizes the application gave them, whatever the MTU (the outer packet then fragments). */
-        chunk = proto == IPPROTO_TCP ? MIN((size_t) vh->gso_size, mtu - hdr_len) : vh->gso_size;
-        payload = len - hdr_len;
-        if (payload == 0) {
-                /* Finish it as a plain packet. */
-                if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
-                        r = finish_checksum(vh, pkt, len);
-                        if (r < 0)
-                                return r;
-                }
+        p.chunk = p.proto == IPPROTO_TCP ? MIN((size_t) vh->gso_size, mtu - p.headers_len) : vh->gso_size;
+        p.payload = len - p.headers_len;
+        if (p.payload == 0)
+                goto whole;
+        p.n = DIV_ROUND_UP(p.payload, p.chunk);
+
+        if (p.family == AF_INET) {
+                p.ip_id = rd16be(pkt + IP4_OFF_ID);
+                p.addr_sum = csum_add(0, pkt + IP4_OFF_SRC, 2 * IP4_ADDR_LEN);
+        } else
+                p.addr_sum = csum_add(0, pkt + IP6_OFF_SRC, 2 * IP6_ADDR_LEN);
+        if (p.proto == IPPROTO_TCP)
+                p.tcp_seq = rd32be(pkt + p.ip_len + TCP_OFF_SEQ);
+        *ret = p;
+        return 1;
+
+whole:
+        if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+                r = finish_checksum(vh, pkt, len);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Segment i's IP header, with plen bytes of payload, in h (which holds a copy of the packet's
+ * headers); returns the running sum of its pseudo-header. */
+static uint32_t segment_ip_header(const SegmentPlan *p, size_t i, size_t plen, uint8_t *h) {
+        size_t l4_len = p->headers_len - p->ip_len;
+
+        if (p->family == AF_INET) {
+                wr16be(h + IP4_OFF_TOTAL_LEN, (uint16_t) (p->headers_len + plen));
+                wr16be(h + IP4_OFF_ID, (uint16_t) (p->ip_id + i));
+                ipv4_header_checksum(h, p->ip_len);
+        } else
+                wr16be(h + IP6_OFF_PAYLOAD_LEN, (uint16_t) (p->headers_len - IP6_HEADER_LEN + plen));
+        return csum_pseudo_tail(p->addr_sum, p->family, p->proto, (uint32_t) (l4_len + plen));
+}
+
+/* Segment i's transport header th, over its plen bytes of payload data, with its checksum
+ * (sum: the pseudo-header's). */
+static void segment_transport_header(const SegmentPlan *p, size_t i, const uint8_t *data, size_t plen,
+                                     uint32_t sum, uint8_t *th) {
+        size_t l4_len = p->headers_len - p->ip_len;
+        uint16_t c;
+
+        if (p->proto == IPPROTO_TCP) {
+                wr32be(th + TCP_OFF_SEQ, p->tcp_seq + (uint32_t) (i * p->chunk));
+                /* As the kernel's TSO does: CWR on the first segment only, FIN and PSH on the last
+                 * only. */
+                if (i > 0)
+                        th[TCP_OFF_FLAGS] &= (uint8_t) ~TCP_CWR;
+                if (i + 1 < p->n)
+                        th[TCP_OFF_FLAGS] &= (uint8_t) ~(TCP_FIN | TCP_PSH);
+                th[TCP_OFF_CHECKSUM] = th[TCP_OFF_CHECKSUM + 1] = 0;
+                sum = csum_add(sum, th, l4_len);
+                sum = csum_add(sum, data, plen);
+                wr16be(th + TCP_OFF_CHECKSUM, csum_fold(sum));
+        } else {
+                wr16be(th + UDP_OFF_LEN, (uint16_t) (UDP_HEADER_LEN + plen));
+                th[UDP_OFF_CHECKSUM] = th[UDP_OFF_CHECKSUM + 1] = 0;
+                sum = csum_add(sum, th, UDP_HEADER_LEN);
+                sum = csum_add(sum, data, plen);
+                c = csum_fold(sum);
+                wr16be(th + UDP_OFF_CHECKSUM, c ?: 0xffff);
+        }
+}
+
+/* Segments first .. first + count - 1 of the plan into segs[0..count) and the scratch area. */
+static int cut_segments(const SegmentPlan *p, const uint8_t *pkt, uint8_t *headers_scratch, size_t headroom,
+                        size_t first, size_t count, OffloadSegment *segs) {
+        const size_t slot = headroom + OFFLOAD_HEADERS_MAX;
+
+        for (size_t i = first; i < first + count; i++) {
+                uint8_t *h = headers_scratch + (i - first) * slot + headroom;
+                const uint8_t *data = pkt + p->headers_len + i * p->chunk;
+                size_t plen = MIN(p->chunk, p->payload - i * p->chunk);
+                uint32_t sum;
+
+                memcpy(h, pkt, p->headers_len);
+                sum = segment_ip_header(p, i, plen, h);
+                segment_transport_header(p, i, data, plen, sum, h + p->ip_len);
+                segs[i - first] = (OffloadSegment) {
+                        .headers = h, .headers_len = p->headers_len, .payload = data, .payload_len = plen
+                };
+        }
+        return (int) count;
+}
+
+/* What both entry points do first. Returns 1 with *ret for a packet to cut from segment first on;
+ * 0 for a packet that leaves as it is, then segs[0]; or < 0 (see offload_segment_from()). */
+static int segment_begin(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu, size_t first,
+                         OffloadSegment *segs, size_t max_segs, SegmentPlan *ret) {
+        int r;
+
+        if (max_segs == 0)
+                return -E2BIG;
+        r = plan_segments(vh, pkt, len, mtu, ret);
+        if (r < 0)
+                return r;
+        if (r == 0) {
                 if (first > 0)
                         return -EINVAL;
                 segs[0] = (OffloadSegment) { .headers = pkt, .headers_len = len };
-                *ret_total = 1;
-                return 1;
+                return 0;
         }
-        n = DIV_ROUND_UP(payload, chunk);
-        if (first >= n)
+        if (first >= ret->n)
                 return -EINVAL;
-        if (whole && (n > max_segs || n > OFFLOAD_SEGMENTS_MAX))
-                return -E2BIG;
-        end = first + MIN(MIN(max_segs, (size_t) OFFLOAD_SEGMENTS_MAX), n - first);
-
-        if (family == AF_INET) {
-                id0 = rd16(pkt + 4);
-                addr_sum = csum_add(0, pkt + 12, 8);
-        } else
-                addr_sum = csum_add(0, pkt + 8, 32);
-        if (proto == IPPROTO_TCP)
-                seq0 = rd32(pkt + ip_len + 4);
-
-        for (size_t i = first; i < end; i++) {
-                uint8_t *h = headers_scratch + (i - first) * slot + headroom;
-                const uint8_t *data = pkt + hdr_len + i * chunk;
-                size_t plen = MIN(chunk, payload - i * chunk);
-                size_t l4 = hdr_len - ip_len;
-                uint8_t *th = h + ip_len;
-                uint8_t pseudo_tail[8] = {};
-                uint32_t sum;
-                uint16_t c;
-
-                memcpy(h, pkt, hdr_len);
-                if (family == AF_INET) {
-                        wr16(h + 2, (uint16_t) (hdr_len + plen));
-                        wr16(h + 4, (uint16_t) (id0 + i));
-                        ipv4_header_checksum(h, ip_len);
-                        pseudo_tail[1] = proto;
-                        wr16(pseudo_tail + 2, (uint16_t) (l4 + plen));
-                        sum = csum_add(addr_sum, pseudo_tail, 4);
-                } else {
-                        wr16(h + 4, (uint16_t) (hdr_len - 40 + plen));
-                        wr32(pseudo_tail, (uint32_t) (l4 + plen));
-                        pseudo_tail[7] = proto;
-                        sum = csum_add(addr_sum, pseudo_tail, 8);
-                }
-
-                if (proto == IPPROTO_TCP) {
-                        wr32(th + 4, seq0 + (uint32_t) (i * chunk));
-                        /* As the kernel's TSO does: CWR on the first segment only, FIN and PSH on
-                         * the last only. */
-                        if (i > 0)
-                                th[13] &= (uint8_t) ~TCP_CWR;
-                        if (i + 1 < n)
-                                th[13] &= (uint8_t) ~(TCP_FIN | TCP_PSH);
-                        th[16] = th[17] = 0;
-                        sum = csum_add(sum, th, l4);
-                        sum = csum_add(sum, data, plen);
-                        wr16(th + 16, csum_fold(sum));
-                } else {
-                        wr16(th + 4, (uint16_t) (8 + plen));
-                        th[6] = th[7] = 0;
-                        sum = csum_add(sum, th, 8);
-                        sum = csum_add(sum, data, plen);
-                        c = csum_fold(sum);
-                        wr16(th + 6, c ?: 0xffff);
-                }
-                segs[i - first] = (OffloadSegment) { .headers = h, .headers_len = hdr_len, .payload = data, .payload_len = plen };
-        }
-        *ret_total = n;
-        return (int) (end - first);
+        return 1;
 }
 
 int offload_segment(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
                     uint8_t *headers_scratch, size_t headroom, OffloadSegment *segs, size_t max_segs) {
-        size_t total;
+        SegmentPlan p;
+        int r;
 
-        return segment(vh, pkt, len, mtu, headers_scratch, headroom, 0, segs, max_segs, true, &total);
+        r = segment_begin(vh, pkt, len, mtu, 0, segs, max_segs, &p);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (p.n > max_segs || p.n > OFFLOAD_SEGMENTS_MAX)
+                return -E2BIG;
+        return cut_segments(&p, pkt, headers_scratch, headroom, 0, p.n, segs);
 }
 
 int offload_segment_from(const struct virtio_net_hdr *vh, uint8_t *pkt, size_t len, size_t mtu,
                          uint8_t *headers_scratch, size_t headroom, size_t first, OffloadSegment *segs,
                          size_t max_segs, size_t *ret_total) {
-        return segment(vh, pkt, len, mtu, headers_scratch, headroom, first, segs, max_segs, false, ret_total);
+        SegmentPlan p;
+        int r;
+
+        r = segment_begin(vh, pkt, len, mtu, first, segs, max_segs, &p);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                *ret_total = 1;
+                return 1;
+        }
+        *ret_total = p.n;
+        return cut_segments(&p, pkt, headers_scratch, headroom, first,
+                            MIN(MIN(max_segs, (size_t) OFFLOAD_SEGMENTS_MAX), p.n - first), segs);
 }
 
 /* ---- GRO ---- */
@@ -300,9 +279,9 @@ static bool gro_start(Gro *g, const uint8_t *pkt, size_t len, int family, size_t
                 .ip_len = ip_len,
                 .headers_len = hdr_len,
                 .gso_size = (uint16_t) (len - hdr_len),
-                .next_seq = rd32(th + 4) + (uint32_t) (len - hdr_len),
-                .next_ip_id = family == AF_INET ? (uint16_t) (rd16(pkt + 4) + 1) : 0,
-                .last_short = (th[13] & TCP_PSH) != 0,
+                .next_seq = rd32be(th + TCP_OFF_SEQ) + (uint32_t) (len - hdr_len),
+                .next_ip_id = family == AF_INET ? (uint16_t) (rd16be(pkt + IP4_OFF_ID) + 1) : 0,
+                .last_short = (th[TCP_OFF_FLAGS] & TCP_PSH) != 0,
                 .n_segments = 1,
                 .total = len,
         };
@@ -321,12 +300,13 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
 
         if (parse_headers(pkt, len, IPPROTO_TCP, &family, &ip_len, &hdr_len) < 0)
                 return false;
-        if (family == AF_INET && ip_len != 20)
+        if (family == AF_INET && ip_len != IP4_HEADER_MIN)
                 return false; /* IP options: not coalesced */
         th = pkt + ip_len;
         plen = len - hdr_len;
         /* Only data segments with nothing but ACK (and PSH) set. */
-        if (plen == 0 || (th[13] & (uint8_t) ~(TCP_ACK | TCP_PSH)) != 0 || !(th[13] & TCP_ACK))
+        if (plen == 0 || (th[TCP_OFF_FLAGS] & (uint8_t) ~(TCP_ACK | TCP_PSH)) != 0 ||
+            !(th[TCP_OFF_FLAGS] & TCP_ACK))
                 return false;
 
         if (!g->active)
@@ -340,19 +320,27 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         if (family == AF_INET) {
                 /* Same addresses, TOS, TTL, protocol and flags (DF and the reserved one: segmenting
                  * gives every packet the first one's); consecutive IDs. */
-                if (memcmp(pkt + 12, g->headers + 12, 8) != 0 || pkt[1] != g->headers[1] || pkt[8] != g->headers[8] ||
-                    rd16(pkt + 6) != rd16(g->headers + 6) || rd16(pkt + 4) != g->next_ip_id)
+                if (memcmp(pkt + IP4_OFF_SRC, g->headers + IP4_OFF_SRC, 2 * IP4_ADDR_LEN) != 0 ||
+                    pkt[IP4_OFF_TOS] != g->headers[IP4_OFF_TOS] ||
+                    pkt[IP4_OFF_TTL] != g->headers[IP4_OFF_TTL] ||
+                    rd16be(pkt + IP4_OFF_FRAG) != rd16be(g->headers + IP4_OFF_FRAG) ||
+                    rd16be(pkt + IP4_OFF_ID) != g->next_ip_id)
                         return false;
         } else {
                 /* Same version/class/flow label, hop limit and addresses. */
-                if (memcmp(pkt, g->headers, 4) != 0 || pkt[7] != g->headers[7] || memcmp(pkt + 8, g->headers + 8, 32) != 0)
+                if (memcmp(pkt, g->headers, IP6_OFF_PAYLOAD_LEN) != 0 ||
+                    pkt[IP6_OFF_HOP_LIMIT] != g->headers[IP6_OFF_HOP_LIMIT] ||
+                    memcmp(pkt + IP6_OFF_SRC, g->headers + IP6_OFF_SRC, 2 * IP6_ADDR_LEN) != 0)
                         return false;
         }
         /* Same ports, ACK number, data offset and AE, flags but PSH, window and options; the next
          * sequence number. */
-        if (memcmp(th, gth, 4) != 0 || memcmp(th + 8, gth + 8, 4) != 0 || th[12] != gth[12] || rd32(th + 4) != g->next_seq ||
-            (th[13] & (uint8_t) ~TCP_PSH) != (gth[13] & (uint8_t) ~TCP_PSH) || memcmp(th + 14, gth + 14, 2) != 0 ||
-            memcmp(th + 20, gth + 20, hdr_len - ip_len - 20) != 0)
+        if (memcmp(th, gth, TCP_OFF_SEQ) != 0 ||
+            memcmp(th + TCP_OFF_ACK_SEQ, gth + TCP_OFF_ACK_SEQ, 4) != 0 ||
+            th[TCP_OFF_DATA_OFFSET] != gth[TCP_OFF_DATA_OFFSET] || rd32be(th + TCP_OFF_SEQ) != g->next_seq ||
+            (th[TCP_OFF_FLAGS] & (uint8_t) ~TCP_PSH) != (gth[TCP_OFF_FLAGS] & (uint8_t) ~TCP_PSH) ||
+            memcmp(th + TCP_OFF_WINDOW, gth + TCP_OFF_WINDOW, 2) != 0 ||
+            memcmp(th + TCP_HEADER_MIN, gth + TCP_HEADER_MIN, hdr_len - ip_len - TCP_HEADER_MIN) != 0)
                 return false;
 
         g->iov[g->n_iov++] = (struct iovec) { .iov_base = (void *) (pkt + hdr_len), .iov_len = plen };
@@ -360,11 +348,11 @@ bool gro_add(Gro *g, const uint8_t *pkt, size_t len) {
         g->total += plen;
         g->next_seq += (uint32_t) plen;
         g->next_ip_id++;
-        if (plen < g->gso_size || (th[13] & TCP_PSH)) {
-                /* A short segment or PSH ends the run (as the kernel's GRO does). */
+        if (plen < g->gso_size || (th[TCP_OFF_FLAGS] & TCP_PSH)) {
+                /* A short segment or PSH ends the super-packet (as the kernel's GRO does). */
                 g->last_short = true;
-                if (th[13] & TCP_PSH)
-                        g->headers[g->ip_len + 13] |= TCP_PSH;
+                if (th[TCP_OFF_FLAGS] & TCP_PSH)
+                        g->headers[g->ip_len + TCP_OFF_FLAGS] |= TCP_PSH;
         }
         return true;
 }
@@ -384,23 +372,25 @@ size_t gro_finish(Gro *g, struct iovec **ret_iov) {
                 uint32_t pseudo;
 
                 if (g->family == AF_INET) {
-                        wr16(ip + 2, (uint16_t) g->total);
+                        wr16be(ip + IP4_OFF_TOTAL_LEN, (uint16_t) g->total);
                         ipv4_header_checksum(ip, g->ip_len);
-                        pseudo = csum_pseudo(AF_INET, ip + 12, ip + 16, IPPROTO_TCP, (uint32_t) tcp_len);
+                        pseudo = csum_pseudo(AF_INET, ip + IP4_OFF_SRC, ip + IP4_OFF_DST, IPPROTO_TCP,
+                                             (uint32_t) tcp_len);
                         vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
                 } else {
-                        wr16(ip + 4, (uint16_t) (g->total - 40));
-                        pseudo = csum_pseudo(AF_INET6, ip + 8, ip + 24, IPPROTO_TCP, (uint32_t) tcp_len);
+                        wr16be(ip + IP6_OFF_PAYLOAD_LEN, (uint16_t) (g->total - IP6_HEADER_LEN));
+                        pseudo = csum_pseudo(AF_INET6, ip + IP6_OFF_SRC, ip + IP6_OFF_DST, IPPROTO_TCP,
+                                             (uint32_t) tcp_len);
                         vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
                 }
                 /* Checksum left partial: the pseudo-header sum in the field, not complemented; the
                  * kernel finishes it if the packet ever needs one. */
-                wr16(th + 16, sum_to_net(pseudo));
+                wr16be(th + TCP_OFF_CHECKSUM, csum_to_be(pseudo));
                 vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
                 vh.hdr_len = (uint16_t) g->headers_len;
                 vh.gso_size = g->gso_size;
                 vh.csum_start = (uint16_t) g->ip_len;
-                vh.csum_offset = 16;
+                vh.csum_offset = TCP_OFF_CHECKSUM;
         }
         memcpy(g->vnet, &vh, sizeof vh);
         n = g->n_iov;

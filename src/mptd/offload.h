@@ -16,6 +16,7 @@
 #include <linux/virtio_net.h>
 #include <sys/uio.h>
 
+#include "byteorder.h"
 #include "macro.h"
 
 /* Newer than the build headers may be (Linux 6.2). */
@@ -40,9 +41,7 @@ typedef struct OffloadSegment {
         size_t payload_len;
 } OffloadSegment;
 
-/* Internet checksum helpers: a 32-bit running sum, folded and complemented by csum_fold(). */
-uint32_t csum_add(uint32_t sum, const void *data, size_t len);
-uint16_t csum_fold(uint32_t sum);
+/* The running sum (byteorder.h, csum_add()) of a TCP or UDP pseudo-header (RFC 9293 3.1, RFC 8200 8.1). */
 uint32_t csum_pseudo(int family, const uint8_t *src, const uint8_t *dst, uint8_t proto, uint32_t len);
 
 /* Splits the packet pkt[0..len) that came with vnet header vh into segments of at most mtu bytes
@@ -78,7 +77,7 @@ typedef struct Gro {
         uint16_t gso_size;                    /* payload of every segment but the last */
         uint32_t next_seq;                    /* TCP sequence number the next segment must have */
         uint16_t next_ip_id;
-        bool last_short;                      /* a shorter segment (or PSH) ended the run */
+        bool last_short;                      /* a shorter segment (or PSH) ended the super-packet */
         size_t n_segments;
         size_t total;                         /* IP packet length so far */
         struct iovec iov[GRO_SEGMENTS_MAX + 2];

@@ -45,8 +45,8 @@ struct Reorder {
         /* Copies of held packets that the lender does not keep: `window` buffers of
          * REORDER_COPY_BYTES, and a stack of the free ones. The most recently freed is used
          * first, so a few pages serve ordinary reordering and the resident size grows only as
-         * deep as the reordering ever was (before, each ring slot had a buffer of its own, and as
-         * traffic went round the ring ever more of them became resident). */
+         * deep as the reordering ever was (one buffer per ring slot would become resident, slot
+         * by slot, as traffic goes round the ring). */
         uint8_t *copies;
         uint32_t *copies_free;
         uint32_t n_copies_free;
@@ -74,7 +74,7 @@ Reorder *reorder_new(uint32_t window, usec_t max_delay) {
         Reorder *r;
         uint32_t n = 2;
 
-        if (window < 1 || window > 65536)
+        if (window < 1 || window > REORDER_WINDOW_MAX)
                 return NULL;
         while (n < 2 * window)
                 n <<= 1;
@@ -192,7 +192,7 @@ static void advance_one(Reorder *r, bool timeout, ReorderDeliver deliver, void *
         r->expected++;
 }
 
-/* Delivers the run of held packets starting at expected, up to one whose extra delay has not
+/* Delivers the held packets in a row from expected on, up to one whose extra delay has not
  * passed yet (it is released then). */
 static void drain(Reorder *r, usec_t now, ReorderDeliver deliver, void *userdata) {
         for (;;) {
@@ -290,7 +290,7 @@ static void path_seen(Reorder *r, unsigned path, uint32_t seq, usec_t now) {
         r->n_paths = MAX(r->n_paths, path + 1);
         if (p->active && now > p->last_rx) {
                 usec_t gap = now - p->last_rx;
-                p->gap_max = MAX(gap, p->gap_max - p->gap_max / 1024);
+                p->gap_max = MAX(gap, p->gap_max - p->gap_max / REORDER_GAP_DECAY_DIV);
         }
         if (!p->active || mpt_seq_diff(seq, p->last_seq) > 0)
                 p->last_seq = seq;

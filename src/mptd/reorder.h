@@ -38,6 +38,11 @@
 #define REORDER_SILENCE_FACTOR 4u
 #define REORDER_SILENCE_MIN (10 * USEC_PER_MSEC)
 #define REORDER_SILENCE_MAX (1 * USEC_PER_SEC)
+/* The longest recent gap is forgotten by 1/REORDER_GAP_DECAY_DIV of it per packet. */
+#define REORDER_GAP_DECAY_DIV 1024u
+/* The largest window (ReorderWindow='s maximum): 2^16 sequence numbers, far inside the 2^31 of
+ * RFC 1982 serial arithmetic. */
+#define REORDER_WINDOW_MAX 65536u
 
 typedef struct Reorder Reorder;
 
@@ -70,7 +75,7 @@ typedef struct ReorderLender {
         void *userdata;
 } ReorderLender;
 
-/* window: 1..65536 packets. Returns NULL on OOM. */
+/* window: 1..REORDER_WINDOW_MAX packets. Returns NULL on OOM (or a window out of range). */
 Reorder *reorder_new(uint32_t window, usec_t max_delay);
 Reorder *reorder_free(Reorder *r);
 /* NULL: copy every held packet (the default). */

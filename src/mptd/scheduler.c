@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <netinet/in.h>
+
+#include "byteorder.h"
+#include "ip-header.h"
 #include "scheduler.h"
 
 static uint32_t gcd32(uint32_t a, uint32_t b) {
@@ -106,37 +110,61 @@ size_t sched_build_vector(const uint32_t *weights, size_t n, uint8_t *out) {
         return len;
 }
 
+/* The flow hashes' start values: arbitrary constants (the symmetric one is MurmurHash2's
+ * multiplier), fixed so that a flow hashes alike in every worker and every run of mptd. */
+#define FLOW_HASH_SEED 0x12345678u
+#define FLOW_HASH_SYMMETRIC_SEED 0x5bd1e995u
+
+/* 2^32 divided by the golden ratio, made odd (Knuth's multiplicative hashing; xxHash's PRIME32_1):
+ * multiplying by it spreads a word's bits over the high half. */
+#define HASH_GOLDEN_RATIO_32 0x9e3779b1u
+
+/* MurmurHash3's fmix32 multipliers. */
+#define FMIX32_C1 0x85ebca6bu
+#define FMIX32_C2 0xc2b2ae35u
+
 /* Final avalanche (murmur3's fmix32): mix32() carries a word's high bits only upwards, so without
  * it the low bits, which "hash % n" uses, would ignore the source port. */
 static inline uint32_t fmix32(uint32_t h) {
         h ^= h >> 16;
-        h *= 0x85ebca6bu;
+        h *= FMIX32_C1;
         h ^= h >> 13;
-        h *= 0xc2b2ae35u;
+        h *= FMIX32_C2;
         h ^= h >> 16;
         return h;
 }
 
 static inline uint32_t mix32(uint32_t h, uint32_t v) {
         h ^= v;
-        h *= 0x9e3779b1u;
+        h *= HASH_GOLDEN_RATIO_32;
         return h ^ (h >> 15);
 }
 
-void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
-                            uint64_t skip, uint16_t *ret_paths) {
+/* The transport protocols whose first four bytes are the source and destination ports. */
+static bool flow_has_ports(uint8_t proto) {
+        return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP ||
+               proto == IPPROTO_UDPLITE;
+}
+
+/* The largest power of two that is at most q (q >= 1). */
+static unsigned round_down_pow2(unsigned q) {
+        return 1u << (31 - __builtin_clz(q));
+}
+
+void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned quantum,
+                            size_t n, uint64_t skip, uint16_t *ret_paths) {
         bool open = false;
 
-        assert(vector_len > 0 && run >= 1);
+        assert(vector_len > 0 && quantum >= 1);
         for (size_t k = 0; k < vector_len && skip != 0 && !open; k++)
                 open = !(skip & UINT64_C(1) << vector[k]);
         if (!open)
                 skip = 0;
         for (size_t i = 0; i < n;) {
-                unsigned chunk = (unsigned) MIN(n - i, (size_t) run);
+                unsigned chunk = (unsigned) MIN(n - i, (size_t) quantum);
 
-                /* A path's deficit stays below 2 * run: it is topped up only when it cannot
-                 * cover a chunk (< run), so one quantum always suffices. */
+                /* A path's deficit stays below 2 * quantum: it is topped up only when it cannot
+                 * cover a chunk (< quantum), so one quantum always suffices. */
                 if (!r->active || r->deficit[r->path] < chunk || (skip & UINT64_C(1) << r->path)) {
                         /* A path not skipped is in the vector: the search ends. */
                         for (;;) {
@@ -144,7 +172,7 @@ void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_l
                                 if (!(skip & UINT64_C(1) << r->path))
                                         break;
                         }
-                        r->deficit[r->path] = MIN(r->deficit[r->path], run - 1) + run;
+                        r->deficit[r->path] = MIN(r->deficit[r->path], quantum - 1) + quantum;
                         r->active = true;
                 }
                 r->deficit[r->path] -= chunk;
@@ -154,18 +182,19 @@ void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_l
         }
 }
 
-void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned run, size_t n,
+void sched_assign_runs(SchedRuns *r, const uint8_t *vector, size_t vector_len, unsigned quantum, size_t n,
                        uint16_t *ret_paths) {
-        sched_assign_runs_skip(r, vector, vector_len, run, n, 0, ret_paths);
+        sched_assign_runs_skip(r, vector, vector_len, quantum, n, 0, ret_paths);
 }
 
-unsigned sched_adaptive_run(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
-                            unsigned floor, unsigned ceil, bool slow_paths) {
-        unsigned lo = slow_paths ? MIN(SCHED_RUN_QUEUED_MIN, floor) : floor, q;
+unsigned sched_adaptive_quantum(uint64_t segments, uint64_t interval_usec, size_t vector_len,
+                                size_t min_slots, unsigned floor, unsigned ceil, bool slow_paths) {
+        unsigned lo = slow_paths ? MIN(SCHED_QUEUED_QUANTUM_MIN, floor) : floor, q;
 
-        q = sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_RUN_TIME_USEC, lo, ceil);
-        /* Below the floor: down to a power of two, as sched_queued_run(). */
-        return q >= floor ? q : MAX(1u << (31 - __builtin_clz(q)), lo);
+        q = sched_adaptive_count(segments, interval_usec, vector_len, min_slots, SCHED_QUANTUM_TIME_USEC, lo,
+                                 ceil);
+        /* Below the floor: down to a power of two, as sched_queued_quantum(). */
+        return q >= floor ? q : MAX(round_down_pow2(q), lo);
 }
 
 unsigned sched_adaptive_count(uint64_t segments, uint64_t interval_usec, size_t vector_len, size_t min_slots,
@@ -181,13 +210,13 @@ unsigned sched_adaptive_count(uint64_t segments, uint64_t interval_usec, size_t 
         return (unsigned) (q < floor ? floor : q > ceil ? ceil : q);
 }
 
-unsigned sched_queued_run(uint64_t segments, uint64_t interval_usec, unsigned floor) {
-        unsigned lo = MIN(SCHED_RUN_QUEUED_MIN, floor), q;
+unsigned sched_queued_quantum(uint64_t segments, uint64_t interval_usec, unsigned max) {
+        unsigned lo = MIN(SCHED_QUEUED_QUANTUM_MIN, max), q;
 
         /* The whole tunnel's rate: a vector of one slot, which the "smallest share" has; then
-         * down to a power of two, but not below lo (a floor that is none). */
-        q = sched_adaptive_count(segments, interval_usec, 1, 1, SCHED_RUN_QUEUED_TIME_USEC, lo, floor);
-        return MAX(1u << (31 - __builtin_clz(q)), lo);
+         * down to a power of two, but not below lo (which max may bring down). */
+        q = sched_adaptive_count(segments, interval_usec, 1, 1, SCHED_QUEUED_QUANTUM_TIME_USEC, lo, max);
+        return MAX(round_down_pow2(q), lo);
 }
 
 size_t sched_vector_min_slots(const uint8_t *vector, size_t vector_len) {
@@ -206,31 +235,27 @@ void sched_runs_reset(SchedRuns *r) {
         r->active = false;
 }
 
-static uint32_t rd32be(const uint8_t *p) {
-        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
-}
-
 uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len) {
-        uint32_t h = 0x5bd1e995u;
+        uint32_t h = FLOW_HASH_SYMMETRIC_SEED;
         size_t alen, l4 = 0;
         uint8_t proto;
         const uint8_t *a, *b;
 
-        if (len >= 20 && pkt[0] >> 4 == 4) {
+        if (len >= IP4_HEADER_MIN && pkt[0] >> 4 == 4) {
                 size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
-                a = pkt + 12;
-                b = pkt + 16;
-                alen = 4;
-                proto = pkt[9];
-                if (!fragment && ihl >= 20)
+                bool fragment = (rd16be(pkt + IP4_OFF_FRAG) & IP4_FRAG_MF_OFFSET) != 0;
+                a = pkt + IP4_OFF_SRC;
+                b = pkt + IP4_OFF_DST;
+                alen = IP4_ADDR_LEN;
+                proto = pkt[IP4_OFF_PROTOCOL];
+                if (!fragment && ihl >= IP4_HEADER_MIN)
                         l4 = ihl;
-        } else if (len >= 40 && pkt[0] >> 4 == 6) {
-                a = pkt + 8;
-                b = pkt + 24;
-                alen = 16;
-                proto = pkt[6];
-                l4 = 40;
+        } else if (len >= IP6_HEADER_LEN && pkt[0] >> 4 == 6) {
+                a = pkt + IP6_OFF_SRC;
+                b = pkt + IP6_OFF_DST;
+                alen = IP6_ADDR_LEN;
+                proto = pkt[IP6_OFF_NEXT_HEADER];
+                l4 = IP6_HEADER_LEN;
         } else
                 return 0;
 
@@ -245,40 +270,40 @@ uint32_t sched_flow_hash_symmetric(const uint8_t *pkt, size_t len) {
         for (size_t i = 0; i < alen; i += 4)
                 h = mix32(h, rd32be(b + i));
         h = mix32(h, proto);
-        if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4) {
-                uint16_t sp = (uint16_t) (pkt[l4] << 8 | pkt[l4 + 1]), dp = (uint16_t) (pkt[l4 + 2] << 8 | pkt[l4 + 3]);
+        if (l4 && flow_has_ports(proto) && len >= l4 + 4) {
+                uint16_t sp = rd16be(pkt + l4), dp = rd16be(pkt + l4 + 2);
                 h = mix32(h, (uint32_t) MIN(sp, dp) << 16 | MAX(sp, dp));
         }
         return fmix32(h);
 }
 
 uint32_t sched_flow_hash(const uint8_t *pkt, size_t len) {
-        uint32_t h = 0x12345678u;
+        uint32_t h = FLOW_HASH_SEED;
         size_t l4 = 0;
         uint8_t proto = 0;
 
-        if (len >= 20 && pkt[0] >> 4 == 4) {
+        if (len >= IP4_HEADER_MIN && pkt[0] >> 4 == 4) {
                 size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                bool fragment = ((pkt[6] & 0x3f) | pkt[7]) != 0;
-                for (size_t i = 12; i < 20; i += 4)
-                        h = mix32(h, (uint32_t) pkt[i] << 24 | pkt[i + 1] << 16 | pkt[i + 2] << 8 | pkt[i + 3]);
-                proto = pkt[9];
+                bool fragment = (rd16be(pkt + IP4_OFF_FRAG) & IP4_FRAG_MF_OFFSET) != 0;
+                for (size_t i = IP4_OFF_SRC; i < IP4_OFF_DST + IP4_ADDR_LEN; i += 4)
+                        h = mix32(h, rd32be(pkt + i));
+                proto = pkt[IP4_OFF_PROTOCOL];
                 /* Non-first fragments carry no ports: hash every fragment (MF or an offset set)
                  * by addresses and protocol only, so that a datagram's fragments share a path. */
-                if (!fragment && ihl >= 20)
+                if (!fragment && ihl >= IP4_HEADER_MIN)
                         l4 = ihl;
-        } else if (len >= 40 && pkt[0] >> 4 == 6) {
-                for (size_t i = 8; i < 40; i += 4)
-                        h = mix32(h, (uint32_t) pkt[i] << 24 | pkt[i + 1] << 16 | pkt[i + 2] << 8 | pkt[i + 3]);
-                proto = pkt[6];
-                l4 = 40;
+        } else if (len >= IP6_HEADER_LEN && pkt[0] >> 4 == 6) {
+                for (size_t i = IP6_OFF_SRC; i < IP6_OFF_DST + IP6_ADDR_LEN; i += 4)
+                        h = mix32(h, rd32be(pkt + i));
+                proto = pkt[IP6_OFF_NEXT_HEADER];
+                l4 = IP6_HEADER_LEN;
                 /* Flow label, when set, identifies the flow without parsing extension headers. */
-                h = mix32(h, (uint32_t) (pkt[1] & 0x0f) << 16 | pkt[2] << 8 | pkt[3]);
+                h = mix32(h, rd32be(pkt) & IP6_FLOW_LABEL);
         } else
                 return 0;
 
         h = mix32(h, proto);
-        if (l4 && (proto == 6 || proto == 17 || proto == 132 || proto == 136) && len >= l4 + 4)
-                h = mix32(h, (uint32_t) pkt[l4] << 24 | pkt[l4 + 1] << 16 | pkt[l4 + 2] << 8 | pkt[l4 + 3]);
+        if (l4 && flow_has_ports(proto) && len >= l4 + 4)
+                h = mix32(h, rd32be(pkt + l4));
         return fmix32(h);
 }

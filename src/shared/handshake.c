@@ -50,6 +50,14 @@ DEFINE_STRING_TABLE(mpt_handshake_want, MptHandshakeWant, _MPT_HANDSHAKE_WANT_MA
 #define COOKIE_NONCE 12u
 #define COOKIE_SEALED 36u
 #define RETRY_SEALED 12u
+/* The session ids (handshake.h): every message has one at SESSION_ID (the sender's in an
+ * initiation and a response, the receiver's in a cookie reply and a retry); a response has the
+ * receiver's at RESPONSE_RECEIVER_ID too. */
+#define SESSION_ID 4u
+#define RESPONSE_RECEIVER_ID 12u
+/* The freshness payload's counter and echo; the instance is at 0. */
+#define FRESHNESS_COUNTER 8u
+#define FRESHNESS_ECHO 16u
 
 _Static_assert(INITIATION_NOISE + MPT_NOISE_INITIATION_SIZE(MPT_HANDSHAKE_FRESHNESS_SIZE) == MPT_HANDSHAKE_INITIATION_MAC1,
                "layout");
@@ -285,7 +293,7 @@ static int cookie_reply(MptHandshake *hs, usec_t now, const MptHandshakeSource *
                 return MPT_HANDSHAKE_DROP_CRYPTO_ERROR;
         memset(reply, 0, MPT_HANDSHAKE_COOKIE_REPLY_SIZE);
         reply[0] = MPT_HANDSHAKE_COOKIE_REPLY;
-        wr64be(reply + 4, receiver);
+        wr64be(reply + SESSION_ID, receiver);
         r = get_random(hs, reply + COOKIE_NONCE, MPT_NOISE_XNONCE_SIZE);
         if (r >= 0)
                 r = mpt_noise_xaead_seal(hs->cookie_key, reply + COOKIE_NONCE, msg + mac1_off, MAC, cookie, MAC,
@@ -437,11 +445,11 @@ static int create_initiation(MptHandshake *hs, usec_t now, unsigned path_id, con
         if (r < 0)
                 goto fail;
         wr64be(payload, hs->instance);
-        wr64be(payload + 8, hs->counter + 1);
+        wr64be(payload + FRESHNESS_COUNTER, hs->counter + 1);
         if (echo)
-                memcpy(payload + 16, echo, MAC);
+                memcpy(payload + FRESHNESS_ECHO, echo, MAC);
         msg[0] = MPT_HANDSHAKE_INITIATION;
-        wr64be(msg + 4, local_id);
+        wr64be(msg + SESSION_ID, local_id);
         r = mpt_noise_ik_write_initiation(&noise, &hs->s, payload, sizeof payload, msg + INITIATION_NOISE);
         if (r >= 0)
                 r = mpt_noise_mac(msg + MPT_HANDSHAKE_INITIATION_MAC1, hs->peer_mac1_key, KEY, msg,
@@ -500,7 +508,7 @@ int mpt_handshake_consume_initiation(MptHandshake *hs, usec_t now, const MptHand
         *ret_reply = MPT_HANDSHAKE_REPLY_NONE;
         if (!header_ok(msg, len, MPT_HANDSHAKE_INITIATION, MPT_HANDSHAKE_INITIATION_SIZE))
                 return MPT_HANDSHAKE_DROP_MALFORMED;
-        sender = rd64be(msg + 4);
+        sender = rd64be(msg + SESSION_ID);
         if (sender == 0)
                 return MPT_HANDSHAKE_DROP_MALFORMED;
         r = mac_check(hs->mac1_key, KEY, msg, MPT_HANDSHAKE_INITIATION_MAC1);
@@ -526,7 +534,7 @@ int mpt_handshake_consume_initiation(MptHandshake *hs, usec_t now, const MptHand
 
         /* Authentic: made by the holder of the other end's static key, at some time. Fresh? */
         instance = rd64be(payload);
-        counter = rd64be(payload + 8);
+        counter = rd64be(payload + FRESHNESS_COUNTER);
         if (hs->have_record && instance == hs->record_instance) {
                 if (counter <= hs->record_counter) {
                         reason = MPT_HANDSHAKE_DROP_REPLAYED;
@@ -538,12 +546,12 @@ int mpt_handshake_consume_initiation(MptHandshake *hs, usec_t now, const MptHand
                         reason = MPT_HANDSHAKE_DROP_CRYPTO_ERROR;
                         goto finish;
                 }
-                if (CRYPTO_memcmp(challenge, payload + 16, MAC) != 0) {
+                if (CRYPTO_memcmp(challenge, payload + FRESHNESS_ECHO, MAC) != 0) {
                         uint8_t key[KEY];
 
                         memset(reply, 0, MPT_HANDSHAKE_RETRY_SIZE);
                         reply[0] = MPT_HANDSHAKE_RETRY;
-                        wr64be(reply + 4, sender);
+                        wr64be(reply + SESSION_ID, sender);
                         r = retry_key(&noise, key);
                         if (r >= 0)
                                 r = mpt_noise_aead_seal(key, 0, noise.h, MPT_NOISE_HASH_SIZE, challenge, MAC,
@@ -572,8 +580,8 @@ int mpt_handshake_consume_initiation(MptHandshake *hs, usec_t now, const MptHand
         if (r >= 0)
                 r = new_session_id(hs, &local_id);
         if (r >= 0) {
-                wr64be(reply + 4, local_id);
-                wr64be(reply + 12, sender);
+                wr64be(reply + SESSION_ID, local_id);
+                wr64be(reply + RESPONSE_RECEIVER_ID, sender);
                 r = mpt_noise_ik_write_response(&noise, hs->psk, NULL, 0, reply + RESPONSE_NOISE);
         }
         if (r >= 0)
@@ -622,8 +630,8 @@ int mpt_handshake_consume_response(MptHandshake *hs, usec_t now, const MptHandsh
         *ret_reply = MPT_HANDSHAKE_REPLY_NONE;
         if (!header_ok(msg, len, MPT_HANDSHAKE_RESPONSE, MPT_HANDSHAKE_RESPONSE_SIZE))
                 return MPT_HANDSHAKE_DROP_MALFORMED;
-        sender = rd64be(msg + 4);
-        receiver = rd64be(msg + 12);
+        sender = rd64be(msg + SESSION_ID);
+        receiver = rd64be(msg + RESPONSE_RECEIVER_ID);
         if (sender == 0 || receiver == 0)
                 return MPT_HANDSHAKE_DROP_MALFORMED;
         r = mac_check(hs->mac1_key, KEY, msg, MPT_HANDSHAKE_RESPONSE_MAC1);
@@ -667,7 +675,7 @@ int mpt_handshake_consume_cookie(MptHandshake *hs, usec_t now, const MptHandshak
         assert(now > 0 && src->path_id < MPT_PATHS_MAX);
         if (!header_ok(msg, len, MPT_HANDSHAKE_COOKIE_REPLY, MPT_HANDSHAKE_COOKIE_REPLY_SIZE))
                 return MPT_HANDSHAKE_DROP_MALFORMED;
-        if (!hs->have_last_mac1 || rd64be(msg + 4) != hs->last_mac1_id)
+        if (!hs->have_last_mac1 || rd64be(msg + SESSION_ID) != hs->last_mac1_id)
                 return MPT_HANDSHAKE_DROP_UNEXPECTED;
         r = mpt_noise_xaead_open(hs->peer_cookie_key, msg + COOKIE_NONCE, hs->last_mac1, MAC, msg + COOKIE_SEALED,
                                  MAC + MPT_NOISE_TAG_SIZE, cookie);
@@ -691,7 +699,7 @@ int mpt_handshake_consume_retry(MptHandshake *hs, usec_t now, const MptHandshake
         *ret_reply = MPT_HANDSHAKE_REPLY_NONE;
         if (!header_ok(msg, len, MPT_HANDSHAKE_RETRY, MPT_HANDSHAKE_RETRY_SIZE))
                 return MPT_HANDSHAKE_DROP_MALFORMED;
-        if (!hs->pending.active || rd64be(msg + 4) != hs->pending.local_id)
+        if (!hs->pending.active || rd64be(msg + SESSION_ID) != hs->pending.local_id)
                 return MPT_HANDSHAKE_DROP_UNEXPECTED;
         r = retry_key(&hs->pending.noise, key);
         if (r >= 0)

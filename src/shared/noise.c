@@ -169,8 +169,7 @@ finish:
 
 static void noise_nonce(uint64_t n, uint8_t nonce[12]) {
         memset(nonce, 0, 4);
-        for (unsigned i = 0; i < 8; i++)
-                nonce[4 + i] = (uint8_t) (n >> (8 * i));
+        wr64le(nonce + 4, n);
 }
 
 int mpt_noise_aead_seal(const uint8_t key[MPT_NOISE_KEY_SIZE], uint64_t n, const void *ad, size_t adn,
@@ -217,14 +216,9 @@ int mpt_noise_hchacha20(uint8_t ret[MPT_NOISE_KEY_SIZE], const uint8_t key[MPT_N
                  * addition: take the input words away again (mod 2^32, little endian). */
                 for (unsigned i = 0; i < 8; i++) {
                         unsigned w = i < 4 ? i : 12 + (i - 4);
-                        uint32_t in = i < 4 ? sigma[i] :
-                                (uint32_t) nonce[4 * (w - 12)] | (uint32_t) nonce[4 * (w - 12) + 1] << 8 |
-                                (uint32_t) nonce[4 * (w - 12) + 2] << 16 | (uint32_t) nonce[4 * (w - 12) + 3] << 24;
-                        uint32_t out = (uint32_t) block[4 * w] | (uint32_t) block[4 * w + 1] << 8 |
-                                (uint32_t) block[4 * w + 2] << 16 | (uint32_t) block[4 * w + 3] << 24;
-                        out -= in;
-                        for (unsigned j = 0; j < 4; j++)
-                                ret[4 * i + j] = (uint8_t) (out >> (8 * j));
+                        uint32_t in = i < 4 ? sigma[i] : rd32le(nonce + 4 * (w - 12));
+
+                        wr32le(ret + 4 * i, rd32le(block + 4 * w) - in);
                 }
         else
                 explicit_bzero(ret, MPT_NOISE_KEY_SIZE);
@@ -259,6 +253,7 @@ int mpt_noise_xaead_open(const uint8_t key[MPT_NOISE_KEY_SIZE], const uint8_t no
 }
 
 void mpt_noise_clamp(uint8_t key[MPT_NOISE_KEY_SIZE]) {
+        /* RFC 7748 5 (decodeScalar25519): a multiple of the cofactor 8, bit 255 clear, bit 254 set. */
         key[0] &= 248;
         key[31] &= 127;
         key[31] |= 64;

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 
+#include "byteorder.h"
 #include "parse-util.h"
 #include "policy.h"
 
@@ -345,7 +346,7 @@ bool mpt_policy_packet_info(const uint8_t *pkt, size_t len, MptPacketInfo *ret) 
                         } else if (next == 44) {
                                 if (len < off + 8)
                                         return false;
-                                first_fragment = ((pkt[off + 2] << 8 | pkt[off + 3]) & 0xfff8) == 0;
+                                first_fragment = (rd16be(pkt + off + 2) & 0xfff8) == 0;
                                 next = pkt[off];
                                 off += 8;
                         } else
@@ -356,8 +357,8 @@ bool mpt_policy_packet_info(const uint8_t *pkt, size_t len, MptPacketInfo *ret) 
                 return false;
         if (first_fragment && has_ports(info.proto) && len >= off + 4) {
                 info.has_ports = true;
-                info.sport = (uint16_t) (pkt[off] << 8 | pkt[off + 1]);
-                info.dport = (uint16_t) (pkt[off + 2] << 8 | pkt[off + 3]);
+                info.sport = rd16be(pkt + off);
+                info.dport = rd16be(pkt + off + 2);
         }
         *ret = info;
         return true;

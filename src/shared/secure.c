@@ -198,8 +198,8 @@ static EVP_CIPHER_CTX *thread_ctx(const MptSecureKeys *k, MptCipher cipher, bool
 }
 
 static void nonce_of(const uint8_t *header, uint8_t nonce[static MPT_SECURE_NONCE_SIZE]) {
-        memcpy(nonce, header, 4);          /* type, flags, path id, lane */
-        memcpy(nonce + 4, header + 12, 8); /* counter */
+        memcpy(nonce, header, 4);                              /* type, flags, path id, lane */
+        memcpy(nonce + 4, header + MPT_SECURE_OFF_COUNTER, 8); /* counter */
 }
 
 size_t mpt_secure_seal(uint8_t *buf, size_t len, const MptSecureKeys *k, MptCipher cipher, uint8_t flags,
@@ -221,11 +221,11 @@ size_t mpt_secure_seal_from(uint8_t *buf, const uint8_t *m, size_t len, const Mp
         assert(!(flags & ~MPT_SECURE_FLAG_AES));
         assert(from.path_id < MPT_PATHS_MAX && from.lane < MPT_SECURE_LANES);
         buf[0] = MPT_SECURE_V2_TRANSPORT;
-        buf[1] = flags | (aes ? MPT_SECURE_FLAG_AESGCM : 0);
-        buf[2] = from.path_id;
-        buf[3] = from.lane;
-        wr64be(buf + 4, k->epoch);
-        wr64be(buf + 12, from.counter);
+        buf[MPT_SECURE_OFF_FLAGS] = flags | (aes ? MPT_SECURE_FLAG_AESGCM : 0);
+        buf[MPT_SECURE_OFF_PATH_ID] = from.path_id;
+        buf[MPT_SECURE_OFF_LANE] = from.lane;
+        wr64be(buf + MPT_SECURE_OFF_EPOCH, k->epoch);
+        wr64be(buf + MPT_SECURE_OFF_COUNTER, from.counter);
         nonce_of(buf, nonce);
         ctx = thread_ctx(k, cipher, true);
         /* In place or not (libcrypto allows c == m); the tag goes right after the ciphertext. */
@@ -253,23 +253,24 @@ int mpt_secure_parse(const uint8_t *buf, size_t len, MptSecureHeader *ret) {
                  * the first byte): a peer in compat mode, or an original MPT peer. Anything else
                  * (version 1 of an older mptd, a message type this version does not speak) is
                  * another version. */
-                if ((buf[0] & 0x4f) == 0)
+                if ((buf[0] & (uint8_t) ((MPT_GRE_R | MPT_GRE_RESERVED0) >> 8)) == 0)
                         return MPT_DROP_COMPAT_PACKET;
                 return MPT_DROP_BAD_VERSION;
         }
         /* An empty plaintext cannot be a datagram of ours either. */
         if (len <= MPT_SECURE_OVERHEAD)
                 return MPT_DROP_TOO_SHORT;
-        if (buf[1] & ~MPT_SECURE_FLAGS_KNOWN)
+        if (buf[MPT_SECURE_OFF_FLAGS] & ~MPT_SECURE_FLAGS_KNOWN)
                 return MPT_DROP_BAD_HEADER;
         *ret = (MptSecureHeader) {
                 .type = buf[0],
-                .cipher = buf[1] & MPT_SECURE_FLAG_AESGCM ? MPT_CIPHER_AES256_GCM : MPT_CIPHER_CHACHA20_POLY1305,
-                .flags = buf[1],
-                .path_id = buf[2],
-                .lane = buf[3],
-                .epoch = rd64be(buf + 4),
-                .counter = rd64be(buf + 12),
+                .cipher = buf[MPT_SECURE_OFF_FLAGS] & MPT_SECURE_FLAG_AESGCM ? MPT_CIPHER_AES256_GCM
+                                                                             : MPT_CIPHER_CHACHA20_POLY1305,
+                .flags = buf[MPT_SECURE_OFF_FLAGS],
+                .path_id = buf[MPT_SECURE_OFF_PATH_ID],
+                .lane = buf[MPT_SECURE_OFF_LANE],
+                .epoch = rd64be(buf + MPT_SECURE_OFF_EPOCH),
+                .counter = rd64be(buf + MPT_SECURE_OFF_COUNTER),
         };
         if (ret->path_id >= MPT_PATHS_MAX || ret->lane >= MPT_SECURE_LANES || ret->epoch == 0)
                 return MPT_DROP_BAD_HEADER;
@@ -289,7 +290,7 @@ int mpt_secure_open(uint8_t *buf, size_t len, const MptSecureKeys *k) {
         assert(len <= INT_MAX);
         clen = len - MPT_SECURE_OVERHEAD;
         nonce_of(buf, nonce);
-        if (buf[1] & MPT_SECURE_FLAG_AESGCM) {
+        if (buf[MPT_SECURE_OFF_FLAGS] & MPT_SECURE_FLAG_AESGCM) {
                 if (!k->has_aes)
                         return MPT_DROP_BAD_VERSION;
                 cipher = MPT_CIPHER_AES256_GCM;

@@ -65,6 +65,12 @@
 #define MPT_SECURE_LANES MPT_WORKERS_MAX
 #define MPT_SECURE_LANE_CONTROL (MPT_SECURE_LANES - 1u)
 #define MPT_SECURE_HEADER_SIZE 20u
+/* Where the header's fields lie (the table above); the type is byte 0. */
+#define MPT_SECURE_OFF_FLAGS 1u
+#define MPT_SECURE_OFF_PATH_ID 2u
+#define MPT_SECURE_OFF_LANE 3u
+#define MPT_SECURE_OFF_EPOCH 4u
+#define MPT_SECURE_OFF_COUNTER 12u
 #define MPT_SECURE_TAG_SIZE 16u
 #define MPT_SECURE_NONCE_SIZE 12u
 /* MPT_SECURE_OVERHEAD (header + tag) is in profile.h: the automatic MTU needs it. */

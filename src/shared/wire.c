@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include "byteorder.h"
+#include "ip-header.h"
+#include "profile.h"
 #include "wire.h"
 
 static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
@@ -59,16 +61,7 @@ static const char *const mpt_drop_reason_table[_MPT_DROP_MAX] = {
 DEFINE_STRING_TABLE(mpt_drop_reason, MptDropReason, _MPT_DROP_MAX);
 
 uint16_t mpt_checksum(const void *data, size_t len) {
-        const uint8_t *p = data;
-        uint64_t sum = 0;
-
-        for (; len >= 2; p += 2, len -= 2)
-                sum += (uint16_t) (p[0] << 8 | p[1]);
-        if (len)
-                sum += (uint16_t) (p[0] << 8);
-        while (sum >> 16)
-                sum = (sum & 0xffff) + (sum >> 16);
-        return (uint16_t) ~sum;
+        return csum_fold(csum_add(0, data, len));
 }
 
 uint16_t mpt_inner_protocol(const uint8_t *pkt, size_t len) {
@@ -91,12 +84,12 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
                 size_t ihl, total;
                 if (version != 4)
                         return MPT_DROP_INNER_VERSION;
-                if (len < 20)
+                if (len < IP4_HEADER_MIN)
                         return MPT_DROP_INNER_HEADER;
                 ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                if (ihl < 20 || ihl > len)
+                if (ihl < IP4_HEADER_MIN || ihl > len)
                         return MPT_DROP_INNER_HEADER;
-                total = rd16be(pkt + 2);
+                total = rd16be(pkt + IP4_OFF_TOTAL_LEN);
                 if (total != len)
                         return MPT_DROP_INNER_LENGTH;
                 if (mpt_checksum(pkt, ihl) != 0)
@@ -106,9 +99,9 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
         if (protocol == MPT_ETH_P_IPV6) {
                 if (version != 6)
                         return MPT_DROP_INNER_VERSION;
-                if (len < 40)
+                if (len < IP6_HEADER_LEN)
                         return MPT_DROP_INNER_HEADER;
-                if ((size_t) rd16be(pkt + 4) + 40 != len)
+                if ((size_t) rd16be(pkt + IP6_OFF_PAYLOAD_LEN) + IP6_HEADER_LEN != len)
                         return MPT_DROP_INNER_LENGTH;
                 return -1;
         }
@@ -118,9 +111,9 @@ int mpt_inner_validate(const uint8_t *pkt, size_t len, uint16_t protocol) {
 int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
         MptFrame f = {};
         uint16_t flags;
-        size_t off = 4;
+        size_t off = MPT_GRE_HEADER_BASE;
 
-        if (len < 4)
+        if (len < MPT_GRE_HEADER_BASE)
                 return MPT_DROP_RUNT;
         flags = rd16be(buf);
         if (flags & MPT_GRE_VERSION)
@@ -130,15 +123,15 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
         f.protocol = rd16be(buf + 2);
 
         if (flags & MPT_GRE_C)
-                off += 4;
+                off += MPT_GRE_FIELD_SIZE;
         if (flags & MPT_GRE_K)
-                off += 4;
+                off += MPT_GRE_FIELD_SIZE;
         if (flags & MPT_GRE_S) {
-                if (len < off + 4)
+                if (len < off + MPT_GRE_FIELD_SIZE)
                         return MPT_DROP_RUNT;
                 f.has_seq = true;
                 f.seq = rd32be(buf + off);
-                off += 4;
+                off += MPT_GRE_FIELD_SIZE;
         }
         if (len < off)
                 return MPT_DROP_RUNT;
@@ -178,16 +171,40 @@ int mpt_frame_decode(const uint8_t *buf, size_t len, MptFrame *ret) {
 
 size_t mpt_gre_encode(uint8_t *end, uint16_t protocol, bool with_seq, uint32_t seq) {
         if (with_seq) {
-                uint8_t *h = end - 8;
+                uint8_t *h = end - MPT_GRE_HEADER_SEQ;
                 wr16be(h, MPT_GRE_S);
                 wr16be(h + 2, protocol);
-                wr32be(h + 4, seq);
-                return 8;
+                wr32be(h + MPT_GRE_HEADER_BASE, seq);
+                return MPT_GRE_HEADER_SEQ;
         }
-        wr16be(end - 4, 0);
+        wr16be(end - MPT_GRE_HEADER_BASE, 0);
         wr16be(end - 2, protocol);
-        return 4;
+        return MPT_GRE_HEADER_BASE;
 }
+
+/* The original's control header (spec 2.4), from the control code, the GRE payload's first byte:
+ * the code at 0, the IP version at 5, the tunnel's source and destination addresses (16 bytes
+ * each, IPv4 mapped) at 8 and 24, 40 bytes in all; what lies between (value, authentication,
+ * round) we send as 0. Our extension follows it: "MPT", its version, then its fields. */
+#define CONTROL_OFF_IP_VERSION 5u
+#define CONTROL_OFF_SRC 8u
+#define CONTROL_OFF_DST 24u
+#define CONTROL_HEADER_SIZE 40u
+#define EXT_OFF_MAGIC CONTROL_HEADER_SIZE
+#define EXT_OFF_VERSION 43u
+/* The keepalive extension's fields (mptd(8), "keepalive extension"). */
+#define KA_OFF_FLAGS 44u
+#define KA_OFF_RECEIVE_WEIGHT 46u
+#define KA_OFF_SESSION 48u
+#define KA_OFF_SEQ 52u
+#define KA_OFF_ECHO_SEQ 56u
+#define KA_OFF_ECHO_DELAY 60u
+#define KA_OFF_RX_COUNT 64u
+#define KA_OFF_PATH_TOKEN 68u
+/* The path-status frame's. */
+#define PS_OFF_SESSION 44u
+#define PS_OFF_PATH_TOKEN 48u
+#define PS_OFF_FLAGS 52u
 
 static const uint8_t ext_magic[3] = { 'M', 'P', 'T' };
 
@@ -196,6 +213,7 @@ static void control_header(uint8_t *p, uint8_t code, uint8_t ip_version, const M
 
 size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         size_t len = ka->extended ? MPT_KEEPALIVE_EXT_SIZE : MPT_KEEPALIVE_SIZE;
+        uint8_t *c = buf + MPT_GRE_HEADER_BASE;
 
         if (size < len)
                 return 0;
@@ -203,20 +221,20 @@ size_t mpt_keepalive_encode(uint8_t *buf, size_t size, const MptKeepalive *ka) {
         /* GRE: no flags, protocol type from the tunnel's IP version (the original's rule). */
         wr16be(buf + 2, ka->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
         /* value, auth type, auth length, round: all 0 */
-        control_header(buf + 4, MPT_CONTROL_KEEPALIVE, ka->ip_version, &ka->src_tun, &ka->dst_tun);
+        control_header(c, MPT_CONTROL_KEEPALIVE, ka->ip_version, &ka->src_tun, &ka->dst_tun);
         if (!ka->extended)
                 return len;
 
-        memcpy(buf + 44, ext_magic, 3);
-        buf[47] = MPT_KEEPALIVE_EXT_VERSION;
-        buf[48] = ka->flags;
-        wr16be(buf + 50, ka->receive_weight);
-        wr32be(buf + 52, ka->session);
-        wr32be(buf + 56, ka->seq);
-        wr32be(buf + 60, ka->echo_seq);
-        wr32be(buf + 64, ka->echo_delay_us);
-        wr32be(buf + 68, ka->rx_count);
-        wr32be(buf + 72, ka->path_token);
+        memcpy(c + EXT_OFF_MAGIC, ext_magic, 3);
+        c[EXT_OFF_VERSION] = MPT_KEEPALIVE_EXT_VERSION;
+        c[KA_OFF_FLAGS] = ka->flags;
+        wr16be(c + KA_OFF_RECEIVE_WEIGHT, ka->receive_weight);
+        wr32be(c + KA_OFF_SESSION, ka->session);
+        wr32be(c + KA_OFF_SEQ, ka->seq);
+        wr32be(c + KA_OFF_ECHO_SEQ, ka->echo_seq);
+        wr32be(c + KA_OFF_ECHO_DELAY, ka->echo_delay_us);
+        wr32be(c + KA_OFF_RX_COUNT, ka->rx_count);
+        wr32be(c + KA_OFF_PATH_TOKEN, ka->path_token);
         return len;
 }
 
@@ -228,29 +246,30 @@ int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
 
         if (frame->kind != MPT_FRAME_KEEPALIVE || frame->has_seq)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (len < MPT_KEEPALIVE_SIZE - 4)
+        if (len < MPT_KEEPALIVE_SIZE - MPT_GRE_HEADER_BASE)
                 return MPT_DROP_BAD_KEEPALIVE;
-        ka.ip_version = p[5];
+        ka.ip_version = p[CONTROL_OFF_IP_VERSION];
         if (ka.ip_version != 4 && ka.ip_version != 6)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (memcmp(p + 8, zero, 16) != 0)
-                address_from_wire16(p + 8, &ka.src_tun);
-        if (memcmp(p + 24, zero, 16) != 0)
-                address_from_wire16(p + 24, &ka.dst_tun);
+        if (memcmp(p + CONTROL_OFF_SRC, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_SRC, &ka.src_tun);
+        if (memcmp(p + CONTROL_OFF_DST, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_DST, &ka.dst_tun);
 
-        if (len >= 40 + 3 && memcmp(p + 40, ext_magic, 3) == 0) {
-                if (len < MPT_KEEPALIVE_EXT_SIZE - 4 || p[43] < MPT_KEEPALIVE_EXT_VERSION)
+        if (len >= EXT_OFF_MAGIC + sizeof ext_magic && memcmp(p + EXT_OFF_MAGIC, ext_magic, 3) == 0) {
+                if (len < MPT_KEEPALIVE_EXT_SIZE - MPT_GRE_HEADER_BASE ||
+                    p[EXT_OFF_VERSION] < MPT_KEEPALIVE_EXT_VERSION)
                         return MPT_DROP_BAD_KEEPALIVE;
                 ka.extended = true;
-                ka.flags = p[44];
-                ka.receive_weight = rd16be(p + 46);
-                ka.session = rd32be(p + 48);
-                ka.seq = rd32be(p + 52);
-                ka.echo_seq = rd32be(p + 56);
-                ka.echo_delay_us = rd32be(p + 60);
-                ka.rx_count = rd32be(p + 64);
-                ka.path_token = rd32be(p + 68);
-                if (ka.session == 0 || ka.receive_weight > 10000 || ka.path_token == 0)
+                ka.flags = p[KA_OFF_FLAGS];
+                ka.receive_weight = rd16be(p + KA_OFF_RECEIVE_WEIGHT);
+                ka.session = rd32be(p + KA_OFF_SESSION);
+                ka.seq = rd32be(p + KA_OFF_SEQ);
+                ka.echo_seq = rd32be(p + KA_OFF_ECHO_SEQ);
+                ka.echo_delay_us = rd32be(p + KA_OFF_ECHO_DELAY);
+                ka.rx_count = rd32be(p + KA_OFF_RX_COUNT);
+                ka.path_token = rd32be(p + KA_OFF_PATH_TOKEN);
+                if (ka.session == 0 || ka.receive_weight > MPT_WEIGHT_MAX || ka.path_token == 0)
                         return MPT_DROP_BAD_KEEPALIVE;
         }
         *ret = ka;
@@ -261,22 +280,24 @@ int mpt_keepalive_decode(const MptFrame *frame, MptKeepalive *ret) {
 static void control_header(uint8_t *p, uint8_t code, uint8_t ip_version, const MptAddress *src,
                            const MptAddress *dst) {
         p[0] = code;
-        p[5] = ip_version;
-        address_to_wire16(src, p + 8);
-        address_to_wire16(dst, p + 24);
+        p[CONTROL_OFF_IP_VERSION] = ip_version;
+        address_to_wire16(src, p + CONTROL_OFF_SRC);
+        address_to_wire16(dst, p + CONTROL_OFF_DST);
 }
 
 size_t mpt_path_status_encode(uint8_t *buf, size_t size, const MptPathStatus *ps) {
+        uint8_t *c = buf + MPT_GRE_HEADER_BASE;
+
         if (size < MPT_PATH_STATUS_SIZE)
                 return 0;
         memset(buf, 0, MPT_PATH_STATUS_SIZE);
         wr16be(buf + 2, ps->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP);
-        control_header(buf + 4, MPT_CONTROL_PATH_STATUS, ps->ip_version, &ps->src_tun, &ps->dst_tun);
-        memcpy(buf + 44, ext_magic, 3);
-        buf[47] = MPT_KEEPALIVE_EXT_VERSION;
-        wr32be(buf + 48, ps->session);
-        wr32be(buf + 52, ps->path_token);
-        buf[56] = ps->flags;
+        control_header(c, MPT_CONTROL_PATH_STATUS, ps->ip_version, &ps->src_tun, &ps->dst_tun);
+        memcpy(c + EXT_OFF_MAGIC, ext_magic, 3);
+        c[EXT_OFF_VERSION] = MPT_KEEPALIVE_EXT_VERSION;
+        wr32be(c + PS_OFF_SESSION, ps->session);
+        wr32be(c + PS_OFF_PATH_TOKEN, ps->path_token);
+        c[PS_OFF_FLAGS] = ps->flags;
         return MPT_PATH_STATUS_SIZE;
 }
 
@@ -287,23 +308,61 @@ int mpt_path_status_decode(const MptFrame *frame, MptPathStatus *ret) {
 
         if (frame->kind != MPT_FRAME_PATH_STATUS || frame->has_seq)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (frame->payload_len < MPT_PATH_STATUS_SIZE - 4 || memcmp(p + 40, ext_magic, 3) != 0 ||
-            p[43] < MPT_KEEPALIVE_EXT_VERSION)
+        if (frame->payload_len < MPT_PATH_STATUS_SIZE - MPT_GRE_HEADER_BASE ||
+            memcmp(p + EXT_OFF_MAGIC, ext_magic, 3) != 0 || p[EXT_OFF_VERSION] < MPT_KEEPALIVE_EXT_VERSION)
                 return MPT_DROP_BAD_KEEPALIVE;
-        ps.ip_version = p[5];
+        ps.ip_version = p[CONTROL_OFF_IP_VERSION];
         if (ps.ip_version != 4 && ps.ip_version != 6)
                 return MPT_DROP_BAD_KEEPALIVE;
-        if (memcmp(p + 8, zero, 16) != 0)
-                address_from_wire16(p + 8, &ps.src_tun);
-        if (memcmp(p + 24, zero, 16) != 0)
-                address_from_wire16(p + 24, &ps.dst_tun);
-        ps.session = rd32be(p + 44);
-        ps.path_token = rd32be(p + 48);
-        ps.flags = p[52];
+        if (memcmp(p + CONTROL_OFF_SRC, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_SRC, &ps.src_tun);
+        if (memcmp(p + CONTROL_OFF_DST, zero, 16) != 0)
+                address_from_wire16(p + CONTROL_OFF_DST, &ps.dst_tun);
+        ps.session = rd32be(p + PS_OFF_SESSION);
+        ps.path_token = rd32be(p + PS_OFF_PATH_TOKEN);
+        ps.flags = p[PS_OFF_FLAGS];
         if (ps.session == 0 || ps.path_token == 0)
                 return MPT_DROP_BAD_KEEPALIVE;
         *ret = ps;
         return -1;
+}
+
+/* The header of our frames that carry a list (feedback, repair; wire.h), from the code byte:
+ * the version, the number of entries and their size follow it. */
+#define LIST_OFF_VERSION 1u
+#define LIST_OFF_COUNT 2u
+#define LIST_OFF_ENTRY_SIZE 3u
+#define FEEDBACK_OFF_CLOCK 4u /* the receiver's clock, after the list header */
+
+static void list_header_encode(uint8_t *buf, uint16_t protocol, uint8_t code, uint8_t version, unsigned n,
+                               uint8_t entry_size) {
+        uint8_t *c = buf + MPT_GRE_HEADER_BASE;
+
+        wr16be(buf + 2, protocol);
+        c[0] = code;
+        c[LIST_OFF_VERSION] = version;
+        c[LIST_OFF_COUNT] = (uint8_t) n;
+        c[LIST_OFF_ENTRY_SIZE] = entry_size;
+}
+
+/* Checks the header of a received list frame of the given kind and version, whose header
+ * (GRE header included) is header_size bytes: 1 to max entries of at least min_size bytes each,
+ * which fill the frame exactly. Returns the number of entries and stores their size in
+ * *ret_size, or returns 0 when it is malformed. */
+static size_t list_header_decode(const MptFrame *frame, MptFrameKind kind, uint8_t version,
+                                 size_t header_size, size_t max, size_t min_size, size_t *ret_size) {
+        const uint8_t *p = frame->payload;
+        size_t len = frame->payload_len, n, size;
+
+        if (frame->kind != kind || frame->has_seq || len < header_size - MPT_GRE_HEADER_BASE)
+                return 0;
+        n = p[LIST_OFF_COUNT];
+        size = p[LIST_OFF_ENTRY_SIZE];
+        if (p[LIST_OFF_VERSION] != version || n == 0 || n > max || size < min_size ||
+            len != header_size - MPT_GRE_HEADER_BASE + n * size)
+                return 0;
+        *ret_size = size;
+        return n;
 }
 
 size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const MptFeedback *fb) {
@@ -312,12 +371,9 @@ size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const M
         if (fb->n == 0 || fb->n > MPT_FEEDBACK_ENTRIES_MAX || size < len)
                 return 0;
         memset(buf, 0, len);
-        wr16be(buf + 2, protocol);
-        buf[4] = MPT_CONTROL_FEEDBACK;
-        buf[5] = MPT_FEEDBACK_VERSION;
-        buf[6] = (uint8_t) fb->n;
-        buf[7] = MPT_FEEDBACK_ENTRY_SIZE;
-        wr64be(buf + 8, fb->now);
+        list_header_encode(buf, protocol, MPT_CONTROL_FEEDBACK, MPT_FEEDBACK_VERSION, fb->n,
+                           MPT_FEEDBACK_ENTRY_SIZE);
+        wr64be(buf + MPT_GRE_HEADER_BASE + FEEDBACK_OFF_CLOCK, fb->now);
         for (unsigned i = 0; i < fb->n; i++) {
                 uint8_t *e = buf + MPT_FEEDBACK_HEADER_SIZE + (size_t) i * MPT_FEEDBACK_ENTRY_SIZE;
                 const MptFeedbackEntry *x = &fb->entries[i];
@@ -336,20 +392,17 @@ size_t mpt_feedback_encode(uint8_t *buf, size_t size, uint16_t protocol, const M
 
 int mpt_feedback_decode(const MptFrame *frame, MptFeedback *ret) {
         const uint8_t *p = frame->payload; /* the code byte */
-        size_t len = frame->payload_len, n, size;
+        size_t n, size = 0;
         MptFeedback fb = {};
 
-        if (frame->kind != MPT_FRAME_FEEDBACK || frame->has_seq || len < MPT_FEEDBACK_HEADER_SIZE - 4)
+        n = list_header_decode(frame, MPT_FRAME_FEEDBACK, MPT_FEEDBACK_VERSION, MPT_FEEDBACK_HEADER_SIZE,
+                               MPT_FEEDBACK_ENTRIES_MAX, MPT_FEEDBACK_ENTRY_SIZE, &size);
+        if (n == 0)
                 return MPT_DROP_BAD_FEEDBACK;
-        n = p[2];
-        size = p[3];
-        if (p[1] != MPT_FEEDBACK_VERSION || n == 0 || n > MPT_FEEDBACK_ENTRIES_MAX || size < MPT_FEEDBACK_ENTRY_SIZE ||
-            len != MPT_FEEDBACK_HEADER_SIZE - 4 + n * size)
-                return MPT_DROP_BAD_FEEDBACK;
-        fb.now = rd64be(p + 4);
+        fb.now = rd64be(p + FEEDBACK_OFF_CLOCK);
         fb.n = (unsigned) n;
         for (size_t i = 0; i < n; i++) {
-                const uint8_t *e = p + MPT_FEEDBACK_HEADER_SIZE - 4 + i * size;
+                const uint8_t *e = p + MPT_FEEDBACK_HEADER_SIZE - MPT_GRE_HEADER_BASE + i * size;
                 MptFeedbackEntry *x = &fb.entries[i];
 
                 if (e[0] >= MPT_WIRE_PATHS_MAX || e[1] >= MPT_WIRE_LANES_MAX)
@@ -373,11 +426,8 @@ size_t mpt_repair_encode(uint8_t *buf, size_t size, uint16_t protocol, const Mpt
         if (r->n == 0 || r->n > MPT_REPAIR_ENTRIES_MAX || size < len)
                 return 0;
         memset(buf, 0, len);
-        wr16be(buf + 2, protocol);
-        buf[4] = MPT_CONTROL_REPAIR;
-        buf[5] = MPT_REPAIR_VERSION;
-        buf[6] = (uint8_t) r->n;
-        buf[7] = MPT_REPAIR_ENTRY_SIZE;
+        list_header_encode(buf, protocol, MPT_CONTROL_REPAIR, MPT_REPAIR_VERSION, r->n,
+                           MPT_REPAIR_ENTRY_SIZE);
         for (unsigned i = 0; i < r->n; i++) {
                 uint8_t *e = buf + MPT_REPAIR_HEADER_SIZE + (size_t) i * MPT_REPAIR_ENTRY_SIZE;
                 const MptRepairEntry *x = &r->entries[i];
@@ -395,19 +445,16 @@ size_t mpt_repair_encode(uint8_t *buf, size_t size, uint16_t protocol, const Mpt
 
 int mpt_repair_decode(const MptFrame *frame, MptRepair *ret) {
         const uint8_t *p = frame->payload; /* the code byte */
-        size_t len = frame->payload_len, n, size;
+        size_t n, size = 0;
         MptRepair r = {};
 
-        if (frame->kind != MPT_FRAME_REPAIR || frame->has_seq || len < MPT_REPAIR_HEADER_SIZE - 4)
-                return MPT_DROP_BAD_REPAIR;
-        n = p[2];
-        size = p[3];
-        if (p[1] != MPT_REPAIR_VERSION || n == 0 || n > MPT_REPAIR_ENTRIES_MAX || size < MPT_REPAIR_ENTRY_SIZE ||
-            len != MPT_REPAIR_HEADER_SIZE - 4 + n * size)
+        n = list_header_decode(frame, MPT_FRAME_REPAIR, MPT_REPAIR_VERSION, MPT_REPAIR_HEADER_SIZE,
+                               MPT_REPAIR_ENTRIES_MAX, MPT_REPAIR_ENTRY_SIZE, &size);
+        if (n == 0)
                 return MPT_DROP_BAD_REPAIR;
         r.n = (unsigned) n;
         for (size_t i = 0; i < n; i++) {
-                const uint8_t *e = p + MPT_REPAIR_HEADER_SIZE - 4 + i * size;
+                const uint8_t *e = p + MPT_REPAIR_HEADER_SIZE - MPT_GRE_HEADER_BASE + i * size;
                 MptRepairEntry *x = &r.entries[i];
 
                 x->path_id = e[0];

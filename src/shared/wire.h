@@ -16,6 +16,8 @@
 #define MPT_GRE_RESERVED0 0x0ff8u
 #define MPT_GRE_VERSION 0x0007u
 
+#define MPT_GRE_HEADER_BASE 4u    /* flags and version, protocol type (RFC 2784) */
+#define MPT_GRE_FIELD_SIZE 4u     /* each optional field: checksum + reserved1, key, sequence (RFC 2890) */
 #define MPT_GRE_HEADER_MAX 16u    /* base + checksum + key + sequence */
 #define MPT_GRE_HEADER_SEQ 8u     /* what we send when sequencing: base + sequence */
 #define MPT_CONTROL_MIN 0xA0u     /* first payload byte at or above this: in-band control */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "unhex.h"
+
 /* Two ends, A and B, with fixed static keys and a deterministic random stream each, so that every
  * message is reproducible. Times are a fake monotonic clock in microseconds. */
 
@@ -165,18 +167,6 @@ static void assert_keypair_empty(const MptHandshakeKeypair *kp) {
 #define VEC_A_SEND_KEY "a2004dc417b3d66ac9ee3c4669023db1c69bc6538b58a2717bd66b35b5138304"
 #define VEC_A_RECV_EPOCH UINT64_C(0x4d545b6200000001)
 #define VEC_A_RECV_KEY "40ffcbe332819221505ae1a35ad9f8b24311cb99f79b4326abf9ae0e28c00770"
-
-static size_t unhex(const char *s, uint8_t *out, size_t size) {
-        size_t n = strlen(s) / 2;
-
-        g_assert_cmpuint(n, <=, size);
-        for (size_t i = 0; i < n; i++) {
-                unsigned v;
-                g_assert_cmpint(sscanf(s + 2 * i, "%2x", &v), ==, 1);
-                out[i] = (uint8_t) v;
-        }
-        return n;
-}
 
 static void test_vector(void) {
         uint8_t want[256];

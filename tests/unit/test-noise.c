@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "unhex.h"
+
 /* Where the vectors come from:
  *   X25519          RFC 7748, section 6.1
  *   BLAKE2s-256     RFC 7693, appendix B ("abc")
@@ -21,19 +23,6 @@
  *                   h of the specification's GetHandshakeHash() (an independent implementation
  *                   that reproduces every message gets another value), and neither snow nor
  *                   noise-c checks it. */
-
-static size_t unhex(const char *s, uint8_t *out, size_t size) {
-        size_t n = strlen(s) / 2;
-
-        g_assert_cmpuint(strlen(s) % 2, ==, 0);
-        g_assert_cmpuint(n, <=, size);
-        for (size_t i = 0; i < n; i++) {
-                unsigned v;
-                g_assert_cmpint(sscanf(s + 2 * i, "%2x", &v), ==, 1);
-                out[i] = (uint8_t) v;
-        }
-        return n;
-}
 
 #define assert_hex(buf, len, hex)                                       \
         do {                                                            \

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include "byteorder.h"
 #include "reorder.h"
 #include "wire.h"
 
@@ -17,15 +18,8 @@ typedef struct Sink {
         size_t len;
 } Sink;
 
-static uint32_t rd32(const uint8_t *p) {
-        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
-}
-
 static void fill(uint8_t *pkt, size_t len, uint32_t seq) {
-        pkt[0] = seq >> 24;
-        pkt[1] = (seq >> 16) & 0xff;
-        pkt[2] = (seq >> 8) & 0xff;
-        pkt[3] = seq & 0xff;
+        wr32be(pkt, seq);
         for (size_t i = 4; i < len; i++)
                 pkt[i] = (uint8_t) (seq * 31 + i);
 }
@@ -35,7 +29,7 @@ static void on_deliver(void *userdata, const uint8_t *pkt, size_t len) {
         uint32_t seq;
 
         g_assert_cmpuint(len, ==, s->len);
-        seq = rd32(pkt);
+        seq = rd32be(pkt);
         for (size_t i = 4; i < len; i++)
                 g_assert_cmpuint(pkt[i], ==, (uint8_t) (seq * 31 + i));
         g_array_append_val(s->seqs, seq);
@@ -803,7 +797,7 @@ static void on_deliver_batch(void *userdata, const uint8_t *pkt, size_t len) {
 
         g_assert_cmpuint(len, ==, b->len);
         g_assert_cmpuint(b->n, <, G_N_ELEMENTS(b->pkts));
-        b->seqs[b->n] = rd32(pkt);
+        b->seqs[b->n] = rd32be(pkt);
         b->pkts[b->n++] = pkt;
 }
 
@@ -820,7 +814,7 @@ static void batch_insert(Reorder *r, Batch *b, uint32_t seq, unsigned path) {
  * reuse their memory. */
 static void batch_end(Reorder *r, Batch *b) {
         for (unsigned i = 0; i < b->n; i++) {
-                g_assert_cmpuint(rd32(b->pkts[i]), ==, b->seqs[i]);
+                g_assert_cmpuint(rd32be(b->pkts[i]), ==, b->seqs[i]);
                 for (size_t k = 4; k < b->len; k++)
                         g_assert_cmpuint(b->pkts[i][k], ==, (uint8_t) (b->seqs[i] * 31 + k));
         }
@@ -1061,7 +1055,7 @@ typedef struct Lender {
 
 static bool lender_retain(void *userdata, const uint8_t *pkt, size_t len) {
         Lender *l = userdata;
-        uint32_t seq = rd32(pkt);
+        uint32_t seq = rd32be(pkt);
 
         g_assert_cmpuint(len, ==, l->sink->len);
         if (seq % 2) {

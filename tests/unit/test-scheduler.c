@@ -675,8 +675,8 @@ static void test_assign_runs(void) {
         /* Whole packets: every packet up to a run long stays on one path. */
         r = (SchedRuns) {};
         for (unsigned b = 0; b < 200; b++) {
-                size_t n = 1 + (b * 13) % SCHED_RUN_MAX;
-                sched_assign_runs(&r, vec, len, SCHED_RUN_MAX, n, paths);
+                size_t n = 1 + (b * 13) % SCHED_QUANTUM_FLOOR;
+                sched_assign_runs(&r, vec, len, SCHED_QUANTUM_FLOOR, n, paths);
                 for (size_t i = 1; i < n; i++)
                         g_assert_cmpuint(paths[i], ==, paths[0]);
         }
@@ -685,15 +685,15 @@ static void test_assign_runs(void) {
         r = (SchedRuns) {};
         for (unsigned b = 0; b < 600; b++) {
                 size_t n = 1 + (b * 7) % 150;
-                sched_assign_runs(&r, vec, len, SCHED_RUN_MAX, n, paths);
+                sched_assign_runs(&r, vec, len, SCHED_QUANTUM_FLOOR, n, paths);
                 for (size_t i = 0; i < n; i++)
                         total[paths[i]]++;
         }
         {
                 unsigned sum = total[0] + total[1] + total[2];
-                g_assert_cmpint(abs((int) total[0] - (int) (sum * 3 / 6)), <=, (int) SCHED_RUN_MAX * 3);
-                g_assert_cmpint(abs((int) total[1] - (int) (sum * 2 / 6)), <=, (int) SCHED_RUN_MAX * 2);
-                g_assert_cmpint(abs((int) total[2] - (int) (sum / 6)), <=, (int) SCHED_RUN_MAX);
+                g_assert_cmpint(abs((int) total[0] - (int) (sum * 3 / 6)), <=, (int) SCHED_QUANTUM_FLOOR * 3);
+                g_assert_cmpint(abs((int) total[1] - (int) (sum * 2 / 6)), <=, (int) SCHED_QUANTUM_FLOOR * 2);
+                g_assert_cmpint(abs((int) total[2] - (int) (sum / 6)), <=, (int) SCHED_QUANTUM_FLOOR);
         }
 }
 
@@ -702,48 +702,48 @@ static uint64_t segs(double bits_per_second, uint64_t interval_usec) {
         return (uint64_t) (bits_per_second / 8 / 1412 * (double) interval_usec / 1e6);
 }
 
-static void test_adaptive_run(void) {
+static void test_adaptive_quantum(void) {
         const uint64_t iv = SCHED_RATE_INTERVAL_USEC;
 
         /* Nothing measured yet, no vector: the floor. */
-        g_assert_cmpuint(sched_adaptive_run(1000, 0, 4, 1, 16, 64, false), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(1000, iv, 0, 0, 16, 64, false), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(1000, iv, 4, 0, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(1000, 0, 4, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(1000, iv, 0, 0, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(1000, iv, 4, 0, 16, 64, false), ==, 16);
         /* Idle or slow: the floor. */
-        g_assert_cmpuint(sched_adaptive_run(0, iv, 4, 1, 16, 64, false), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(0, iv, 4, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(10e6, iv), iv, 4, 1, 16, 64, false), ==, 16);
         /* 12 and 4 paths of 100 Mbit/s full: about 16 segments per path in 2 ms, so the quantum
          * stays where it was before it adapted. */
-        g_assert_cmpuint(sched_adaptive_run(segs(12 * 93e6, iv), iv, 12, 1, 16, 64, false), ==, 16);
-        g_assert_cmpuint(sched_adaptive_run(segs(4 * 93e6, iv), iv, 4, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(12 * 93e6, iv), iv, 12, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(4 * 93e6, iv), iv, 4, 1, 16, 64, false), ==, 16);
         /* 2 x 200 Mbit/s: 2 ms are 33 segments per path. */
-        g_assert_cmpuint(sched_adaptive_run(segs(2 * 200e6, iv), iv, 2, 1, 16, 64, false), ==, 35);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(2 * 200e6, iv), iv, 2, 1, 16, 64, false), ==, 35);
         /* Unshaped paths: 8 carrying 6 Gbit/s get whole GSO sends; so do 4 x 1 Gbit/s. */
-        g_assert_cmpuint(sched_adaptive_run(segs(6e9, iv), iv, 8, 1, 16, 64, false), ==, 64);
-        g_assert_cmpuint(sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64, false), ==, 64);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(6e9, iv), iv, 8, 1, 16, 64, false), ==, 64);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(4 * 930e6, iv), iv, 4, 1, 16, 64, false), ==, 64);
         /* The path with the smallest share decides: weights 3:1 (vector 0 0 0 1) at 800 Mbit/s
          * give path 1 200 Mbit/s (35 segments in 2 ms), not 400. */
-        g_assert_cmpuint(sched_adaptive_run(segs(800e6, iv), iv, 4, 1, 16, 64, false), ==, 35);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(800e6, iv), iv, 4, 1, 16, 64, false), ==, 35);
         /* The same share over a longer interval, and a floor of 1 (no lower bound). */
-        g_assert_cmpuint(sched_adaptive_run(segs(800e6, 10 * iv), 10 * iv, 4, 1, 16, 64, false), ==, 35);
-        g_assert_cmpuint(sched_adaptive_run(segs(10e6, iv), iv, 4, 1, 1, 64, false), ==, 1);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(800e6, 10 * iv), 10 * iv, 4, 1, 16, 64, false), ==, 35);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(10e6, iv), iv, 4, 1, 1, 64, false), ==, 1);
         /* Slow paths: the floor gives way to runs that a slow path's share carries in 2 ms, in
          * powers of two, down to 4. 100 + 20 Mbit/s split 5:1 (vector of 6, 1 slot): the slow
          * path carries 3.5 segments in 2 ms, 4 at least. */
-        g_assert_cmpuint(sched_adaptive_run(segs(120e6, iv), iv, 6, 1, 16, 64, true), ==, 4);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(120e6, iv), iv, 6, 1, 16, 64, true), ==, 4);
         /* 2 x 50 Mbit/s: 8.8 segments, down to 8. */
-        g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 2, 1, 16, 64, true), ==, 8);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(100e6, iv), iv, 2, 1, 16, 64, true), ==, 8);
         /* Idle: the lowest. Fast paths: as without. */
-        g_assert_cmpuint(sched_adaptive_run(0, iv, 2, 1, 16, 64, true), ==, 4);
-        g_assert_cmpuint(sched_adaptive_run(segs(2 * 200e6, iv), iv, 2, 1, 16, 64, true), ==, 35);
-        g_assert_cmpuint(sched_adaptive_run(segs(6e9, iv), iv, 8, 1, 16, 64, true), ==, 64);
+        g_assert_cmpuint(sched_adaptive_quantum(0, iv, 2, 1, 16, 64, true), ==, 4);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(2 * 200e6, iv), iv, 2, 1, 16, 64, true), ==, 35);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(6e9, iv), iv, 8, 1, 16, 64, true), ==, 64);
         /* A floor below 4 (MPT_DEBUG_RUN) stays the lowest. */
-        g_assert_cmpuint(sched_adaptive_run(0, iv, 2, 1, 2, 64, true), ==, 2);
+        g_assert_cmpuint(sched_adaptive_quantum(0, iv, 2, 1, 2, 64, true), ==, 2);
         /* Absurd inputs do not overflow: the ceiling. */
-        g_assert_cmpuint(sched_adaptive_run(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, 16, 64, false), ==, 64);
-        g_assert_cmpuint(sched_adaptive_run(1, UINT64_MAX, MPT_VECTOR_MAX, 1, 16, 64, false), ==, 16);
+        g_assert_cmpuint(sched_adaptive_quantum(UINT64_MAX, 1, MPT_VECTOR_MAX, MPT_VECTOR_MAX, 16, 64, false), ==, 64);
+        g_assert_cmpuint(sched_adaptive_quantum(1, UINT64_MAX, MPT_VECTOR_MAX, 1, 16, 64, false), ==, 16);
         /* min_slots above the vector length is taken as the whole vector. */
-        g_assert_cmpuint(sched_adaptive_run(segs(100e6, iv), iv, 1, 5, 1, 64, false), ==, 17);
+        g_assert_cmpuint(sched_adaptive_quantum(segs(100e6, iv), iv, 1, 5, 1, 64, false), ==, 17);
 }
 
 /* The UDP GSO size of paths that queue locally: SCHED_GSO_TIME_USEC of the smallest share. */
@@ -767,38 +767,38 @@ static void test_adaptive_gso(void) {
         g_assert_cmpuint(sched_adaptive_count(UINT64_MAX, UINT64_MAX, 1, 1, UINT64_MAX, 1, UINT32_MAX), ==,
                          UINT32_MAX);
         g_assert_cmpuint(sched_adaptive_count(segs(4 * 930e6, iv), iv, 4, 1, 2000, 16, 64), ==,
-                         sched_adaptive_run(segs(4 * 930e6, iv), iv, 4, 1, 16, 64, false));
+                         sched_adaptive_quantum(segs(4 * 930e6, iv), iv, 4, 1, 16, 64, false));
         g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 2000, 1, 64), ==, 35);
         g_assert_cmpuint(sched_adaptive_count(segs(2 * 200e6, iv), iv, 2, 1, 1000, 1, 64), ==, 17);
 }
 
-/* The quantum while paths queue locally: SCHED_RUN_QUEUED_TIME_USEC of the whole tunnel, down
+/* The quantum while paths queue locally: SCHED_QUEUED_QUANTUM_TIME_USEC of the whole tunnel, down
  * to a power of two, from 4 up to the floor. */
-static void test_queued_run(void) {
+static void test_queued_quantum(void) {
         const uint64_t iv = SCHED_RATE_INTERVAL_USEC;
 
-        g_assert_cmpuint(SCHED_RUN_QUEUED_TIME_USEC, ==, 250);
+        g_assert_cmpuint(SCHED_QUEUED_QUANTUM_TIME_USEC, ==, 250);
         /* Nothing measured yet, or idle: the lower bound. */
-        g_assert_cmpuint(sched_queued_run(1000, 0, 16), ==, 4);
-        g_assert_cmpuint(sched_queued_run(0, iv, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_quantum(1000, 0, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_quantum(0, iv, 16), ==, 4);
         /* 2 x 10 Mbit/s: less than one segment in 250 us, still 4. */
-        g_assert_cmpuint(sched_queued_run(segs(2 * 9.3e6, iv), iv, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_quantum(segs(2 * 9.3e6, iv), iv, 16), ==, 4);
         /* Paths of 100 Mbit/s, full: 2 get 4 segments, 4 get 8, 8 and 12 get 16. */
-        g_assert_cmpuint(sched_queued_run(segs(2 * 93e6, iv), iv, 16), ==, 4);
-        g_assert_cmpuint(sched_queued_run(segs(4 * 93e6, iv), iv, 16), ==, 8);
-        g_assert_cmpuint(sched_queued_run(segs(8 * 93e6, iv), iv, 16), ==, 16);
-        g_assert_cmpuint(sched_queued_run(segs(12 * 93e6, iv), iv, 16), ==, 16);
+        g_assert_cmpuint(sched_queued_quantum(segs(2 * 93e6, iv), iv, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_quantum(segs(4 * 93e6, iv), iv, 16), ==, 8);
+        g_assert_cmpuint(sched_queued_quantum(segs(8 * 93e6, iv), iv, 16), ==, 16);
+        g_assert_cmpuint(sched_queued_quantum(segs(12 * 93e6, iv), iv, 16), ==, 16);
         /* Powers of two only: 3 paths (6.2 segments) get 4, 6 paths (12.3) get 8. */
-        g_assert_cmpuint(sched_queued_run(segs(3 * 93e6, iv), iv, 16), ==, 4);
-        g_assert_cmpuint(sched_queued_run(segs(6 * 93e6, iv), iv, 16), ==, 8);
+        g_assert_cmpuint(sched_queued_quantum(segs(3 * 93e6, iv), iv, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_quantum(segs(6 * 93e6, iv), iv, 16), ==, 8);
         /* 4 x 1 Gbit/s: the floor, as before the tunnel's rate counted. */
-        g_assert_cmpuint(sched_queued_run(segs(4 * 930e6, iv), iv, 16), ==, 16);
+        g_assert_cmpuint(sched_queued_quantum(segs(4 * 930e6, iv), iv, 16), ==, 16);
         /* A lower floor bounds it from above and below. */
-        g_assert_cmpuint(sched_queued_run(segs(8 * 93e6, iv), iv, 2), ==, 2);
-        g_assert_cmpuint(sched_queued_run(0, iv, 1), ==, 1);
+        g_assert_cmpuint(sched_queued_quantum(segs(8 * 93e6, iv), iv, 2), ==, 2);
+        g_assert_cmpuint(sched_queued_quantum(0, iv, 1), ==, 1);
         /* No overflow. */
-        g_assert_cmpuint(sched_queued_run(UINT64_MAX, 1, 16), ==, 16);
-        g_assert_cmpuint(sched_queued_run(1, UINT64_MAX, 16), ==, 4);
+        g_assert_cmpuint(sched_queued_quantum(UINT64_MAX, 1, 16), ==, 16);
+        g_assert_cmpuint(sched_queued_quantum(1, UINT64_MAX, 16), ==, 4);
 }
 
 static void test_vector_min_slots(void) {
@@ -849,9 +849,9 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/scheduler/flow-hash/symmetric", test_hash_symmetric);
         g_test_add_func("/mpt/scheduler/assign-runs", test_assign_runs);
         g_test_add_func("/mpt/scheduler/assign-runs-skip", test_assign_runs_skip);
-        g_test_add_func("/mpt/scheduler/adaptive-run", test_adaptive_run);
+        g_test_add_func("/mpt/scheduler/adaptive-quantum", test_adaptive_quantum);
         g_test_add_func("/mpt/scheduler/adaptive-gso", test_adaptive_gso);
-        g_test_add_func("/mpt/scheduler/queued-run", test_queued_run);
+        g_test_add_func("/mpt/scheduler/queued-quantum", test_queued_quantum);
         g_test_add_func("/mpt/scheduler/vector-min-slots", test_vector_min_slots);
 
         return g_test_run();

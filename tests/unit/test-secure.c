@@ -8,6 +8,8 @@
 #include <openssl/crypto.h>
 #include <stdlib.h>
 
+#include "unhex.h"
+
 /* ---- a fixed vector ----
  * Computed independently of libcrypto and of this code (Python: hashlib.blake2b and the
  * "cryptography" package's ChaCha20Poly1305 and AESGCM) from version 2 of the format as mptd(8)
@@ -38,18 +40,6 @@ static const uint8_t vec_psk[32] = { 0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
 
 /* AES-256-GCM needs AES instructions; where there are none, its cases are skipped. */
 static bool have_aes;
-
-static size_t unhex(const char *s, uint8_t *out, size_t size) {
-        size_t n = strlen(s) / 2;
-
-        g_assert_cmpuint(n, <=, size);
-        for (size_t i = 0; i < n; i++) {
-                unsigned v;
-                g_assert_cmpint(sscanf(s + 2 * i, "%2x", &v), ==, 1);
-                out[i] = (uint8_t) v;
-        }
-        return n;
-}
 
 typedef struct CipherVector {
         MptCipher cipher;

@@ -5,6 +5,8 @@
 /* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
 #include <glib.h>
 
+#include "unhex.h"
+
 /* ---- sample packets ---- */
 
 /* The IPv4 header used as the checksum example on Wikipedia ("IPv4 header checksum"): 192.168.0.1 ->
@@ -478,19 +480,6 @@ static void test_path_status(void) {
         g_assert_cmpint(mpt_path_status_decode(&f, &got), ==, MPT_DROP_BAD_KEEPALIVE);
 }
 
-static size_t unhex_into(const char *hex, uint8_t *out, size_t size) {
-        size_t n = strlen(hex) / 2;
-
-        g_assert_cmpuint(strlen(hex) % 2, ==, 0);
-        g_assert_cmpuint(n, <=, size);
-        for (size_t i = 0; i < n; i++) {
-                unsigned v;
-                g_assert_cmpint(sscanf(hex + 2 * i, "%2x", &v), ==, 1);
-                out[i] = (uint8_t) v;
-        }
-        return n;
-}
-
 /* The feedback frame, byte by byte as wire.h describes it (written out here, not by the encoder). */
 static void test_feedback(void) {
         static const char frame_hex[] =
@@ -502,7 +491,7 @@ static void test_feedback(void) {
                 "3f3f0000" "ffffffff" "ffffffffffffffff" "0102030405060708" "8000000000000001" "0000000000000000"
                 "fffffffffffffffe";
         uint8_t buf[MPT_FEEDBACK_SIZE_MAX + 64], want[sizeof buf];
-        size_t n = unhex_into(frame_hex, want, sizeof want);
+        size_t n = unhex(frame_hex, want, sizeof want);
         MptFeedback fb = {
                 .now = 12345678,
                 .n = 2,
@@ -555,7 +544,7 @@ static void test_feedback_longer_entries(void) {
                 "0000000000000007"
                 "deadbeefdeadbeef";                /* 8 bytes this version does not know */
         uint8_t buf[128];
-        size_t n = unhex_into(frame_hex, buf, sizeof buf);
+        size_t n = unhex(frame_hex, buf, sizeof buf);
         MptFeedback got;
         MptFrame f;
 
@@ -603,7 +592,7 @@ static const FeedbackVector bad_feedback[] = {
 static void test_feedback_bad(const void *data) {
         const FeedbackVector *v = data;
         uint8_t buf[MPT_FEEDBACK_SIZE_MAX + 64];
-        size_t n = unhex_into(v->hex, buf, sizeof buf);
+        size_t n = unhex(v->hex, buf, sizeof buf);
         MptFeedback got;
         MptFrame f;
 
@@ -622,7 +611,7 @@ static void test_repair(void) {
         r.entries[0] = (MptRepairEntry) { .path_id = 3, .lane = 1, .count = 2, .first = 0x0102030405060708 };
         r.entries[1] = (MptRepairEntry) { .path_id = 63, .lane = 63, .count = MPT_REPAIR_COUNT_MAX, .first = 1 };
         n = mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r);
-        wn = unhex_into("00000800" "b0" "01" "02" "0c" "03010002" "0102030405060708" "3f3f0040" "0000000000000001",
+        wn = unhex("00000800" "b0" "01" "02" "0c" "03010002" "0102030405060708" "3f3f0040" "0000000000000001",
                         want, sizeof want);
         g_assert_cmpuint(n, ==, wn);
         g_assert_cmpmem(buf, n, want, wn);
@@ -650,7 +639,7 @@ static void test_repair(void) {
         g_assert_cmpuint(mpt_repair_encode(buf, sizeof buf, MPT_ETH_P_IP, &r), ==, 0);
 
         /* Entries of a later version, longer: the first 12 bytes count, the rest is skipped. */
-        wn = unhex_into("00000800" "b0" "01" "01" "10" "03010002" "0000000000000009" "ffffffff", want, sizeof want);
+        wn = unhex("00000800" "b0" "01" "01" "10" "03010002" "0000000000000009" "ffffffff", want, sizeof want);
         g_assert_cmpint(mpt_frame_decode(want, wn, &f), ==, -1);
         g_assert_cmpint(mpt_repair_decode(&f, &got), ==, -1);
         g_assert_cmpuint(got.n, ==, 1);
@@ -680,7 +669,7 @@ static const FeedbackVector bad_repair[] = {
 static void test_repair_bad(const void *data) {
         const FeedbackVector *v = data;
         uint8_t buf[MPT_REPAIR_SIZE_MAX + 64];
-        size_t n = unhex_into(v->hex, buf, sizeof buf);
+        size_t n = unhex(v->hex, buf, sizeof buf);
         MptRepair got;
         MptFrame f;
 
