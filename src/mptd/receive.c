@@ -503,9 +503,10 @@ static void repair_ask_add(Worker *w, unsigned path_id, unsigned lane, uint64_t 
 /* An authenticated datagram of the other end's path path_id (its secure header says which),
  * len bytes on the wire, arrived at `arrival`. */
 static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
-        RxTrack *r = &w->rx_track[header[2] % MPT_PATHS_MAX];
-        unsigned lane = header[3] % MPT_SECURE_LANES;
-        uint64_t epoch = rd64be(header + 4), counter = rd64be(header + 12);
+        RxTrack *r = &w->rx_track[header[MPT_SECURE_OFF_PATH_ID] % MPT_PATHS_MAX];
+        unsigned lane = header[MPT_SECURE_OFF_LANE] % MPT_SECURE_LANES;
+        uint64_t epoch = rd64be(header + MPT_SECURE_OFF_EPOCH),
+                 counter = rd64be(header + MPT_SECURE_OFF_COUNTER);
 
         seq_write_begin(&r->seq);
         __atomic_store_n(&r->bytes, r->bytes + len, __ATOMIC_RELAXED);
@@ -531,7 +532,7 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
                 /* A gap in a data lane: ask for it (a long one is an outage, not worth it). */
                 if (w->tunnel->repair && lane != MPT_SECURE_LANE_CONTROL && r->lane_top[lane] != 0 && more > 1 &&
                     more - 1 <= MPT_REPAIR_COUNT_MAX)
-                        repair_ask_add(w, header[2] % MPT_PATHS_MAX, lane, r->lane_top[lane] + 1, (unsigned) more - 1);
+                        repair_ask_add(w, header[MPT_SECURE_OFF_PATH_ID] % MPT_PATHS_MAX, lane, r->lane_top[lane] + 1, (unsigned) more - 1);
 
                 r->lane_top[lane] = counter;
                 __atomic_store_n(&r->sent, r->sent + more, __ATOMIC_RELAXED);
@@ -871,11 +872,11 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const
                                 if (d[0] == 0)
                                         continue;
                                 if (t->handshake)
-                                        w->rx_epoch = rd64be(d + 4);
-                                w->rx_peer_id = (uint8_t) (d[2] + 1);
-                                w->rx_peer_epoch = rd64be(d + 4);
+                                        w->rx_epoch = rd64be(d + MPT_SECURE_OFF_EPOCH);
+                                w->rx_peer_id = (uint8_t) (d[MPT_SECURE_OFF_PATH_ID] + 1);
+                                w->rx_peer_epoch = rd64be(d + MPT_SECURE_OFF_EPOCH);
                                 rx_track(w, d, dl, msgs[m].arrival);
-                                lane = d[3];
+                                lane = d[MPT_SECURE_OFF_LANE];
                                 d += MPT_SECURE_HEADER_SIZE;
                                 dl -= MPT_SECURE_OVERHEAD;
                         }

@@ -116,10 +116,3 @@ void sched_assign_runs_skip(SchedRuns *r, const uint8_t *vector, size_t vector_l
 
 /* A new path table: deficits and the current run start over (the cursor stays). */
 void sched_runs_reset(SchedRuns *r);
-
-/* Old names, still used by tunnel.c and send.c; they go once those use the names above. */
-#define SCHED_RUN_MAX SCHED_QUANTUM_FLOOR
-#define SCHED_RUN_CEIL SCHED_QUANTUM_CEIL
-#define SCHED_RUN_LIMIT SCHED_QUANTUM_LIMIT
-#define sched_adaptive_run sched_adaptive_quantum
-#define sched_queued_run sched_queued_quantum

@@ -451,7 +451,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         skip = pace_ahead(t, paced, w->vector_paths, paced_now, NULL);
                 }
                 sched_assign_runs_skip(&w->runs, s->vector, s->vector_len,
-                                       dataplane_options.batch > 1 ? w->run : 1, (size_t) n, skip, w->seg_path);
+                                       dataplane_options.batch > 1 ? w->quantum : 1, (size_t) n, skip, w->seg_path);
         }
         if (t->secure)
                 cipher = reserve_counters(w, n, next);
@@ -682,7 +682,7 @@ static bool sample_queues(Worker *w, const Snapshot *s, usec_t now) {
 
 /* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
  * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
-static void update_run(Worker *w, const Snapshot *s) {
+static void update_quantum(Worker *w, const Snapshot *s) {
         Tunnel *t = w->tunnel;
         usec_t now;
         uint64_t segments;
@@ -694,19 +694,19 @@ static void update_run(Worker *w, const Snapshot *s) {
         if (w->rate_since > 0) {
                 /* Paths that queue locally: a run there waits in the queue as a whole, and the
                  * next path's run is held at the receiver meanwhile, so the quantum stays at
-                 * its floor (SCHED_RUN_MAX segments: a fraction of a millisecond on a fast
+                 * its floor (SCHED_QUANTUM_FLOOR segments: a fraction of a millisecond on a fast
                  * path; a larger run holds the other paths' packets at the receiver for as long
                  * as it waits), and below it when the whole tunnel is slow (see
-                 * sched_queued_run()). Only a tunnel whose paths queue nothing (fast,
+                 * sched_queued_quantum()). Only a tunnel whose paths queue nothing (fast,
                  * unshaped) grows it, for fewer and larger sends. */
                 bool queued = sample_queues(w, s, now);
 
-                if (!dataplane_options.run_fixed)
-                        w->run = queued ? sched_queued_run(segments - w->rate_segments, now - w->rate_since,
-                                                           dataplane_options.run)
-                                        : sched_adaptive_run(segments - w->rate_segments, now - w->rate_since,
-                                                             s->vector_len, w->min_slots, dataplane_options.run,
-                                                             SCHED_RUN_CEIL, true);
+                if (!dataplane_options.quantum_fixed)
+                        w->quantum = queued ? sched_queued_quantum(segments - w->rate_segments, now - w->rate_since,
+                                                                   dataplane_options.quantum)
+                                            : sched_adaptive_quantum(segments - w->rate_segments,
+                                                                     now - w->rate_since, s->vector_len, w->min_slots,
+                                                                     dataplane_options.quantum, SCHED_QUANTUM_CEIL, true);
                 w->gso_queued = sched_adaptive_count(segments - w->rate_segments, now - w->rate_since,
                                                      s->vector_len, w->min_slots, SCHED_GSO_TIME_USEC, 1,
                                                      GSO_SEGMENTS_MAX);
@@ -773,7 +773,7 @@ void worker_tx(Worker *w, const Snapshot *s) {
         uint64_t paced = __atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) & w->vector_paths;
         size_t inner = w->tunnel->tun.vnet_hdr ? VNET_HDR_LEN : 0;
 
-        update_run(w, s);
+        update_quantum(w, s);
         for (unsigned n = 0; n < dataplane_options.batch; n++) {
                 uint64_t now = 0, until = 0;
                 bool behind = false;

@@ -398,7 +398,7 @@ int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len) {
 }
 
 DataplaneOptions dataplane_options = {
-        .offload = true, .batch = WORKER_BATCH, .run = SCHED_RUN_MAX, .rx_turn = WORKER_RX_MMSG, .pace = true,
+        .offload = true, .batch = WORKER_BATCH, .quantum = SCHED_QUANTUM_FLOOR, .rx_turn = WORKER_RX_MMSG, .pace = true,
         .repair = true,
 };
 
@@ -414,8 +414,8 @@ void dataplane_options_load(void) {
                 dataplane_options.batch = MIN(v, WORKER_BATCH);
         e = getenv("MPT_DEBUG_RUN");
         if (e && safe_atou(e, &v) >= 0 && v >= 1) {
-                dataplane_options.run = MIN(v, SCHED_RUN_LIMIT);
-                dataplane_options.run_fixed = true;
+                dataplane_options.quantum = MIN(v, SCHED_QUANTUM_LIMIT);
+                dataplane_options.quantum_fixed = true;
         }
         e = getenv("MPT_DEBUG_RX_TURN");
         if (e && safe_atou(e, &v) >= 0 && v >= 1) {

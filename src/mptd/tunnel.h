@@ -423,8 +423,8 @@ uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path);
 typedef struct DataplaneOptions {
         bool offload;
         unsigned batch; /* packets per wake and per system call, 1..WORKER_BATCH */
-        unsigned run;   /* consecutive packets per path (scheduler runs), 1..SCHED_RUN_LIMIT */
-        bool run_fixed; /* MPT_DEBUG_RUN: run is fixed, no adaptive quantum */
+        unsigned quantum;    /* segments per path and vector slot (scheduler.h), 1..SCHED_QUANTUM_LIMIT */
+        bool quantum_fixed;  /* MPT_DEBUG_RUN: the quantum is fixed, not adaptive */
         unsigned rx_turn; /* most receive buffers per recvmmsg() of a ready path, 1..WORKER_RX_MMSG */
         bool rx_turn_fixed; /* MPT_DEBUG_RX_TURN: always rx_turn, not by the size of the messages */
         bool no_aes;    /* as on a CPU without AES instructions: ChaCha20-Poly1305 only */

@@ -27,7 +27,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                 w->tx_counter[i] = 1;
         /* Spread the workers over the sending vector so they do not all start on path 0. */
         w->runs.cursor = id * 7919u;
-        w->run = dataplane_options.run;
+        w->quantum = dataplane_options.quantum;
         w->gso_queued = GSO_SEGMENTS_MAX;
 
         /* Touched only as far as used: one message per call needs only the first buffer. */

@@ -146,10 +146,10 @@ struct Worker {
         uint64_t seen_generation; /* atomic: the snapshot generation this worker uses */
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
         SchedRuns runs; /* the weighted scheduler's position */
-        /* The quantum in segments (see sched_adaptive_run()), and where its rate measurement
+        /* The quantum in segments (see sched_adaptive_quantum()), and where its rate measurement
          * started: the time and the tunnel's segments sent then (tunnel_tx_segments()). min_slots:
          * of the snapshot's vector. */
-        unsigned run;
+        unsigned quantum;
         usec_t rate_since;
         uint64_t rate_segments;
         size_t min_slots;
