@@ -73,3 +73,22 @@ void diag_print(const MptDiagnostics *d, FILE *f, const char *prefix) {
         if (d->oom)
                 fprintf(f, "%sout of memory while collecting errors\n", strempty(prefix));
 }
+
+void diag_sort_by_line(MptDiagnostics *d, size_t first, size_t (*file_rank)(const char *file, const void *userdata),
+                       const void *userdata) {
+        /* Insertion sort: stable, and the lists are short. */
+        for (size_t i = first + 1; i < d->n; i++) {
+                MptDiag t = d->items[i];
+                size_t rank = file_rank ? file_rank(t.file, userdata) : 0;
+                unsigned key = t.line ?: UINT_MAX;
+                size_t j = i;
+
+                for (; j > first; j--) {
+                        size_t r = file_rank ? file_rank(d->items[j - 1].file, userdata) : 0;
+                        if (r < rank || (r == rank && (d->items[j - 1].line ?: UINT_MAX) <= key))
+                                break;
+                        d->items[j] = d->items[j - 1];
+                }
+                d->items[j] = t;
+        }
+}

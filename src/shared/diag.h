@@ -35,3 +35,9 @@ static inline size_t diag_count(const MptDiagnostics *d) {
 int diag_format(const MptDiag *item, char **ret);
 /* Writes every item, one per line, with an optional prefix such as "mptd: ". */
 void diag_print(const MptDiagnostics *d, FILE *f, const char *prefix);
+/* Parse and verify are separate passes, but problems are reported in line order all the same:
+ * sorts the items from first on by line, whole-file problems (line 0) last. With file_rank (may be
+ * NULL), by the rank it gives an item's file first (a profile's drop-ins come after the profile),
+ * then by line. Stable: problems of one line keep the order they were found in. */
+void diag_sort_by_line(MptDiagnostics *d, size_t first, size_t (*file_rank)(const char *file, const void *userdata),
+                       const void *userdata);

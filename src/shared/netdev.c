@@ -263,20 +263,6 @@ static void check_device(NetdevState *s, MptDiagnostics *d) {
                          "PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information header)");
 }
 
-/* Parse and verify are separate passes, but a file's problems are reported in line order; whole-file
- * problems (line 0) come last. Insertion sort: stable, and the lists are short. */
-static void sort_by_line(MptDiagnostics *d, size_t first) {
-        for (size_t i = first + 1; i < d->n; i++) {
-                MptDiag t = d->items[i];
-                unsigned key = t.line ?: UINT_MAX;
-                size_t j = i;
-
-                for (; j > first && (d->items[j - 1].line ?: UINT_MAX) > key; j--)
-                        d->items[j] = d->items[j - 1];
-                d->items[j] = t;
-        }
-}
-
 int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret,
                        MptNetdevInfo *ret_info, MptDiagnostics *d) {
         _cleanup_(profile_freep) MptProfile *p = NULL;
@@ -306,7 +292,7 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
                                  "no [" NETDEV_TUNNEL_SECTION "] section: an mpt .netdev needs one (it may be empty)");
                 if (s.seen_tunnel || p->n_paths > 0)
                         (void) profile_verify(p, d);
-                sort_by_line(d, first);
+                diag_sort_by_line(d, first, NULL, NULL);
         }
 
         if (d->oom)

@@ -1119,31 +1119,14 @@ static const ConfCallbacks profile_callbacks = {
         .assignment = on_assignment,
 };
 
-/* Parse and verify are separate passes, but the problems of a file are reported in line order all
- * the same, file by file (the profile, then its drop-ins in order); whole-file problems (line 0)
- * come last of their file. Insertion sort: stable, and the lists are short. */
-static size_t file_rank(const MptProfile *p, const char *file) {
+/* The rank of a problem's file for diag_sort_by_line(): the profile, then its drop-ins in order. */
+static size_t file_rank(const char *file, const void *userdata) {
+        const MptProfile *p = userdata;
+
         for (size_t i = 0; i < p->n_dropins; i++)
                 if (streq(file, p->dropins[i]))
                         return i + 1;
         return 0;
-}
-
-static void diag_sort_by_line(const MptProfile *p, MptDiagnostics *d, size_t first) {
-        for (size_t i = first + 1; i < d->n; i++) {
-                MptDiag t = d->items[i];
-                size_t rank = file_rank(p, t.file);
-                unsigned key = t.line ?: UINT_MAX;
-                size_t j = i;
-
-                for (; j > first; j--) {
-                        size_t r = file_rank(p, d->items[j - 1].file);
-                        if (r < rank || (r == rank && (d->items[j - 1].line ?: UINT_MAX) <= key))
-                                break;
-                        d->items[j] = d->items[j - 1];
-                }
-                d->items[j] = t;
-        }
 }
 
 /* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
@@ -1240,7 +1223,7 @@ static int load(const char *filename, const char *buf, size_t len, char **dropin
                         diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
         } else
                 (void) profile_verify(p, d);
-        diag_sort_by_line(p, d, first);
+        diag_sort_by_line(d, first, file_rank, p);
         if (d->oom)
                 return -ENOMEM;
         if (diag_count(d) > errors)

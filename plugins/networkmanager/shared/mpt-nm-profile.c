@@ -95,7 +95,6 @@ typedef struct Item {
 } Item;
 
 typedef struct Problem {
-        unsigned line;
         char *item;
         char *message;
 } Problem;
@@ -147,13 +146,6 @@ static int item_cmp(gconstpointer a, gconstpointer b) {
         if (x->path != y->path)
                 return x->path < y->path ? -1 : 1;
         return strcmp(x->key, y->key);
-}
-
-static int problem_cmp(gconstpointer a, gconstpointer b) {
-        const Problem *x = a, *y = b;
-        unsigned lx = x->line ?: UINT_MAX, ly = y->line ?: UINT_MAX;
-
-        return lx < ly ? -1 : lx > ly;
 }
 
 static void problem_clear(gpointer data) {
@@ -256,11 +248,12 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
         (void) profile_verify(b.profile, &b.diag);
         g_assert(!b.diag.oom);
 
+        /* In item order: a line is an item (builder_line()). */
+        diag_sort_by_line(&b.diag, 0, NULL, NULL);
         for (size_t i = 0; i < b.diag.n; i++) {
                 const MptDiag *di = &b.diag.items[i];
                 unsigned line = di->line < b.locations->len ? di->line : 0;
                 Problem pr = {
-                        .line = line,
                         .item = g_strdup(b.items->pdata[line]),
                         .message = g_strdup_printf("%s: %s", (char *) b.locations->pdata[line], di->message),
                 };
@@ -273,14 +266,6 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
                 };
                 g_array_append_val(problems, pr);
         }
-        /* Stable: g_array_sort() is not, so insertion sort (the lists are short). */
-        for (guint i = 1; i < problems->len; i++)
-                for (guint j = i; j > 0 && problem_cmp(&g_array_index(problems, Problem, j - 1),
-                                                       &g_array_index(problems, Problem, j)) > 0; j--) {
-                        Problem t = g_array_index(problems, Problem, j);
-                        g_array_index(problems, Problem, j) = g_array_index(problems, Problem, j - 1);
-                        g_array_index(problems, Problem, j - 1) = t;
-                }
 
         diag_done(&b.diag);
         g_ptr_array_unref(b.locations);
