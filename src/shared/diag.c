@@ -51,6 +51,16 @@ void diag_done(MptDiagnostics *d) {
         *d = (MptDiagnostics) {};
 }
 
+int reterr_printf(char **reterr, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(reterr, fmt, ap) < 0)
+                *reterr = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
 int diag_format(const MptDiag *item, char **ret) {
         int r;
 

@@ -31,6 +31,13 @@ static inline bool diag_has_errors(const MptDiagnostics *d) {
 static inline size_t diag_count(const MptDiagnostics *d) {
         return d->n + d->n_dropped;
 }
+/* For a parser that says why it refuses a value through its `char **reterr` argument (its caller
+ * makes a diagnostic of the text): sets *reterr to the message (NULL when there is no memory for
+ * it) and returns -EINVAL. */
+int reterr_printf(char **reterr, const char *fmt, ...) _printf_(2, 3);
+/* The same as a statement: returns from a parser whose argument is named reterr. */
+#define FAIL(...) return reterr_printf(reterr, __VA_ARGS__)
+
 /* "FILE:LINE: message" (or "FILE: message" when line is 0). */
 int diag_format(const MptDiag *item, char **ret);
 /* Writes every item, one per line, with an optional prefix such as "mptd: ". */

@@ -258,7 +258,6 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         MptAddress a;
         int r;
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
         if ((k->flags & MPT_CONF_HOST) && strchr(value, '/'))
                 FAIL("invalid %s= '%s': takes an address without a prefix length", k->name, value);
         r = prefix_from_string(value, &pfx);
@@ -283,14 +282,12 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         l->items = items;
         l->items[l->n++] = pfx;
         return 0;
-#undef FAIL
 }
 
 static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
         void *f = field_ptr(k, config);
         int r;
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
 
         switch (k->type) {
         case MPT_CONF_NAME:
@@ -461,7 +458,6 @@ static int parse_value(const MptConfKey *k, const char *value, void *config, cha
                 assert(false);
                 return -EINVAL;
         }
-#undef FAIL
 }
 
 int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
@@ -632,7 +628,6 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
         ssize_t n;
         int fd, r;
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
         /* Relative: to the directory of the file that says it (the profile or a drop-in). */
         const char *from = TFILE(p, id);
 
@@ -681,7 +676,6 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
                      "%u bytes, as `mptctl %s` prints it", name, value, path, MPT_KEY_SIZE,
                      id == MPT_KEY_TUNNEL_PRIVATE_KEY_FILE ? "genkey" : "genpsk");
         return 0;
-#undef FAIL
 }
 
 /* Whether a key of the tunnel section is given (a key or a file name). */
