@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -324,61 +323,19 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
         return r;
 }
 
-/* Reads a regular file without ever blocking: a FIFO (or anything but a regular file) is refused
- * before it is read, and open() does not wait for a writer. */
-static int read_regular_file(const char *filename, char **ret, size_t *ret_size, uint32_t *ret_mode) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        struct stat st;
-
-        fd = open(filename, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if ((uint64_t) st.st_size > CONF_FILE_MAX)
-                return -EFBIG;
-
-        buf = malloc(CONF_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + size, CONF_FILE_MAX + 1 - size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-                if (size > CONF_FILE_MAX)
-                        return -EFBIG;
-        }
-        buf[size] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        *ret_mode = st.st_mode & 07777;
-        return 0;
-}
-
 int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_info, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
+        struct stat st;
         size_t size = 0;
-        uint32_t mode = 0;
         int r;
 
-        r = read_regular_file(filename, &buf, &size, &mode);
+        /* Never blocking: a FIFO (or anything but a regular file) is refused before it is read. */
+        r = read_full_file_full(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         r = netdev_load_buffer(filename, buf, size, ret, ret_info, d);
         if (r == 1)
-                (*ret)->file_mode = mode;
+                (*ret)->file_mode = st.st_mode & 07777;
         return r;
 }
 
@@ -496,12 +453,11 @@ const char *netdev_key_note(const MptConfKey *k) {
 /* [X-MPT...] headers in one drop-in of netdev: a warning each. */
 static int dropin_warnings(const char *path, const char *netdev, MptDiagnostics *w) {
         _cleanup_free_ char *buf = NULL;
-        struct stat st;
         size_t size;
         unsigned line = 1;
         int n = 0;
 
-        if (read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st) < 0)
+        if (read_full_file(path, CONF_FILE_MAX, &buf, &size) < 0)
                 return 0; /* networkd says what it cannot read */
         for (size_t i = 0; i < size; line++) {
                 const char *l = buf + i, *end = memchr(l, '\n', size - i);

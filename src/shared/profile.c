@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -588,44 +587,15 @@ static char *default_tunnel_name(const char *filename) {
         return strdup(base);
 }
 
-/* Opens a key file for reading only once it is known to be a regular file: an O_PATH descriptor
- * (which opens nothing: no device's open routine runs, a FIFO is not waited on) is checked
- * first, and the file it names is then reopened through /proc/self/fd, so that a name swapped
- * in between cannot make us open something else. Returns the descriptor, or -EBADFD for a file
- * that is not regular, or another negative errno. */
-static int open_regular_file(const char *path, struct stat *ret_st) {
-        _cleanup_close_ int pfd = -EBADF;
-        char proc[STRLEN("/proc/self/fd/") + 12];
-        struct stat st2;
-        int fd;
-
-        pfd = open(path, O_PATH | O_CLOEXEC);
-        if (pfd < 0)
-                return -errno;
-        if (fstat(pfd, ret_st) < 0)
-                return -errno;
-        if (!S_ISREG(ret_st->st_mode))
-                return -EBADFD;
-        (void) snprintf(proc, sizeof proc, "/proc/self/fd/%i", pfd);
-        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return errno == ENOENT ? -ENOSYS : -errno; /* no /proc: say so, do not fall back */
-        if (fstat(fd, &st2) < 0 || st2.st_dev != ret_st->st_dev || st2.st_ino != ret_st->st_ino) {
-                safe_close(fd);
-                return -ESTALE;
-        }
-        return fd;
-}
-
 /* Reads a key file (KeyFile=, PrivateKeyFile=, PresharedKeyFile=: key id, value as written),
  * relative to the directory of the file that names it. A key that others can read is no secret:
  * refused. On failure, *reterr says why (without the file's contents). */
 static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, MptKey *ret, char **reterr) {
         _cleanup_free_ char *path = NULL, *dir = NULL;
         const char *name = conf_key(id)->name;
-        char buf[MPT_KEY_FILE_MAX + 1];
+        char *buf = NULL;
         struct stat st;
-        ssize_t n;
+        size_t n;
         int fd, r;
 
         /* Relative: to the directory of the file that says it (the profile or a drop-in). */
@@ -643,7 +613,7 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
         if (!path)
                 return -ENOMEM;
 
-        fd = open_regular_file(path, &st);
+        fd = read_full_file_open(path, READ_FULL_FILE_CHECK_FIRST, &st);
         if (fd == -EBADFD)
                 FAIL("%s=%s: '%s' is not a regular file", name, value, path);
         if (fd == -ENOSYS)
@@ -659,18 +629,18 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
                 close(fd);
                 FAIL("%s=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)", name, value, path);
         }
-        n = read(fd, buf, sizeof buf - 1);
-        r = n < 0 ? -errno : 0;
+        /* A file of MPT_KEY_FILE_MAX bytes is too large already. */
+        r = read_full_fd(fd, MPT_KEY_FILE_MAX - 1, READ_FULL_FILE_SECURE, &buf, &n);
         close(fd);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EFBIG)
+                FAIL("%s=%s: '%s' is too large for a key file", name, value, path);
         if (r < 0)
                 FAIL("%s=%s: cannot read '%s': %s", name, value, path, strerror(-r));
-        if ((size_t) n >= MPT_KEY_FILE_MAX) {
-                explicit_bzero(buf, sizeof buf);
-                FAIL("%s=%s: '%s' is too large for a key file", name, value, path);
-        }
-        buf[n] = 0;
         r = mpt_key_from_base64(buf, ret);
-        explicit_bzero(buf, sizeof buf);
+        explicit_bzero(buf, n);
+        free(buf);
         if (r < 0)
                 FAIL("%s=%s: '%s' does not hold a key: expected one line with the base64 text of "
                      "%u bytes, as `mptctl %s` prints it", name, value, path, MPT_KEY_SIZE,
@@ -1157,7 +1127,7 @@ static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
 
         if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
                 return 0; /* /dev/null: masked */
-        r = read_full_file_flags(path, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
+        r = read_full_file_full(path, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         p->dropin_modes[p->cur_file - 1] = profile_file_mode(&st);
@@ -1239,7 +1209,7 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
         int r;
 
         /* A regular file (mptd reads it again on a reload, in its event loop). */
-        r = read_full_file_flags(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
+        r = read_full_file_full(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         r = conf_find_dropins(filename, dirs, &dropins, &n_dropins);
