@@ -67,18 +67,11 @@ bool netdev_filename(const char *filename) {
  * (networkd warns about [MPT] and ignores it, so its settings would be lost). Returns the
  * section it probably means. */
 static const char *lookalike_section(const char *section) {
-        const char *best = NULL;
-        unsigned best_d = UINT_MAX;
+        unsigned dist;
+        const char *best = conf_section_closest(netdev_section_names, section, &dist);
 
-        for (MptSection s = 0; s < _MPT_SECTION_MAX; s++) {
-                unsigned dist = string_distance(section, netdev_section_names[s]);
-                if (dist < best_d) {
-                        best_d = dist;
-                        best = netdev_section_names[s];
-                }
-        }
         if (strncasecmp(section, "X-MPT", STRLEN("X-MPT")) == 0 || strncasecmp(section, "MPT", STRLEN("MPT")) == 0 ||
-            best_d <= 2)
+            dist <= CONF_SECTION_HINT_DISTANCE)
                 return best;
         return NULL;
 }

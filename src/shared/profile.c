@@ -137,6 +137,22 @@ const char *conf_key_suggest(MptSection section, const char *name) {
         return best;
 }
 
+const char *conf_section_closest(const char *const *names, const char *name, unsigned *ret_distance) {
+        const char *best = NULL;
+        unsigned best_d = UINT_MAX;
+
+        for (MptSection s = 0; s < _MPT_SECTION_MAX; s++) {
+                const char *candidate = names ? names[s] : mpt_section_to_string(s);
+                unsigned dist = string_distance(name, candidate);
+                if (dist < best_d) {
+                        best_d = dist;
+                        best = candidate;
+                }
+        }
+        *ret_distance = best_d;
+        return best;
+}
+
 static const char *section_title(const MptProfile *p, MptSection section) {
         return p->section_names ? p->section_names[section] : mpt_section_to_string(section);
 }
@@ -1008,16 +1024,9 @@ static bool on_section(void *userdata, const char *section, unsigned line, MptDi
                 pending_flush(s, d);
 
         if (sec < 0) {
-                unsigned best = UINT_MAX;
-                const char *hint = NULL;
-                for (MptSection i = 0; i < _MPT_SECTION_MAX; i++) {
-                        unsigned dist = string_distance(section, mpt_section_to_string(i));
-                        if (dist < best) {
-                                best = dist;
-                                hint = mpt_section_to_string(i);
-                        }
-                }
-                if (best <= 2)
+                unsigned dist;
+                const char *hint = conf_section_closest(NULL, section, &dist);
+                if (dist <= CONF_SECTION_HINT_DISTANCE)
                         diag_add(d, s->file, line, "unknown section [%s]; did you mean [%s]?", section, hint);
                 else
                         diag_add(d, s->file, line, "unknown section [%s]; expected [Tunnel] or [Path]", section);

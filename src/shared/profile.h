@@ -252,6 +252,11 @@ const MptConfKey *conf_key_lookup(MptSection section, const char *name);
 size_t conf_key_index(const MptConfKey *k); /* index within its section */
 /* The closest key name of a section within edit distance 3, or NULL. */
 const char *conf_key_suggest(MptSection section, const char *name);
+/* The section name closest to name, for a did-you-mean hint, with its edit distance in *ret_distance.
+ * names: how the file spells the sections (MptProfile.section_names), NULL for "Tunnel" and "Path". */
+const char *conf_section_closest(const char *const *names, const char *name, unsigned *ret_distance);
+/* A section name this close (or closer) to one of ours is taken for a misspelling of it. */
+#define CONF_SECTION_HINT_DISTANCE 2u
 
 MptProfile *profile_new(void);
 MptProfile *profile_free(MptProfile *p);
