@@ -1407,53 +1407,86 @@ int profile_format_value_shown(const MptConfKey *k, const void *config, char **r
         return profile_format_value(k, config, ret);
 }
 
-static int write_section(FILE *f, MptSection section, const void *config, const unsigned *key_line,
-                         ProfileTextOverride override, void *userdata, size_t path_index) {
-        fprintf(f, "[%s]\n", mpt_section_to_string(section));
+int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, ProfileKeyFunc f, void *userdata) {
+        MptSection section = path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH;
+        const void *config = section == MPT_SECTION_TUNNEL ? (const void *) &p->tunnel : (const void *) &p->paths[path_index];
+        const unsigned *key_line = section == MPT_SECTION_TUNNEL ? p->tunnel.key_line : p->paths[path_index].key_line;
+
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
-                _cleanup_free_ char *v = NULL;
-                int r = 0;
+                char *v = NULL;
+                int r;
 
                 if (k->section != section)
                         continue;
-                if (override) {
-                        r = override(k, path_index, userdata, &v);
+                if (key_line[conf_key_index(k)] > 0 || k == conf_key(MPT_KEY_TUNNEL_NAME) ||
+                    (k == conf_key(MPT_KEY_PATH_NAME) && (flags & PROFILE_KEYS_PATH_NAMES))) {
+                        r = profile_format_value(k, config, &v);
                         if (r < 0)
                                 return r;
                 }
+                r = f(k, config, v, userdata);
+                if (v) {
+                        explicit_bzero(v, strlen(v));
+                        free(v);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+typedef struct TextWriter {
+        FILE *f;
+        ProfileTextOverride override;
+        void *userdata;
+        size_t path_index;
+} TextWriter;
+
+static int write_key(const MptConfKey *k, const void *config, const char *value, void *userdata) {
+        TextWriter *w = userdata;
+
+        if (w->override) {
+                _cleanup_free_ char *v = NULL;
+                int r = w->override(k, w->path_index, w->userdata, &v);
+                if (r < 0)
+                        return r;
                 if (r > 0) {
                         /* The caller's value, or (NULL) none. */
                         if (v)
-                                fprintf(f, "%s=%s\n", k->name, v);
-                        continue;
+                                fprintf(w->f, "%s=%s\n", k->name, v);
+                        return 0;
                 }
-                /* Write what was set explicitly, and always the name. */
-                if (!key_line[conf_key_index(k)] && !streq(k->name, "Name"))
-                        continue;
-                r = profile_format_value(k, config, &v);
-                if (r < 0)
-                        return r;
-                if (isempty(v))
-                        continue;
-                if (k->type == MPT_CONF_PREFIX_LIST) {
-                        /* One entry per line reads better than one long line. */
-                        const MptPrefixList *l = field_cptr(k, config);
-                        char buf[MPT_ADDRESS_STRLEN];
-                        for (size_t j = 0; j < l->n; j++)
-                                fprintf(f, "%s=%s\n", k->name, format_list_entry(&l->items[j], buf));
-                } else if (k->type == MPT_CONF_POLICY_LIST) {
-                        const MptPolicyList *l = field_cptr(k, config);
-                        for (size_t j = 0; j < l->n; j++) {
-                                _cleanup_free_ char *rule = mpt_policy_format(&l->items[j]);
-                                if (!rule)
-                                        return -ENOMEM;
-                                fprintf(f, "%s=%s\n", k->name, rule);
-                        }
-                } else
-                        fprintf(f, "%s=%s\n", k->name, v);
         }
+        if (isempty(value))
+                return 0;
+        if (k->type == MPT_CONF_PREFIX_LIST) {
+                /* One entry per line reads better than one long line. */
+                const MptPrefixList *l = field_cptr(k, config);
+                char buf[MPT_ADDRESS_STRLEN];
+                for (size_t j = 0; j < l->n; j++)
+                        fprintf(w->f, "%s=%s\n", k->name, format_list_entry(&l->items[j], buf));
+        } else if (k->type == MPT_CONF_POLICY_LIST) {
+                const MptPolicyList *l = field_cptr(k, config);
+                for (size_t j = 0; j < l->n; j++) {
+                        _cleanup_free_ char *rule = mpt_policy_format(&l->items[j]);
+                        if (!rule)
+                                return -ENOMEM;
+                        fprintf(w->f, "%s=%s\n", k->name, rule);
+                }
+        } else
+                fprintf(w->f, "%s=%s\n", k->name, value);
         return 0;
+}
+
+/* A section's header and keys: what was set explicitly, and always the name (a path's derived one
+ * too, so that the text names each path as the profile does). */
+static int write_section(const MptProfile *p, size_t path_index, ProfileTextOverride override, void *userdata,
+                         FILE *f) {
+        TextWriter w = { .f = f, .override = override, .userdata = userdata, .path_index = path_index };
+
+        fprintf(f, "[%s]\n", mpt_section_to_string(path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH));
+        return profile_foreach_key(p, path_index, PROFILE_KEYS_PATH_NAMES, write_key, &w);
 }
 
 int profile_to_text(const MptProfile *p, char **ret) {
@@ -1469,10 +1502,10 @@ int profile_to_text_with(const MptProfile *p, ProfileTextOverride override, void
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        r = write_section(f, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line, override, userdata, SIZE_MAX);
+        r = write_section(p, SIZE_MAX, override, userdata, f);
         for (size_t i = 0; r >= 0 && i < p->n_paths; i++) {
                 fputc('\n', f);
-                r = write_section(f, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line, override, userdata, i);
+                r = write_section(p, i, override, userdata, f);
         }
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;

@@ -319,6 +319,15 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d);
 
 /* Text of one key's current value, as the parser reads it back; "" when unset. */
 int profile_format_value(const MptConfKey *k, const void *config, char **ret);
+/* Calls f(k, config, value, userdata) for every key of a section of p in table order (path_index:
+ * a path's, SIZE_MAX: the tunnel's), with value the text of a key the profile sets (as the parser
+ * reads it back; "" for an empty list), NULL for one left at its default. The tunnel's Name=
+ * counts as set always (mptd needs a name, and a connection has no file to take it from); with
+ * PROFILE_KEYS_PATH_NAMES so does each path's (the derived name of a path without Name=). A
+ * negative return of f stops it and is returned. Values are wiped after f (they may be keys). */
+typedef int (*ProfileKeyFunc)(const MptConfKey *k, const void *config, const char *value, void *userdata);
+enum { PROFILE_KEYS_PATH_NAMES = 1 << 0 };
+int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, ProfileKeyFunc f, void *userdata);
 /* A complete native profile for p (only keys that differ from their defaults, plus Name=). */
 int profile_to_text(const MptProfile *p, char **ret);
 /* The same, but asking override(k, path_index (SIZE_MAX: the tunnel section), userdata, &value)

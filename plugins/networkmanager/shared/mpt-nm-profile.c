@@ -338,33 +338,25 @@ char **mpt_nm_validate_all(NMSettingVpn *s, char ***ret_items) {
 
 /* ---- profile -> vpn.data ---- */
 
-static gboolean add_section(NMSettingVpn *s, int path_no, MptSection section, const void *config,
-                            const unsigned *key_line, GError **error) {
-        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
-                const MptConfKey *k = &mpt_conf_keys[i];
-                g_autofree char *item = NULL;
-                char *v = NULL;
+typedef struct ItemWriter {
+        NMSettingVpn *setting;
+        int path_no;
+} ItemWriter;
 
-                if (k->section != section)
-                        continue;
-                /* What was set explicitly, and always the tunnel's name (mptd needs one). */
-                if (!key_line[conf_key_index(k)] && !(section == MPT_SECTION_TUNNEL && streq(k->name, "Name")))
-                        continue;
-                if (profile_format_value(k, config, &v) < 0) {
-                        g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_FAILED, "out of memory");
-                        return FALSE;
-                }
-                item = mpt_nm_item_name(path_no, k->name);
-                if (!isempty(v)) {
-                        if (section == MPT_SECTION_TUNNEL && mpt_nm_key_is_secret(k->name))
-                                nm_setting_vpn_add_secret(s, item, v);
-                        else
-                                nm_setting_vpn_add_data_item(s, item, v);
-                }
-                explicit_bzero(v, strlen(v));
-                free(v);
-        }
-        return TRUE;
+/* What was set explicitly, and the tunnel's name (mptd needs one); a path's name only when it is
+ * set (a derived one follows its Interface= as the user edits it). */
+static int add_item(const MptConfKey *k, const void *config, const char *value, void *userdata) {
+        ItemWriter *w = userdata;
+        g_autofree char *item = NULL;
+
+        if (isempty(value))
+                return 0;
+        item = mpt_nm_item_name(w->path_no, k->name);
+        if (k->section == MPT_SECTION_TUNNEL && mpt_nm_key_is_secret(k->name))
+                nm_setting_vpn_add_secret(w->setting, item, value);
+        else
+                nm_setting_vpn_add_data_item(w->setting, item, value);
+        return 0;
 }
 
 gboolean mpt_nm_setting_from_profile(const MptProfile *p, NMSettingVpn *s, GError **error) {
@@ -389,11 +381,14 @@ gboolean mpt_nm_setting_from_profile(const MptProfile *p, NMSettingVpn *s, GErro
                 nm_setting_vpn_remove_secret(s, drop->pdata[i]);
 
         g_object_set(s, NM_SETTING_VPN_SERVICE_TYPE, MPT_NM_DBUS_SERVICE, NULL);
-        if (!add_section(s, -1, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line, error))
-                return FALSE;
-        for (size_t i = 0; i < p->n_paths; i++)
-                if (!add_section(s, (int) i, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line, error))
+        for (size_t i = 0; i <= p->n_paths; i++) {
+                /* The tunnel first (-1), then each path. */
+                ItemWriter w = { .setting = s, .path_no = (int) i - 1 };
+                if (profile_foreach_key(p, i == 0 ? SIZE_MAX : i - 1, 0, add_item, &w) < 0) {
+                        g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_FAILED, "out of memory");
                         return FALSE;
+                }
+        }
         return TRUE;
 }
 
