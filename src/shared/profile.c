@@ -820,9 +820,10 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         for (size_t i = 0; i < p->tunnel.addresses.n; i++)
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
                         has_v6 = true;
-        if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < 1280)
-                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MTU), TLINE(p, MPT_KEY_TUNNEL_MTU), "MTU=%u is below 1280, the minimum for a tunnel with "
-                         "an IPv6 address", p->tunnel.mtu);
+        if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < MPT_IPV6_MIN_MTU)
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MTU), TLINE(p, MPT_KEY_TUNNEL_MTU),
+                         "MTU=%u is below %u, the minimum for a tunnel with an IPv6 address", p->tunnel.mtu,
+                         MPT_IPV6_MIN_MTU);
 
         for (int family = AF_INET; family <= AF_INET6; family += AF_INET6 - AF_INET) {
                 size_t n = 0;
@@ -1544,8 +1545,16 @@ bool profile_uses_sequence(const MptProfile *p) {
         return p->tunnel.reorder_window > 0 && p->tunnel.scheduler != MPT_SCHEDULER_FLOW;
 }
 
+/* The outer headers: IPv4 without options (RFC 791), IPv6 (RFC 8200), UDP (RFC 768); GRE's flags
+ * and protocol (RFC 2784) and its sequence number (RFC 2890). */
+#define IPV4_HEADER_SIZE 20u
+#define IPV6_HEADER_SIZE 40u
+#define UDP_HEADER_SIZE 8u
+#define GRE_HEADER_SIZE 4u
+#define GRE_SEQUENCE_SIZE 4u
+
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {
-        unsigned ip = path_config_family(path) == AF_INET6 ? 40 : 20;
-        return ip + 8 + (p->tunnel.mode == MPT_MODE_SECURE ? MPT_SECURE_OVERHEAD : 0) + 4 +
-               (profile_uses_sequence(p) ? 4 : 0);
+        unsigned ip = path_config_family(path) == AF_INET6 ? IPV6_HEADER_SIZE : IPV4_HEADER_SIZE;
+        return ip + UDP_HEADER_SIZE + (p->tunnel.mode == MPT_MODE_SECURE ? MPT_SECURE_OVERHEAD : 0) + GRE_HEADER_SIZE +
+               (profile_uses_sequence(p) ? GRE_SEQUENCE_SIZE : 0);
 }

@@ -20,6 +20,13 @@
 #define MPT_WORKERS_MAX 64u
 #define MPT_DEFAULT_PORT 4754u /* IANA GRE-in-UDP (RFC 8086) */
 #define MPT_KEYS_PER_SECTION_MAX 32u
+/* MTU= bounds: the size of datagram that every IPv4 host must accept (RFC 791, RFC 1122 3.3.2),
+ * and the largest that IP's 16-bit Total Length can describe. */
+#define MPT_MTU_MIN 576u
+#define MPT_MTU_MAX 65535u
+/* The smallest MTU of a link that carries IPv6 (RFC 8200, section 5): a tunnel with an IPv6
+ * address needs at least this much. Without a suffix: documentation strings spell it. */
+#define MPT_IPV6_MIN_MTU 1280
 
 typedef enum MptScheduler {
         MPT_SCHEDULER_WEIGHTED, /* per packet, weighted round-robin (spec section 4.2) */
