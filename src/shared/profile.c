@@ -268,6 +268,10 @@ MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
         return &paths[p->n_paths++];
 }
 
+/* The value parsers, one per MptConfType, as networkd's config_parse_*(): each checks the text of
+ * a non-empty value and stores it in its field, or says why not (FAIL). */
+
+/* One entry of a list of addresses or prefixes. */
 static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *value, char **reterr) {
         MptPrefix *items, pfx;
         MptAddress a;
@@ -283,7 +287,7 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
         if (address_is_multicast(&a))
                 FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
-        if (l->n >= MPT_ADDRESSES_MAX && k->offset != offsetof(MptTunnelConfig, routes))
+        if (l->n >= MPT_ADDRESSES_MAX && k != conf_key(MPT_KEY_TUNNEL_ROUTE))
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
         if (l->n >= MPT_ROUTES_MAX)
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
@@ -299,180 +303,224 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         return 0;
 }
 
-static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
-        void *f = field_ptr(k, config);
+static int set_string(char **field, const char *value) {
+        char *s = strdup(value);
+
+        if (!s)
+                return -ENOMEM;
+        free(*field);
+        *field = s;
+        return 0;
+}
+
+static int config_parse_name(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        if (!object_name_valid(value))
+                FAIL("invalid %s= '%s': use 1 to 15 letters, digits, '_', '.' or '-', "
+                     "not starting with '-' or '.'", k->name, value);
+        return set_string(field, value);
+}
+
+static int config_parse_ifname(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        if (!ifname_valid(value))
+                FAIL("invalid interface name '%s' in %s=", value, k->name);
+        return set_string(field, value);
+}
+
+static int config_parse_address(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        MptAddress a;
+
+        if (address_from_string(value, &a) < 0)
+                FAIL("invalid %s= '%s': not an IPv4 or IPv6 address", k->name, value);
+        if (address_is_null(&a) || address_is_multicast(&a))
+                FAIL("invalid %s= '%s': a unicast address is needed", k->name, value);
+        *(MptAddress *) field = a;
+        return 0;
+}
+
+static int config_parse_prefix_list(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* One or more entries separated by whitespace; repeating the key appends. */
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
         int r;
 
-
-        switch (k->type) {
-        case MPT_CONF_NAME:
-        case MPT_CONF_IFNAME: {
-                char *s;
-                if (k->type == MPT_CONF_NAME && !object_name_valid(value))
-                        FAIL("invalid %s= '%s': use 1 to 15 letters, digits, '_', '.' or '-', "
-                             "not starting with '-' or '.'", k->name, value);
-                if (k->type == MPT_CONF_IFNAME && !ifname_valid(value))
-                        FAIL("invalid interface name '%s' in %s=", value, k->name);
-                s = strdup(value);
-                if (!s)
-                        return -ENOMEM;
-                free(*(char **) f);
-                *(char **) f = s;
-                return 0;
-        }
-        case MPT_CONF_ADDRESS: {
-                MptAddress a;
-                if (address_from_string(value, &a) < 0)
-                        FAIL("invalid %s= '%s': not an IPv4 or IPv6 address", k->name, value);
-                if (address_is_null(&a) || address_is_multicast(&a))
-                        FAIL("invalid %s= '%s': a unicast address is needed", k->name, value);
-                *(MptAddress *) f = a;
-                return 0;
-        }
-        case MPT_CONF_PREFIX_LIST: {
-                /* One or more entries separated by whitespace; repeating the key appends. */
-                _cleanup_free_ char *copy = strdup(value);
-                char *save = NULL;
-                if (!copy)
-                        return -ENOMEM;
-                for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-                        r = prefix_list_add(k, f, w, reterr);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
-        case MPT_CONF_POLICY_LIST: {
-                /* A rule per value; ';' separates several in one (NetworkManager's vpn.data has
-                 * one item per key). Repeating the key appends. */
-                _cleanup_free_ char *copy = strdup(value);
-                MptPolicyList *l = f;
-                char *save = NULL;
-                if (!copy)
-                        return -ENOMEM;
-                for (char *w = strtok_r(copy, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
-                        _cleanup_free_ char *why = NULL;
-                        MptPolicyRule rule, *items;
-                        w += strspn(w, " \t");
-                        if (*w == 0)
-                                continue;
-                        r = mpt_policy_parse(w, &rule, &why);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0)
-                                FAIL("invalid %s= '%s': %s", k->name, w, strna(why));
-                        if (l->n >= MPT_POLICY_MAX)
-                                FAIL("too many %s= rules (at most %u)", k->name, MPT_POLICY_MAX);
-                        items = realloc(l->items, (l->n + 1) * sizeof(MptPolicyRule));
-                        if (!items)
-                                return -ENOMEM;
-                        l->items = items;
-                        l->items[l->n++] = rule;
-                }
-                return 0;
-        }
-        case MPT_CONF_PORT: {
-                uint16_t port;
-                if (parse_port(value, &port) < 0)
-                        FAIL("invalid %s= '%s': expected a port number 1..65535", k->name, value);
-                *(uint16_t *) f = port;
-                return 0;
-        }
-        case MPT_CONF_UINT32: {
-                unsigned v;
-                if ((k->flags & MPT_CONF_AUTO) && streq(value, "auto")) {
-                        *(uint32_t *) f = 0;
-                        return 0;
-                }
-                r = safe_atou(value, &v);
-                if (r < 0 || v < k->min || v > k->max)
-                        FAIL("invalid %s= '%s': expected %s%" PRIu64 "..%" PRIu64,
-                             k->name, value, (k->flags & MPT_CONF_AUTO) ? "\"auto\" or " : "", k->min, k->max);
-                *(uint32_t *) f = v;
-                return 0;
-        }
-        case MPT_CONF_DURATION: {
-                char lo[32], hi[32];
-                usec_t u;
-                r = parse_duration(value, &u);
-                if (r == 0 && u == 0 && (k->flags & MPT_CONF_ZERO_OFF)) {
-                        *(usec_t *) f = 0;
-                        return 0;
-                }
-                if (r < 0 || u < k->min || u > k->max)
-                        FAIL("invalid %s= '%s': expected a duration %s%s..%s (e.g. \"500ms\", \"2s\")",
-                             k->name, value, (k->flags & MPT_CONF_ZERO_OFF) ? "of 0 or " : "",
-                             format_duration(k->min, lo, sizeof lo), format_duration(k->max, hi, sizeof hi));
-                *(usec_t *) f = u;
-                return 0;
-        }
-        case MPT_CONF_BOOL:
-                r = parse_boolean(value);
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                r = prefix_list_add(k, field, w, reterr);
                 if (r < 0)
-                        FAIL("invalid %s= '%s': expected yes or no", k->name, value);
-                *(bool *) f = r;
-                return 0;
-        case MPT_CONF_PERCENT: {
-                /* "20%", "2.5%" or a bare "20": per mille, one decimal. */
-                _cleanup_free_ char *num = strdup(value);
-                unsigned whole = 0, tenth = 0;
-                char *dot, *pct;
-                if (!num)
+                        return r;
+        }
+        return 0;
+}
+
+static int config_parse_policy_list(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* A rule per value; ';' separates several in one (NetworkManager's vpn.data has one item per
+         * key). Repeating the key appends. */
+        _cleanup_free_ char *copy = strdup(value);
+        MptPolicyList *l = field;
+        char *save = NULL;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+                _cleanup_free_ char *why = NULL;
+                MptPolicyRule rule, *items;
+
+                w += strspn(w, " \t");
+                if (*w == 0)
+                        continue;
+                r = mpt_policy_parse(w, &rule, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        FAIL("invalid %s= '%s': %s", k->name, w, strna(why));
+                if (l->n >= MPT_POLICY_MAX)
+                        FAIL("too many %s= rules (at most %u)", k->name, MPT_POLICY_MAX);
+                items = realloc(l->items, (l->n + 1) * sizeof(MptPolicyRule));
+                if (!items)
                         return -ENOMEM;
-                pct = strchr(num, '%');
-                if (pct) {
-                        if (pct[1] != 0)
-                                FAIL("invalid %s= '%s': expected a percentage like \"20%%\"", k->name, value);
-                        *pct = 0;
-                }
-                dot = strchr(num, '.');
-                if (dot) {
-                        *dot = 0;
-                        if (strlen(dot + 1) != 1 || safe_atou(dot + 1, &tenth) < 0)
-                                FAIL("invalid %s= '%s': expected a percentage like \"20%%\" (one decimal at most)",
-                                     k->name, value);
-                }
-                if (safe_atou(num, &whole) < 0 || whole * 10 + tenth > k->max || whole * 10 + tenth < k->min)
-                        FAIL("invalid %s= '%s': expected a percentage %" PRIu64 "%%..%" PRIu64 "%%", k->name, value,
-                             k->min / 10, k->max / 10);
-                *(uint32_t *) f = whole * 10 + tenth;
+                l->items = items;
+                l->items[l->n++] = rule;
+        }
+        return 0;
+}
+
+static int config_parse_port(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        uint16_t port;
+
+        if (parse_port(value, &port) < 0)
+                FAIL("invalid %s= '%s': expected a port number 1..65535", k->name, value);
+        *(uint16_t *) field = port;
+        return 0;
+}
+
+static int config_parse_uint32(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        unsigned v;
+        int r;
+
+        if ((k->flags & MPT_CONF_AUTO) && streq(value, "auto")) {
+                *(uint32_t *) field = 0;
                 return 0;
         }
-        case MPT_CONF_SCHEDULER: {
-                MptScheduler s = mpt_scheduler_from_string(value);
-                if (s < 0)
-                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
-                *(MptScheduler *) f = s;
+        r = safe_atou(value, &v);
+        if (r < 0 || v < k->min || v > k->max)
+                FAIL("invalid %s= '%s': expected %s%" PRIu64 "..%" PRIu64,
+                     k->name, value, (k->flags & MPT_CONF_AUTO) ? "\"auto\" or " : "", k->min, k->max);
+        *(uint32_t *) field = v;
+        return 0;
+}
+
+static int config_parse_duration(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        char lo[32], hi[32];
+        usec_t u;
+        int r;
+
+        r = parse_duration(value, &u);
+        if (r == 0 && u == 0 && (k->flags & MPT_CONF_ZERO_OFF)) {
+                *(usec_t *) field = 0;
                 return 0;
         }
-        case MPT_CONF_MODE: {
-                MptMode m = mpt_mode_from_string(value);
-                if (m < 0)
-                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
-                *(MptMode *) f = m;
-                return 0;
+        if (r < 0 || u < k->min || u > k->max)
+                FAIL("invalid %s= '%s': expected a duration %s%s..%s (e.g. \"500ms\", \"2s\")",
+                     k->name, value, (k->flags & MPT_CONF_ZERO_OFF) ? "of 0 or " : "",
+                     format_duration(k->min, lo, sizeof lo), format_duration(k->max, hi, sizeof hi));
+        *(usec_t *) field = u;
+        return 0;
+}
+
+static int config_parse_bool(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        int r = parse_boolean(value);
+
+        if (r < 0)
+                FAIL("invalid %s= '%s': expected yes or no", k->name, value);
+        *(bool *) field = r;
+        return 0;
+}
+
+static int config_parse_percent(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* "20%", "2.5%" or a bare "20": per mille, one decimal. */
+        _cleanup_free_ char *num = strdup(value);
+        unsigned whole = 0, tenth = 0;
+        char *dot, *pct;
+
+        if (!num)
+                return -ENOMEM;
+        pct = strchr(num, '%');
+        if (pct) {
+                if (pct[1] != 0)
+                        FAIL("invalid %s= '%s': expected a percentage like \"20%%\"", k->name, value);
+                *pct = 0;
         }
-        case MPT_CONF_KEY:
-                /* The value is a secret: never repeat it in a message. */
-                if (mpt_key_from_base64(value, f) < 0)
-                        FAIL("invalid %s=: expected the base64 text of %u bytes (44 characters), as "
-                             "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE);
-                return 0;
-        case MPT_CONF_PATH: {
-                char *s;
-                if (strlen(value) >= PATH_MAX)
-                        FAIL("invalid %s=: file name too long", k->name);
-                s = strdup(value);
-                if (!s)
-                        return -ENOMEM;
-                free(*(char **) f);
-                *(char **) f = s;
-                return 0;
+        dot = strchr(num, '.');
+        if (dot) {
+                *dot = 0;
+                if (strlen(dot + 1) != 1 || safe_atou(dot + 1, &tenth) < 0)
+                        FAIL("invalid %s= '%s': expected a percentage like \"20%%\" (one decimal at most)",
+                             k->name, value);
         }
-        default:
-                assert(false);
-                return -EINVAL;
-        }
+        if (safe_atou(num, &whole) < 0 || whole * 10 + tenth > k->max || whole * 10 + tenth < k->min)
+                FAIL("invalid %s= '%s': expected a percentage %" PRIu64 "%%..%" PRIu64 "%%", k->name, value,
+                     k->min / 10, k->max / 10);
+        *(uint32_t *) field = whole * 10 + tenth;
+        return 0;
+}
+
+static int config_parse_scheduler(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        MptScheduler s = mpt_scheduler_from_string(value);
+
+        if (s < 0)
+                FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+        *(MptScheduler *) field = s;
+        return 0;
+}
+
+static int config_parse_mode(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        MptMode m = mpt_mode_from_string(value);
+
+        if (m < 0)
+                FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+        *(MptMode *) field = m;
+        return 0;
+}
+
+static int config_parse_key(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* The value is a secret: never repeat it in a message. */
+        if (mpt_key_from_base64(value, field) < 0)
+                FAIL("invalid %s=: expected the base64 text of %u bytes (44 characters), as "
+                     "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE);
+        return 0;
+}
+
+static int config_parse_path(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        if (strlen(value) >= PATH_MAX)
+                FAIL("invalid %s=: file name too long", k->name);
+        return set_string(field, value);
+}
+
+typedef int (*ConfValueParser)(const MptConfKey *k, const char *value, void *field, char **reterr);
+
+static const ConfValueParser config_parsers[_MPT_CONF_TYPE_MAX] = {
+        [MPT_CONF_NAME] = config_parse_name,
+        [MPT_CONF_IFNAME] = config_parse_ifname,
+        [MPT_CONF_ADDRESS] = config_parse_address,
+        [MPT_CONF_PREFIX_LIST] = config_parse_prefix_list,
+        [MPT_CONF_POLICY_LIST] = config_parse_policy_list,
+        [MPT_CONF_PORT] = config_parse_port,
+        [MPT_CONF_UINT32] = config_parse_uint32,
+        [MPT_CONF_DURATION] = config_parse_duration,
+        [MPT_CONF_BOOL] = config_parse_bool,
+        [MPT_CONF_SCHEDULER] = config_parse_scheduler,
+        [MPT_CONF_PERCENT] = config_parse_percent,
+        [MPT_CONF_MODE] = config_parse_mode,
+        [MPT_CONF_KEY] = config_parse_key,
+        [MPT_CONF_PATH] = config_parse_path,
+};
+
+/* The parser of the key's type, on the key's field of config. */
+static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
+        assert(k->type < _MPT_CONF_TYPE_MAX && config_parsers[k->type]);
+        return config_parsers[k->type](k, value, field_ptr(k, config), reterr);
 }
 
 int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
