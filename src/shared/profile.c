@@ -218,13 +218,9 @@ static void set_default(const MptConfKey *k, void *config) {
         }
 }
 
-static void config_init(MptSection section, void *config) {
-        for (size_t i = 0; i < mpt_conf_keys_n; i++)
-                if (mpt_conf_keys[i].section == section)
-                        set_default(&mpt_conf_keys[i], config);
-}
-
-static void config_done(MptSection section, void *config) {
+/* Every key of a section at its default: what a new section starts with, and, since a default
+ * holds no memory, what frees one. */
+static void config_reset(MptSection section, void *config) {
         for (size_t i = 0; i < mpt_conf_keys_n; i++)
                 if (mpt_conf_keys[i].section == section)
                         set_default(&mpt_conf_keys[i], config);
@@ -234,19 +230,19 @@ MptProfile *profile_new(void) {
         MptProfile *p = calloc(1, sizeof(MptProfile));
         if (!p)
                 return NULL;
-        config_init(MPT_SECTION_TUNNEL, &p->tunnel);
+        config_reset(MPT_SECTION_TUNNEL, &p->tunnel);
         return p;
 }
 
 MptProfile *profile_free(MptProfile *p) {
         if (!p)
                 return NULL;
-        config_done(MPT_SECTION_TUNNEL, &p->tunnel);
+        config_reset(MPT_SECTION_TUNNEL, &p->tunnel);
         explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
         explicit_bzero(&p->tunnel.hs_private, sizeof p->tunnel.hs_private);
         explicit_bzero(&p->tunnel.hs_psk, sizeof p->tunnel.hs_psk);
         for (size_t i = 0; i < p->n_paths; i++)
-                config_done(MPT_SECTION_PATH, &p->paths[i]);
+                config_reset(MPT_SECTION_PATH, &p->paths[i]);
         free(p->paths);
         free(p->filename);
         for (size_t i = 0; i < p->n_dropins; i++)
@@ -264,7 +260,7 @@ MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
                 return NULL;
         p->paths = paths;
         paths[p->n_paths] = (MptPathConfig) { .line = line, .line_src = p->cur_file };
-        config_init(MPT_SECTION_PATH, &paths[p->n_paths]);
+        config_reset(MPT_SECTION_PATH, &paths[p->n_paths]);
         return &paths[p->n_paths++];
 }
 
