@@ -12,7 +12,7 @@ void diag_add(MptDiagnostics *d, const char *file, unsigned line, const char *fm
         if (!d)
                 return;
         /* Bound what a hostile file can make us allocate. */
-        if (d->n >= 1000) {
+        if (d->n >= DIAG_ITEMS_MAX) {
                 d->n_dropped++;
                 return;
         }

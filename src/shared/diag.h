@@ -13,6 +13,10 @@ typedef struct MptDiag {
         char *message;
 } MptDiag;
 
+/* The most problems kept: far more than anyone reads, few enough that a hostile file cannot make
+ * us allocate much. The rest are counted (n_dropped). */
+#define DIAG_ITEMS_MAX 1000u
+
 typedef struct MptDiagnostics {
         MptDiag *items;
         size_t n;

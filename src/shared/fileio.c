@@ -4,6 +4,11 @@
 
 #include "fileio.h"
 
+/* read() asks for at least a page at a time, into a buffer that starts at two and doubles as it
+ * grows: few calls for a profile, and at most about twice the memory a file needs. */
+#define READ_CHUNK 4096u
+#define READ_BUFFER_MIN (2u * READ_CHUNK)
+
 /* READ_FULL_FILE_CHECK_FIRST: see fileio.h. */
 static int open_checked_first(const char *filename, struct stat *ret_st) {
         _cleanup_close_ int pfd = -EBADF;
@@ -77,8 +82,8 @@ int read_full_fd(int fd, size_t max, ReadFullFileFlags flags, char **ret, size_t
         for (;;) {
                 ssize_t k;
 
-                if (size + 4096 + 1 > allocated) {
-                        size_t n = MAX(allocated * 2, (size_t) 8192);
+                if (size + READ_CHUNK + 1 > allocated) {
+                        size_t n = MAX(allocated * 2, (size_t) READ_BUFFER_MIN);
                         char *b = grow(buf, size, n, flags);
                         if (!b) {
                                 r = -ENOMEM;

@@ -53,9 +53,9 @@ int mpt_key_from_base64(const char *s, MptKey *ret) {
         len = strcspn(s, " \t\r\n");
         if (s[len + strspn(s + len, " \t\r\n")] != 0)
                 return -EINVAL; /* more than one word */
-        if (len != 44 || s[43] != '=')
+        if (len != MPT_KEY_BASE64_LEN || s[MPT_KEY_BASE64_LEN - 1] != '=')
                 return -EINVAL;
-        for (size_t i = 0; i < 43; i++) {
+        for (size_t i = 0; i < MPT_KEY_BASE64_LEN - 1; i++) {
                 int v = base64_value(s[i]);
                 if (v < 0)
                         goto finish;
@@ -77,7 +77,7 @@ finish:
         return r;
 }
 
-char *mpt_key_to_base64(const MptKey *k, char buf[static 45]) {
+char *mpt_key_to_base64(const MptKey *k, char buf[static MPT_KEY_BASE64_LEN + 1]) {
         size_t n = 0;
 
         /* 32 bytes: ten groups of three, then two bytes as three characters and one '='. */
@@ -121,7 +121,7 @@ size_t conf_key_index(const MptConfKey *k) {
 
 const char *conf_key_suggest(MptSection section, const char *name) {
         const char *best = NULL;
-        unsigned best_d = 4;
+        unsigned best_d = CONF_KEY_HINT_DISTANCE + 1;
 
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 unsigned dist;
@@ -483,8 +483,8 @@ static int config_parse_mode(const MptConfKey *k, const char *value, void *field
 static int config_parse_key(const MptConfKey *k, const char *value, void *field, char **reterr) {
         /* The value is a secret: never repeat it in a message. */
         if (mpt_key_from_base64(value, field) < 0)
-                FAIL("invalid %s=: expected the base64 text of %u bytes (44 characters), as "
-                     "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE);
+                FAIL("invalid %s=: expected the base64 text of %u bytes (%u characters), as "
+                     "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE, MPT_KEY_BASE64_LEN);
         return 0;
 }
 
@@ -943,7 +943,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                  path->remote.family == AF_INET ? "IPv4" : "IPv6");
 
                 if (!IS_SET(path->key_line, MPT_KEY_PATH_DEAD_TIME))
-                        path->dead_time = 3 * path->keepalive_interval;
+                        path->dead_time = MPT_DEAD_TIME_KEEPALIVES * path->keepalive_interval;
                 else if (path->dead_time > 0 && path->keepalive_interval == 0)
                         diag_add(d, PFILE(p, path, MPT_KEY_PATH_DEAD_TIME), PLINE(path, MPT_KEY_PATH_DEAD_TIME),
                                  "path '%s': DeadTime= needs keepalives, but KeepaliveInterval=0", path->name);
@@ -977,7 +977,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         for (k = 0; k < p->n_paths; k++)
                                 if (p->paths[k].name && streq(p->paths[k].name, rule->path_names[j]))
                                         break;
-                        if (k < p->n_paths && k < 64)
+                        if (k < p->n_paths && k < sizeof rule->paths * CHAR_BIT)
                                 rule->paths |= UINT64_C(1) << k;
                         else
                                 diag_add(d, profile_file_name(p, rule->line_src), rule->line,
@@ -1366,7 +1366,7 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
                 s = strdup(strempty(mpt_mode_to_string(*(const MptMode *) f)));
                 break;
         case MPT_CONF_KEY: {
-                char b64[45];
+                char b64[MPT_KEY_BASE64_LEN + 1];
                 s = strdup(((const MptKey *) f)->set ? mpt_key_to_base64(f, b64) : "");
                 explicit_bzero(b64, sizeof b64);
                 break;

@@ -19,6 +19,9 @@
 #define MPT_WEIGHT_MAX 10000u
 #define MPT_WORKERS_MAX 64u
 #define MPT_DEFAULT_PORT 4754u /* IANA GRE-in-UDP (RFC 8086) */
+/* DeadTime= by default: this many keepalive intervals (mpt.conf(5)), so that two keepalives lost
+ * in a row do not make a path dead. */
+#define MPT_DEAD_TIME_KEEPALIVES 3u
 #define MPT_KEYS_PER_SECTION_MAX 32u
 /* MTU= bounds: the size of datagram that every IPv4 host must accept (RFC 791, RFC 1122 3.3.2),
  * and the largest that IP's 16-bit Total Length can describe. */
@@ -48,6 +51,8 @@ typedef enum MptMode {
 DECLARE_STRING_TABLE(mpt_mode, MptMode);
 
 #define MPT_KEY_SIZE 32u
+/* The base64 text of a key (RFC 4648): 4 characters for every 3 bytes, the last group padded. */
+#define MPT_KEY_BASE64_LEN (DIV_ROUND_UP(MPT_KEY_SIZE, 3u) * 4u)
 #define MPT_SECURE_OVERHEAD 36u /* per datagram in secure mode: clear header (20) + AEAD tag (16), secure.h */
 #define MPT_KEY_FILE_MAX 4096u /* a key file is one base64 line; refuse anything much bigger */
 
@@ -57,10 +62,11 @@ typedef struct MptKey {
         uint8_t bytes[MPT_KEY_SIZE];
 } MptKey;
 
-/* Decodes the base64 text of a key (44 characters, surrounding whitespace ignored). 0 or -EINVAL. */
+/* Decodes the base64 text of a key (MPT_KEY_BASE64_LEN characters, surrounding whitespace ignored).
+ * 0 or -EINVAL. */
 int mpt_key_from_base64(const char *s, MptKey *ret);
-/* Writes the base64 text of a key (44 characters and a NUL) into buf. */
-char *mpt_key_to_base64(const MptKey *k, char buf[static 45]);
+/* Writes the base64 text of a key (MPT_KEY_BASE64_LEN characters and a NUL) into buf. */
+char *mpt_key_to_base64(const MptKey *k, char buf[static MPT_KEY_BASE64_LEN + 1]);
 
 typedef enum MptSection {
         MPT_SECTION_TUNNEL,
@@ -257,7 +263,9 @@ static inline const MptConfKey *conf_key(MptKeyId id) {
 
 const MptConfKey *conf_key_lookup(MptSection section, const char *name);
 size_t conf_key_index(const MptConfKey *k); /* index within its section */
-/* The closest key name of a section within edit distance 3, or NULL. */
+/* The closest key name of a section within edit distance CONF_KEY_HINT_DISTANCE (less for short
+ * names), or NULL. */
+#define CONF_KEY_HINT_DISTANCE 3u
 const char *conf_key_suggest(MptSection section, const char *name);
 /* The section name closest to name, for a did-you-mean hint, with its edit distance in *ret_distance.
  * names: how the file spells the sections (MptProfile.section_names), NULL for "Tunnel" and "Path". */

@@ -9,6 +9,9 @@
 #include "mpt-nm-profile.h"
 
 #define FLAGS_SUFFIX "-flags"
+/* What a FLAGS_SUFFIX item may hold: any value of the four low bits of NMSettingSecretFlags, whose
+ * flags (NM_SETTING_SECRET_FLAG_*: 1, 2, 4) live there. */
+#define SECRET_FLAGS_MAX 15u
 
 gboolean mpt_nm_key_is_secret(const char *key) {
         /* The key table says which keys are secrets (MPT_CONF_SECRET: the pre-shared key, Key=,
@@ -134,7 +137,7 @@ static void builder_assign(Builder *b, MptSection section, MptPathConfig *path, 
                          "in vpn.secrets (%.*s) instead, or make the connection a system one", key,
                          b->user ? "user '" : "users", b->user ?: "", b->user ? "'" : "",
                          /* The secret of KeyFile= is Key, of PrivateKeyFile= PrivateKey, ... */
-                         (int) (g_str_has_suffix(key, "File") ? strlen(key) - 4 : strlen(key)), key);
+                         (int) (g_str_has_suffix(key, "File") ? strlen(key) - STRLEN("File") : strlen(key)), key);
                 return;
         }
         (void) profile_assign(b->profile, section, path, key, value, where, line, &b->diag);
@@ -188,9 +191,10 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
                         g_autofree char *base = g_strndup(name, strlen(name) - strlen(FLAGS_SUFFIX));
                         if (mpt_nm_key_is_secret(base)) {
                                 guint64 v;
-                                if (!g_ascii_string_to_unsigned(value, 10, 0, 15, &v, NULL))
+                                if (!g_ascii_string_to_unsigned(value, 10, 0, SECRET_FLAGS_MAX, &v, NULL))
                                         diag_add(&b.diag, "vpn.data", builder_line(&b, "vpn.data", name),
-                                                 "invalid %s '%s': expected secret flags 0..15", name, value);
+                                                 "invalid %s '%s': expected secret flags 0..%u", name, value,
+                                                 SECRET_FLAGS_MAX);
                                 continue;
                         }
                 }
