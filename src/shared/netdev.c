@@ -375,15 +375,16 @@ int netdev_find_ifname(const char *const *dirs, const char *ifname, char **ret_p
         return 0;
 }
 
-static const struct {
-        MptSection section;
-        const char *key;
+typedef struct NetdevKeyDoc {
+        MptKeyId key;
         const char *default_doc;
         const char *doc;  /* replaces the table's text */
         const char *note; /* follows the table's text */
-} netdev_key_docs[] = {
+} NetdevKeyDoc;
+
+static const NetdevKeyDoc netdev_key_docs[] = {
         {
-                MPT_SECTION_TUNNEL, "Name", "the Name= of the [NetDev] section",
+                MPT_KEY_TUNNEL_NAME, "the Name= of the [NetDev] section",
                 "Name of the tunnel, which is the name of its TUN device: mptctl addresses the tunnel by "
                 "this name, and its control socket is /run/mpt/NAME.sock. In a .netdev file the name is the "
                 "Name= of the [NetDev] section, and systemd-networkd creates the device: mptd only attaches "
@@ -392,55 +393,56 @@ static const struct {
                 NULL,
         },
         {
-                MPT_SECTION_TUNNEL, "Address", NULL, NULL,
+                MPT_KEY_TUNNEL_ADDRESS, NULL, NULL,
                 "With systemd-networkd, give the addresses in the [Network] section of the .network file "
                 "instead, as for any other link: networkd removes addresses that it did not add itself "
                 "whenever it configures the link.",
         },
         {
-                MPT_SECTION_TUNNEL, "Route", NULL, NULL,
+                MPT_KEY_TUNNEL_ROUTE, NULL, NULL,
                 "With systemd-networkd, give the routes in [Route] sections of the .network file instead: "
                 "networkd removes routes that it did not add itself whenever it configures the link.",
         },
         {
-                MPT_SECTION_TUNNEL, "Key", NULL, NULL,
+                MPT_KEY_TUNNEL_KEY, NULL, NULL,
                 "A .netdev file is usually readable by everyone (systemd-networkd does not need it "
                 "private): use KeyFile= instead, with a file only root can read. Here the warning of "
                 "mptd and mptctl check is for a file that others can read: its group may read it, "
                 "since networkd reads it as user systemd-network (mode 0640, group systemd-network).",
         },
         {
-                MPT_SECTION_TUNNEL, "KeyFile", NULL, NULL,
+                MPT_KEY_TUNNEL_KEY_FILE, NULL, NULL,
                 "Here the directory of the profile is that of the .netdev file: KeyFile=mpt0.key in "
                 "/etc/systemd/network/mpt0.netdev names /etc/systemd/network/mpt0.key.",
         },
         {
-                MPT_SECTION_TUNNEL, "MTU", NULL, NULL,
+                MPT_KEY_TUNNEL_MTU, NULL, NULL,
                 "networkd ignores MTUBytes in the [NetDev] section of a tun device. Should the .network file "
                 "set MTUBytes in its [Link] section, give MTU= the same value, or the two will overwrite "
                 "each other.",
         },
 };
 
-const char *netdev_key_default_doc(const MptConfKey *k) {
+static const NetdevKeyDoc *netdev_key_docs_find(const MptConfKey *k) {
         for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
-                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
-                        return netdev_key_docs[i].default_doc;
+                if (conf_key(netdev_key_docs[i].key) == k)
+                        return &netdev_key_docs[i];
         return NULL;
+}
+
+const char *netdev_key_default_doc(const MptConfKey *k) {
+        const NetdevKeyDoc *doc = netdev_key_docs_find(k);
+        return doc ? doc->default_doc : NULL;
 }
 
 const char *netdev_key_doc(const MptConfKey *k) {
-        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
-                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
-                        return netdev_key_docs[i].doc;
-        return NULL;
+        const NetdevKeyDoc *doc = netdev_key_docs_find(k);
+        return doc ? doc->doc : NULL;
 }
 
 const char *netdev_key_note(const MptConfKey *k) {
-        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
-                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
-                        return netdev_key_docs[i].note;
-        return NULL;
+        const NetdevKeyDoc *doc = netdev_key_docs_find(k);
+        return doc ? doc->note : NULL;
 }
 
 /* [X-MPT...] headers in one drop-in of netdev: a warning each. */
