@@ -1147,9 +1147,7 @@ static size_t file_rank(const char *file, const void *userdata) {
         return 0;
 }
 
-/* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
- * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
- * nothing. */
+/* The group of the "mpt" user (profile_file_mode()), looked up once. */
 static gid_t service_gid = (gid_t) -1;
 static bool looked_up;
 
@@ -1172,6 +1170,9 @@ uint32_t profile_file_mode(const struct stat *st) {
         return mode;
 }
 
+/* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
+ * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
+ * nothing. */
 static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
         ParseState s = { .profile = p, .dropin = true, .file = path, .section = _MPT_SECTION_INVALID };
