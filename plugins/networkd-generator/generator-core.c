@@ -248,8 +248,6 @@ static int unit_value(const char *s, bool word, char **ret) {
         return 0;
 }
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
-
 int generator_unit_new(const GeneratorPaths *paths, const char *ifname, const char *source, GeneratorUnit *ret,
                        char **reterr) {
         _cleanup_free_ char *escaped = NULL, *sys = NULL, *exec_mptd = NULL, *exec_source = NULL,
@@ -313,8 +311,6 @@ int generator_unit_new(const GeneratorPaths *paths, const char *ifname, const ch
         *ret = u;
         return 0;
 }
-
-#undef FAIL
 
 static int write_file_at(int dir_fd, const char *path, const char *text) {
         _cleanup_close_ int fd = -EBADF;

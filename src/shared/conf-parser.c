@@ -3,8 +3,6 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <libgen.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include "conf-parser.h"
 
@@ -222,65 +220,6 @@ void conf_parse_buffer(const char *filename, const char *buf, size_t len, const 
         if (pending && !broken && !d->oom)
                 parse_line(&s, text, first);
         free(s.section);
-}
-
-int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size) {
-        return read_full_file_stat(filename, max, ret, ret_size, NULL);
-}
-
-int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st) {
-        return read_full_file_flags(filename, max, 0, ret, ret_size, ret_st);
-}
-
-int read_full_file_flags(const char *filename, size_t max, unsigned flags, char **ret, size_t *ret_size,
-                         struct stat *ret_st) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
-        struct stat st;
-
-        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below). */
-        fd = open(filename, O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & READ_FULL_FILE_REGULAR ? O_NONBLOCK : 0));
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode) &&
-            ((flags & READ_FULL_FILE_REGULAR) || (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))))
-                return -EBADFD;
-
-        for (;;) {
-                ssize_t k;
-
-                if (size + 4096 + 1 > allocated) {
-                        size_t n = MAX(allocated * 2, (size_t) 8192);
-                        char *b = realloc(buf, n);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        allocated = n;
-                }
-                k = read(fd, buf + size, allocated - size - 1);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-                if (size > max)
-                        return -EFBIG;
-        }
-        buf[size] = 0;
-        *ret = TAKE_PTR(buf);
-        if (ret_size)
-                *ret_size = size;
-        if (ret_st)
-                *ret_st = st;
-        return 0;
 }
 
 int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdata, MptDiagnostics *d) {

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <sys/stat.h>
-
 #include "diag.h"
+#include "fileio.h"
 
 /* A systemd-style INI tokenizer: "[Section]" headers, "Key=Value" assignments, comments
  * starting with '#' or ';', blank lines. It knows nothing about what sections and keys mean:
@@ -37,12 +36,3 @@ int conf_parse_file(const char *filename, const ConfCallbacks *cb, void *userdat
  * base name) for each of dirs (most important first), a name in an earlier directory hiding it in
  * the later ones, sorted by name. *ret: their paths (free each, and the array); 0 or -ENOMEM. */
 int conf_find_dropins(const char *filename, const char *const *dirs, char ***ret, size_t *ret_n);
-/* Reads a whole file of at most max bytes into a NUL-terminated buffer. */
-int read_full_file(const char *filename, size_t max, char **ret, size_t *ret_size);
-/* The same, and what fstat() said about the file that was read (ret_st may be NULL). */
-int read_full_file_stat(const char *filename, size_t max, char **ret, size_t *ret_size, struct stat *ret_st);
-/* READ_FULL_FILE_REGULAR: a regular file only (-EBADFD for anything else), opened without
- * waiting: a daemon's event loop must not hang on a FIFO that nobody writes. */
-enum { READ_FULL_FILE_REGULAR = 1 << 0 };
-int read_full_file_flags(const char *filename, size_t max, unsigned flags, char **ret, size_t *ret_size,
-                         struct stat *ret_st);

@@ -12,7 +12,7 @@ void diag_add(MptDiagnostics *d, const char *file, unsigned line, const char *fm
         if (!d)
                 return;
         /* Bound what a hostile file can make us allocate. */
-        if (d->n >= 1000) {
+        if (d->n >= DIAG_ITEMS_MAX) {
                 d->n_dropped++;
                 return;
         }
@@ -51,6 +51,16 @@ void diag_done(MptDiagnostics *d) {
         *d = (MptDiagnostics) {};
 }
 
+int reterr_printf(char **reterr, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(reterr, fmt, ap) < 0)
+                *reterr = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
 int diag_format(const MptDiag *item, char **ret) {
         int r;
 
@@ -72,4 +82,23 @@ void diag_print(const MptDiagnostics *d, FILE *f, const char *prefix) {
                 fprintf(f, "%s... and %zu more problems\n", strempty(prefix), d->n_dropped);
         if (d->oom)
                 fprintf(f, "%sout of memory while collecting errors\n", strempty(prefix));
+}
+
+void diag_sort_by_line(MptDiagnostics *d, size_t first, size_t (*file_rank)(const char *file, const void *userdata),
+                       const void *userdata) {
+        /* Insertion sort: stable, and the lists are short. */
+        for (size_t i = first + 1; i < d->n; i++) {
+                MptDiag t = d->items[i];
+                size_t rank = file_rank ? file_rank(t.file, userdata) : 0;
+                unsigned key = t.line ?: UINT_MAX;
+                size_t j = i;
+
+                for (; j > first; j--) {
+                        size_t r = file_rank ? file_rank(d->items[j - 1].file, userdata) : 0;
+                        if (r < rank || (r == rank && (d->items[j - 1].line ?: UINT_MAX) <= key))
+                                break;
+                        d->items[j] = d->items[j - 1];
+                }
+                d->items[j] = t;
+        }
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -68,18 +67,11 @@ bool netdev_filename(const char *filename) {
  * (networkd warns about [MPT] and ignores it, so its settings would be lost). Returns the
  * section it probably means. */
 static const char *lookalike_section(const char *section) {
-        const char *best = NULL;
-        unsigned best_d = UINT_MAX;
+        unsigned dist;
+        const char *best = conf_section_closest(netdev_section_names, section, &dist);
 
-        for (MptSection s = 0; s < _MPT_SECTION_MAX; s++) {
-                unsigned dist = string_distance(section, netdev_section_names[s]);
-                if (dist < best_d) {
-                        best_d = dist;
-                        best = netdev_section_names[s];
-                }
-        }
         if (strncasecmp(section, "X-MPT", STRLEN("X-MPT")) == 0 || strncasecmp(section, "MPT", STRLEN("MPT")) == 0 ||
-            best_d <= 2)
+            dist <= CONF_SECTION_HINT_DISTANCE)
                 return best;
         return NULL;
 }
@@ -263,20 +255,6 @@ static void check_device(NetdevState *s, MptDiagnostics *d) {
                          "PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information header)");
 }
 
-/* Parse and verify are separate passes, but a file's problems are reported in line order; whole-file
- * problems (line 0) come last. Insertion sort: stable, and the lists are short. */
-static void sort_by_line(MptDiagnostics *d, size_t first) {
-        for (size_t i = first + 1; i < d->n; i++) {
-                MptDiag t = d->items[i];
-                unsigned key = t.line ?: UINT_MAX;
-                size_t j = i;
-
-                for (; j > first && (d->items[j - 1].line ?: UINT_MAX) > key; j--)
-                        d->items[j] = d->items[j - 1];
-                d->items[j] = t;
-        }
-}
-
 int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptProfile **ret,
                        MptNetdevInfo *ret_info, MptDiagnostics *d) {
         _cleanup_(profile_freep) MptProfile *p = NULL;
@@ -306,7 +284,7 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
                                  "no [" NETDEV_TUNNEL_SECTION "] section: an mpt .netdev needs one (it may be empty)");
                 if (s.seen_tunnel || p->n_paths > 0)
                         (void) profile_verify(p, d);
-                sort_by_line(d, first);
+                diag_sort_by_line(d, first, NULL, NULL);
         }
 
         if (d->oom)
@@ -338,61 +316,19 @@ int netdev_load_buffer(const char *filename, const char *buf, size_t len, MptPro
         return r;
 }
 
-/* Reads a regular file without ever blocking: a FIFO (or anything but a regular file) is refused
- * before it is read, and open() does not wait for a writer. */
-static int read_regular_file(const char *filename, char **ret, size_t *ret_size, uint32_t *ret_mode) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        struct stat st;
-
-        fd = open(filename, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if ((uint64_t) st.st_size > CONF_FILE_MAX)
-                return -EFBIG;
-
-        buf = malloc(CONF_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + size, CONF_FILE_MAX + 1 - size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-                if (size > CONF_FILE_MAX)
-                        return -EFBIG;
-        }
-        buf[size] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        *ret_mode = st.st_mode & 07777;
-        return 0;
-}
-
 int netdev_load_file(const char *filename, MptProfile **ret, MptNetdevInfo *ret_info, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
+        struct stat st;
         size_t size = 0;
-        uint32_t mode = 0;
         int r;
 
-        r = read_regular_file(filename, &buf, &size, &mode);
+        /* Never blocking: a FIFO (or anything but a regular file) is refused before it is read. */
+        r = read_full_file_full(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         r = netdev_load_buffer(filename, buf, size, ret, ret_info, d);
         if (r == 1)
-                (*ret)->file_mode = mode;
+                (*ret)->file_mode = st.st_mode & 07777;
         return r;
 }
 
@@ -439,15 +375,16 @@ int netdev_find_ifname(const char *const *dirs, const char *ifname, char **ret_p
         return 0;
 }
 
-static const struct {
-        MptSection section;
-        const char *key;
+typedef struct NetdevKeyDoc {
+        MptKeyId key;
         const char *default_doc;
         const char *doc;  /* replaces the table's text */
         const char *note; /* follows the table's text */
-} netdev_key_docs[] = {
+} NetdevKeyDoc;
+
+static const NetdevKeyDoc netdev_key_docs[] = {
         {
-                MPT_SECTION_TUNNEL, "Name", "the Name= of the [NetDev] section",
+                MPT_KEY_TUNNEL_NAME, "the Name= of the [NetDev] section",
                 "Name of the tunnel, which is the name of its TUN device: mptctl addresses the tunnel by "
                 "this name, and its control socket is /run/mpt/NAME.sock. In a .netdev file the name is the "
                 "Name= of the [NetDev] section, and systemd-networkd creates the device: mptd only attaches "
@@ -456,66 +393,66 @@ static const struct {
                 NULL,
         },
         {
-                MPT_SECTION_TUNNEL, "Address", NULL, NULL,
+                MPT_KEY_TUNNEL_ADDRESS, NULL, NULL,
                 "With systemd-networkd, give the addresses in the [Network] section of the .network file "
                 "instead, as for any other link: networkd removes addresses that it did not add itself "
                 "whenever it configures the link.",
         },
         {
-                MPT_SECTION_TUNNEL, "Route", NULL, NULL,
+                MPT_KEY_TUNNEL_ROUTE, NULL, NULL,
                 "With systemd-networkd, give the routes in [Route] sections of the .network file instead: "
                 "networkd removes routes that it did not add itself whenever it configures the link.",
         },
         {
-                MPT_SECTION_TUNNEL, "Key", NULL, NULL,
+                MPT_KEY_TUNNEL_KEY, NULL, NULL,
                 "A .netdev file is usually readable by everyone (systemd-networkd does not need it "
                 "private): use KeyFile= instead, with a file only root can read. Here the warning of "
                 "mptd and mptctl check is for a file that others can read: its group may read it, "
                 "since networkd reads it as user systemd-network (mode 0640, group systemd-network).",
         },
         {
-                MPT_SECTION_TUNNEL, "KeyFile", NULL, NULL,
+                MPT_KEY_TUNNEL_KEY_FILE, NULL, NULL,
                 "Here the directory of the profile is that of the .netdev file: KeyFile=mpt0.key in "
                 "/etc/systemd/network/mpt0.netdev names /etc/systemd/network/mpt0.key.",
         },
         {
-                MPT_SECTION_TUNNEL, "MTU", NULL, NULL,
+                MPT_KEY_TUNNEL_MTU, NULL, NULL,
                 "networkd ignores MTUBytes in the [NetDev] section of a tun device. Should the .network file "
                 "set MTUBytes in its [Link] section, give MTU= the same value, or the two will overwrite "
                 "each other.",
         },
 };
 
-const char *netdev_key_default_doc(const MptConfKey *k) {
+static const NetdevKeyDoc *netdev_key_docs_find(const MptConfKey *k) {
         for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
-                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
-                        return netdev_key_docs[i].default_doc;
+                if (conf_key(netdev_key_docs[i].key) == k)
+                        return &netdev_key_docs[i];
         return NULL;
+}
+
+const char *netdev_key_default_doc(const MptConfKey *k) {
+        const NetdevKeyDoc *doc = netdev_key_docs_find(k);
+        return doc ? doc->default_doc : NULL;
 }
 
 const char *netdev_key_doc(const MptConfKey *k) {
-        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
-                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
-                        return netdev_key_docs[i].doc;
-        return NULL;
+        const NetdevKeyDoc *doc = netdev_key_docs_find(k);
+        return doc ? doc->doc : NULL;
 }
 
 const char *netdev_key_note(const MptConfKey *k) {
-        for (size_t i = 0; i < ELEMENTSOF(netdev_key_docs); i++)
-                if (netdev_key_docs[i].section == k->section && streq(netdev_key_docs[i].key, k->name))
-                        return netdev_key_docs[i].note;
-        return NULL;
+        const NetdevKeyDoc *doc = netdev_key_docs_find(k);
+        return doc ? doc->note : NULL;
 }
 
 /* [X-MPT...] headers in one drop-in of netdev: a warning each. */
 static int dropin_warnings(const char *path, const char *netdev, MptDiagnostics *w) {
         _cleanup_free_ char *buf = NULL;
-        struct stat st;
         size_t size;
         unsigned line = 1;
         int n = 0;
 
-        if (read_full_file_stat(path, CONF_FILE_MAX, &buf, &size, &st) < 0)
+        if (read_full_file(path, CONF_FILE_MAX, &buf, &size) < 0)
                 return 0; /* networkd says what it cannot read */
         for (size_t i = 0; i < size; line++) {
                 const char *l = buf + i, *end = memchr(l, '\n', size - i);

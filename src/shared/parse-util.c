@@ -130,13 +130,13 @@ const char *format_duration(usec_t u, char *buf, size_t size) {
         return buf;
 }
 
-bool ifname_valid(const char *s) {
-        size_t n;
+/* 1 to 15 bytes: what fits the kernel's interface names (IFNAMSIZ with the terminating NUL). */
+static bool name_length_valid(const char *s) {
+        return !isempty(s) && strlen(s) < IFNAMSIZ;
+}
 
-        if (isempty(s))
-                return false;
-        n = strlen(s);
-        if (n >= IFNAMSIZ)
+bool ifname_valid(const char *s) {
+        if (!name_length_valid(s))
                 return false;
         if (streq(s, ".") || streq(s, ".."))
                 return false;
@@ -147,12 +147,8 @@ bool ifname_valid(const char *s) {
 }
 
 bool object_name_valid(const char *s) {
-        size_t n;
-
-        if (isempty(s))
-                return false;
-        n = strlen(s);
-        if (n >= IFNAMSIZ)
+        /* Tunnels name TUN devices, and paths may take their names from interfaces. */
+        if (!name_length_valid(s))
                 return false;
         if (s[0] == '-' || s[0] == '.')
                 return false;

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "byteorder.h"
+#include "diag.h"
 #include "parse-util.h"
 #include "policy.h"
 
@@ -55,17 +56,6 @@ static const char *proto_name(uint8_t p) {
 static bool has_ports(uint8_t proto) {
         return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE || proto == IPPROTO_SCTP ||
                proto == IPPROTO_DCCP;
-}
-
-#define FAIL(...) ({ fail(reterr, __VA_ARGS__); return -EINVAL; })
-
-_printf_(2, 3) static void fail(char **reterr, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(reterr, fmt, ap) < 0)
-                *reterr = NULL;
-        va_end(ap);
 }
 
 static int parse_range(const char *s, MptPortRange *ret) {

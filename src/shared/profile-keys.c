@@ -13,6 +13,9 @@
 #define P(field) MPT_SECTION_PATH, .offset = offsetof(MptPathConfig, field)
 #define MS USEC_PER_MSEC
 #define S USEC_PER_SEC
+/* The digits of a number's macro, for the documentation. */
+#define STRINGIFY(x) #x
+#define XSTRINGIFY(x) STRINGIFY(x)
 
 const MptConfKey mpt_conf_keys[] = {
         /* [Tunnel] */
@@ -137,14 +140,14 @@ const MptConfKey mpt_conf_keys[] = {
         },
         [MPT_KEY_TUNNEL_MTU] = {
                 .name = "MTU", .section = T(mtu), .type = MPT_CONF_UINT32,
-                .min = 576, .max = 65535, .flags = MPT_CONF_AUTO,
+                .min = MPT_MTU_MIN, .max = MPT_MTU_MAX, .flags = MPT_CONF_AUTO,
                 .syntax = "BYTES|auto",
                 .default_doc = "auto",
                 .doc = "MTU of the tunnel interface. \"auto\" takes the smallest link MTU of the paths' "
                        "interfaces minus that path's encapsulation overhead: outer IP header (20 bytes "
                        "for IPv4, 40 for IPv6), UDP (8), GRE (4) and the sequence number (4, when "
                        "ReorderWindow= is not 0). For 1500-byte links that is 1464 over IPv4 and 1444 "
-                       "over IPv6. A tunnel with an IPv6 address needs at least 1280.",
+                       "over IPv6. A tunnel with an IPv6 address needs at least " XSTRINGIFY(MPT_IPV6_MIN_MTU) ".",
         },
         [MPT_KEY_TUNNEL_LOCAL_PORT] = {
                 .name = "LocalPort", .section = T(local_port), .type = MPT_CONF_PORT,

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -54,9 +53,9 @@ int mpt_key_from_base64(const char *s, MptKey *ret) {
         len = strcspn(s, " \t\r\n");
         if (s[len + strspn(s + len, " \t\r\n")] != 0)
                 return -EINVAL; /* more than one word */
-        if (len != 44 || s[43] != '=')
+        if (len != MPT_KEY_BASE64_LEN || s[MPT_KEY_BASE64_LEN - 1] != '=')
                 return -EINVAL;
-        for (size_t i = 0; i < 43; i++) {
+        for (size_t i = 0; i < MPT_KEY_BASE64_LEN - 1; i++) {
                 int v = base64_value(s[i]);
                 if (v < 0)
                         goto finish;
@@ -78,7 +77,7 @@ finish:
         return r;
 }
 
-char *mpt_key_to_base64(const MptKey *k, char buf[static 45]) {
+char *mpt_key_to_base64(const MptKey *k, char buf[static MPT_KEY_BASE64_LEN + 1]) {
         size_t n = 0;
 
         /* 32 bytes: ten groups of three, then two bytes as three characters and one '='. */
@@ -122,7 +121,7 @@ size_t conf_key_index(const MptConfKey *k) {
 
 const char *conf_key_suggest(MptSection section, const char *name) {
         const char *best = NULL;
-        unsigned best_d = 4;
+        unsigned best_d = CONF_KEY_HINT_DISTANCE + 1;
 
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 unsigned dist;
@@ -135,6 +134,22 @@ const char *conf_key_suggest(MptSection section, const char *name) {
                         best_d = dist;
                 }
         }
+        return best;
+}
+
+const char *conf_section_closest(const char *const *names, const char *name, unsigned *ret_distance) {
+        const char *best = NULL;
+        unsigned best_d = UINT_MAX;
+
+        for (MptSection s = 0; s < _MPT_SECTION_MAX; s++) {
+                const char *candidate = names ? names[s] : mpt_section_to_string(s);
+                unsigned dist = string_distance(name, candidate);
+                if (dist < best_d) {
+                        best_d = dist;
+                        best = candidate;
+                }
+        }
+        *ret_distance = best_d;
         return best;
 }
 
@@ -203,13 +218,9 @@ static void set_default(const MptConfKey *k, void *config) {
         }
 }
 
-static void config_init(MptSection section, void *config) {
-        for (size_t i = 0; i < mpt_conf_keys_n; i++)
-                if (mpt_conf_keys[i].section == section)
-                        set_default(&mpt_conf_keys[i], config);
-}
-
-static void config_done(MptSection section, void *config) {
+/* Every key of a section at its default: what a new section starts with, and, since a default
+ * holds no memory, what frees one. */
+static void config_reset(MptSection section, void *config) {
         for (size_t i = 0; i < mpt_conf_keys_n; i++)
                 if (mpt_conf_keys[i].section == section)
                         set_default(&mpt_conf_keys[i], config);
@@ -219,19 +230,19 @@ MptProfile *profile_new(void) {
         MptProfile *p = calloc(1, sizeof(MptProfile));
         if (!p)
                 return NULL;
-        config_init(MPT_SECTION_TUNNEL, &p->tunnel);
+        config_reset(MPT_SECTION_TUNNEL, &p->tunnel);
         return p;
 }
 
 MptProfile *profile_free(MptProfile *p) {
         if (!p)
                 return NULL;
-        config_done(MPT_SECTION_TUNNEL, &p->tunnel);
+        config_reset(MPT_SECTION_TUNNEL, &p->tunnel);
         explicit_bzero(&p->tunnel.psk, sizeof p->tunnel.psk);
         explicit_bzero(&p->tunnel.hs_private, sizeof p->tunnel.hs_private);
         explicit_bzero(&p->tunnel.hs_psk, sizeof p->tunnel.hs_psk);
         for (size_t i = 0; i < p->n_paths; i++)
-                config_done(MPT_SECTION_PATH, &p->paths[i]);
+                config_reset(MPT_SECTION_PATH, &p->paths[i]);
         free(p->paths);
         free(p->filename);
         for (size_t i = 0; i < p->n_dropins; i++)
@@ -249,16 +260,19 @@ MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
                 return NULL;
         p->paths = paths;
         paths[p->n_paths] = (MptPathConfig) { .line = line, .line_src = p->cur_file };
-        config_init(MPT_SECTION_PATH, &paths[p->n_paths]);
+        config_reset(MPT_SECTION_PATH, &paths[p->n_paths]);
         return &paths[p->n_paths++];
 }
 
+/* The value parsers, one per MptConfType, as networkd's config_parse_*(): each checks the text of
+ * a non-empty value and stores it in its field, or says why not (FAIL). */
+
+/* One entry of a list of addresses or prefixes. */
 static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *value, char **reterr) {
         MptPrefix *items, pfx;
         MptAddress a;
         int r;
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
         if ((k->flags & MPT_CONF_HOST) && strchr(value, '/'))
                 FAIL("invalid %s= '%s': takes an address without a prefix length", k->name, value);
         r = prefix_from_string(value, &pfx);
@@ -269,7 +283,7 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
         if (address_is_multicast(&a))
                 FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
-        if (l->n >= MPT_ADDRESSES_MAX && k->offset != offsetof(MptTunnelConfig, routes))
+        if (l->n >= MPT_ADDRESSES_MAX && k != conf_key(MPT_KEY_TUNNEL_ROUTE))
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
         if (l->n >= MPT_ROUTES_MAX)
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
@@ -283,185 +297,226 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         l->items = items;
         l->items[l->n++] = pfx;
         return 0;
-#undef FAIL
 }
 
-static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
-        void *f = field_ptr(k, config);
+static int set_string(char **field, const char *value) {
+        char *s = strdup(value);
+
+        if (!s)
+                return -ENOMEM;
+        free(*field);
+        *field = s;
+        return 0;
+}
+
+static int config_parse_name(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        if (!object_name_valid(value))
+                FAIL("invalid %s= '%s': use 1 to 15 letters, digits, '_', '.' or '-', "
+                     "not starting with '-' or '.'", k->name, value);
+        return set_string(field, value);
+}
+
+static int config_parse_ifname(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        if (!ifname_valid(value))
+                FAIL("invalid interface name '%s' in %s=", value, k->name);
+        return set_string(field, value);
+}
+
+static int config_parse_address(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        MptAddress a;
+
+        if (address_from_string(value, &a) < 0)
+                FAIL("invalid %s= '%s': not an IPv4 or IPv6 address", k->name, value);
+        if (address_is_null(&a) || address_is_multicast(&a))
+                FAIL("invalid %s= '%s': a unicast address is needed", k->name, value);
+        *(MptAddress *) field = a;
+        return 0;
+}
+
+static int config_parse_prefix_list(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* One or more entries separated by whitespace; repeating the key appends. */
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
         int r;
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
-
-        switch (k->type) {
-        case MPT_CONF_NAME:
-        case MPT_CONF_IFNAME: {
-                char *s;
-                if (k->type == MPT_CONF_NAME && !object_name_valid(value))
-                        FAIL("invalid %s= '%s': use 1 to 15 letters, digits, '_', '.' or '-', "
-                             "not starting with '-' or '.'", k->name, value);
-                if (k->type == MPT_CONF_IFNAME && !ifname_valid(value))
-                        FAIL("invalid interface name '%s' in %s=", value, k->name);
-                s = strdup(value);
-                if (!s)
-                        return -ENOMEM;
-                free(*(char **) f);
-                *(char **) f = s;
-                return 0;
-        }
-        case MPT_CONF_ADDRESS: {
-                MptAddress a;
-                if (address_from_string(value, &a) < 0)
-                        FAIL("invalid %s= '%s': not an IPv4 or IPv6 address", k->name, value);
-                if (address_is_null(&a) || address_is_multicast(&a))
-                        FAIL("invalid %s= '%s': a unicast address is needed", k->name, value);
-                *(MptAddress *) f = a;
-                return 0;
-        }
-        case MPT_CONF_PREFIX_LIST: {
-                /* One or more entries separated by whitespace; repeating the key appends. */
-                _cleanup_free_ char *copy = strdup(value);
-                char *save = NULL;
-                if (!copy)
-                        return -ENOMEM;
-                for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-                        r = prefix_list_add(k, f, w, reterr);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
-        case MPT_CONF_POLICY_LIST: {
-                /* A rule per value; ';' separates several in one (NetworkManager's vpn.data has
-                 * one item per key). Repeating the key appends. */
-                _cleanup_free_ char *copy = strdup(value);
-                MptPolicyList *l = f;
-                char *save = NULL;
-                if (!copy)
-                        return -ENOMEM;
-                for (char *w = strtok_r(copy, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
-                        _cleanup_free_ char *why = NULL;
-                        MptPolicyRule rule, *items;
-                        w += strspn(w, " \t");
-                        if (*w == 0)
-                                continue;
-                        r = mpt_policy_parse(w, &rule, &why);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0)
-                                FAIL("invalid %s= '%s': %s", k->name, w, strna(why));
-                        if (l->n >= MPT_POLICY_MAX)
-                                FAIL("too many %s= rules (at most %u)", k->name, MPT_POLICY_MAX);
-                        items = realloc(l->items, (l->n + 1) * sizeof(MptPolicyRule));
-                        if (!items)
-                                return -ENOMEM;
-                        l->items = items;
-                        l->items[l->n++] = rule;
-                }
-                return 0;
-        }
-        case MPT_CONF_PORT: {
-                uint16_t port;
-                if (parse_port(value, &port) < 0)
-                        FAIL("invalid %s= '%s': expected a port number 1..65535", k->name, value);
-                *(uint16_t *) f = port;
-                return 0;
-        }
-        case MPT_CONF_UINT32: {
-                unsigned v;
-                if ((k->flags & MPT_CONF_AUTO) && streq(value, "auto")) {
-                        *(uint32_t *) f = 0;
-                        return 0;
-                }
-                r = safe_atou(value, &v);
-                if (r < 0 || v < k->min || v > k->max)
-                        FAIL("invalid %s= '%s': expected %s%" PRIu64 "..%" PRIu64,
-                             k->name, value, (k->flags & MPT_CONF_AUTO) ? "\"auto\" or " : "", k->min, k->max);
-                *(uint32_t *) f = v;
-                return 0;
-        }
-        case MPT_CONF_DURATION: {
-                char lo[32], hi[32];
-                usec_t u;
-                r = parse_duration(value, &u);
-                if (r == 0 && u == 0 && (k->flags & MPT_CONF_ZERO_OFF)) {
-                        *(usec_t *) f = 0;
-                        return 0;
-                }
-                if (r < 0 || u < k->min || u > k->max)
-                        FAIL("invalid %s= '%s': expected a duration %s%s..%s (e.g. \"500ms\", \"2s\")",
-                             k->name, value, (k->flags & MPT_CONF_ZERO_OFF) ? "of 0 or " : "",
-                             format_duration(k->min, lo, sizeof lo), format_duration(k->max, hi, sizeof hi));
-                *(usec_t *) f = u;
-                return 0;
-        }
-        case MPT_CONF_BOOL:
-                r = parse_boolean(value);
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                r = prefix_list_add(k, field, w, reterr);
                 if (r < 0)
-                        FAIL("invalid %s= '%s': expected yes or no", k->name, value);
-                *(bool *) f = r;
-                return 0;
-        case MPT_CONF_PERCENT: {
-                /* "20%", "2.5%" or a bare "20": per mille, one decimal. */
-                _cleanup_free_ char *num = strdup(value);
-                unsigned whole = 0, tenth = 0;
-                char *dot, *pct;
-                if (!num)
+                        return r;
+        }
+        return 0;
+}
+
+static int config_parse_policy_list(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* A rule per value; ';' separates several in one (NetworkManager's vpn.data has one item per
+         * key). Repeating the key appends. */
+        _cleanup_free_ char *copy = strdup(value);
+        MptPolicyList *l = field;
+        char *save = NULL;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+                _cleanup_free_ char *why = NULL;
+                MptPolicyRule rule, *items;
+
+                w += strspn(w, " \t");
+                if (*w == 0)
+                        continue;
+                r = mpt_policy_parse(w, &rule, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        FAIL("invalid %s= '%s': %s", k->name, w, strna(why));
+                if (l->n >= MPT_POLICY_MAX)
+                        FAIL("too many %s= rules (at most %u)", k->name, MPT_POLICY_MAX);
+                items = realloc(l->items, (l->n + 1) * sizeof(MptPolicyRule));
+                if (!items)
                         return -ENOMEM;
-                pct = strchr(num, '%');
-                if (pct) {
-                        if (pct[1] != 0)
-                                FAIL("invalid %s= '%s': expected a percentage like \"20%%\"", k->name, value);
-                        *pct = 0;
-                }
-                dot = strchr(num, '.');
-                if (dot) {
-                        *dot = 0;
-                        if (strlen(dot + 1) != 1 || safe_atou(dot + 1, &tenth) < 0)
-                                FAIL("invalid %s= '%s': expected a percentage like \"20%%\" (one decimal at most)",
-                                     k->name, value);
-                }
-                if (safe_atou(num, &whole) < 0 || whole * 10 + tenth > k->max || whole * 10 + tenth < k->min)
-                        FAIL("invalid %s= '%s': expected a percentage %" PRIu64 "%%..%" PRIu64 "%%", k->name, value,
-                             k->min / 10, k->max / 10);
-                *(uint32_t *) f = whole * 10 + tenth;
+                l->items = items;
+                l->items[l->n++] = rule;
+        }
+        return 0;
+}
+
+static int config_parse_port(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        uint16_t port;
+
+        if (parse_port(value, &port) < 0)
+                FAIL("invalid %s= '%s': expected a port number 1..65535", k->name, value);
+        *(uint16_t *) field = port;
+        return 0;
+}
+
+static int config_parse_uint32(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        unsigned v;
+        int r;
+
+        if ((k->flags & MPT_CONF_AUTO) && streq(value, "auto")) {
+                *(uint32_t *) field = 0;
                 return 0;
         }
-        case MPT_CONF_SCHEDULER: {
-                MptScheduler s = mpt_scheduler_from_string(value);
-                if (s < 0)
-                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
-                *(MptScheduler *) f = s;
+        r = safe_atou(value, &v);
+        if (r < 0 || v < k->min || v > k->max)
+                FAIL("invalid %s= '%s': expected %s%" PRIu64 "..%" PRIu64,
+                     k->name, value, (k->flags & MPT_CONF_AUTO) ? "\"auto\" or " : "", k->min, k->max);
+        *(uint32_t *) field = v;
+        return 0;
+}
+
+static int config_parse_duration(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        char lo[32], hi[32];
+        usec_t u;
+        int r;
+
+        r = parse_duration(value, &u);
+        if (r == 0 && u == 0 && (k->flags & MPT_CONF_ZERO_OFF)) {
+                *(usec_t *) field = 0;
                 return 0;
         }
-        case MPT_CONF_MODE: {
-                MptMode m = mpt_mode_from_string(value);
-                if (m < 0)
-                        FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
-                *(MptMode *) f = m;
-                return 0;
+        if (r < 0 || u < k->min || u > k->max)
+                FAIL("invalid %s= '%s': expected a duration %s%s..%s (e.g. \"500ms\", \"2s\")",
+                     k->name, value, (k->flags & MPT_CONF_ZERO_OFF) ? "of 0 or " : "",
+                     format_duration(k->min, lo, sizeof lo), format_duration(k->max, hi, sizeof hi));
+        *(usec_t *) field = u;
+        return 0;
+}
+
+static int config_parse_bool(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        int r = parse_boolean(value);
+
+        if (r < 0)
+                FAIL("invalid %s= '%s': expected yes or no", k->name, value);
+        *(bool *) field = r;
+        return 0;
+}
+
+static int config_parse_percent(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* "20%", "2.5%" or a bare "20": per mille, one decimal. */
+        _cleanup_free_ char *num = strdup(value);
+        unsigned whole = 0, tenth = 0;
+        char *dot, *pct;
+
+        if (!num)
+                return -ENOMEM;
+        pct = strchr(num, '%');
+        if (pct) {
+                if (pct[1] != 0)
+                        FAIL("invalid %s= '%s': expected a percentage like \"20%%\"", k->name, value);
+                *pct = 0;
         }
-        case MPT_CONF_KEY:
-                /* The value is a secret: never repeat it in a message. */
-                if (mpt_key_from_base64(value, f) < 0)
-                        FAIL("invalid %s=: expected the base64 text of %u bytes (44 characters), as "
-                             "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE);
-                return 0;
-        case MPT_CONF_PATH: {
-                char *s;
-                if (strlen(value) >= PATH_MAX)
-                        FAIL("invalid %s=: file name too long", k->name);
-                s = strdup(value);
-                if (!s)
-                        return -ENOMEM;
-                free(*(char **) f);
-                *(char **) f = s;
-                return 0;
+        dot = strchr(num, '.');
+        if (dot) {
+                *dot = 0;
+                if (strlen(dot + 1) != 1 || safe_atou(dot + 1, &tenth) < 0)
+                        FAIL("invalid %s= '%s': expected a percentage like \"20%%\" (one decimal at most)",
+                             k->name, value);
         }
-        default:
-                assert(false);
-                return -EINVAL;
-        }
-#undef FAIL
+        if (safe_atou(num, &whole) < 0 || whole * 10 + tenth > k->max || whole * 10 + tenth < k->min)
+                FAIL("invalid %s= '%s': expected a percentage %" PRIu64 "%%..%" PRIu64 "%%", k->name, value,
+                     k->min / 10, k->max / 10);
+        *(uint32_t *) field = whole * 10 + tenth;
+        return 0;
+}
+
+static int config_parse_scheduler(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        MptScheduler s = mpt_scheduler_from_string(value);
+
+        if (s < 0)
+                FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+        *(MptScheduler *) field = s;
+        return 0;
+}
+
+static int config_parse_mode(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        MptMode m = mpt_mode_from_string(value);
+
+        if (m < 0)
+                FAIL("invalid %s= '%s': expected %s", k->name, value, k->syntax);
+        *(MptMode *) field = m;
+        return 0;
+}
+
+static int config_parse_key(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        /* The value is a secret: never repeat it in a message. */
+        if (mpt_key_from_base64(value, field) < 0)
+                FAIL("invalid %s=: expected the base64 text of %u bytes (%u characters), as "
+                     "`mptctl genkey` prints it", k->name, MPT_KEY_SIZE, MPT_KEY_BASE64_LEN);
+        return 0;
+}
+
+static int config_parse_path(const MptConfKey *k, const char *value, void *field, char **reterr) {
+        if (strlen(value) >= PATH_MAX)
+                FAIL("invalid %s=: file name too long", k->name);
+        return set_string(field, value);
+}
+
+typedef int (*ConfValueParser)(const MptConfKey *k, const char *value, void *field, char **reterr);
+
+static const ConfValueParser config_parsers[_MPT_CONF_TYPE_MAX] = {
+        [MPT_CONF_NAME] = config_parse_name,
+        [MPT_CONF_IFNAME] = config_parse_ifname,
+        [MPT_CONF_ADDRESS] = config_parse_address,
+        [MPT_CONF_PREFIX_LIST] = config_parse_prefix_list,
+        [MPT_CONF_POLICY_LIST] = config_parse_policy_list,
+        [MPT_CONF_PORT] = config_parse_port,
+        [MPT_CONF_UINT32] = config_parse_uint32,
+        [MPT_CONF_DURATION] = config_parse_duration,
+        [MPT_CONF_BOOL] = config_parse_bool,
+        [MPT_CONF_SCHEDULER] = config_parse_scheduler,
+        [MPT_CONF_PERCENT] = config_parse_percent,
+        [MPT_CONF_MODE] = config_parse_mode,
+        [MPT_CONF_KEY] = config_parse_key,
+        [MPT_CONF_PATH] = config_parse_path,
+};
+
+/* The parser of the key's type, on the key's field of config. */
+static int parse_value(const MptConfKey *k, const char *value, void *config, char **reterr) {
+        assert(k->type < _MPT_CONF_TYPE_MAX && config_parsers[k->type]);
+        return config_parsers[k->type](k, value, field_ptr(k, config), reterr);
 }
 
 int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
@@ -592,47 +647,17 @@ static char *default_tunnel_name(const char *filename) {
         return strdup(base);
 }
 
-/* Opens a key file for reading only once it is known to be a regular file: an O_PATH descriptor
- * (which opens nothing: no device's open routine runs, a FIFO is not waited on) is checked
- * first, and the file it names is then reopened through /proc/self/fd, so that a name swapped
- * in between cannot make us open something else. Returns the descriptor, or -EBADFD for a file
- * that is not regular, or another negative errno. */
-static int open_regular_file(const char *path, struct stat *ret_st) {
-        _cleanup_close_ int pfd = -EBADF;
-        char proc[STRLEN("/proc/self/fd/") + 12];
-        struct stat st2;
-        int fd;
-
-        pfd = open(path, O_PATH | O_CLOEXEC);
-        if (pfd < 0)
-                return -errno;
-        if (fstat(pfd, ret_st) < 0)
-                return -errno;
-        if (!S_ISREG(ret_st->st_mode))
-                return -EBADFD;
-        (void) snprintf(proc, sizeof proc, "/proc/self/fd/%i", pfd);
-        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return errno == ENOENT ? -ENOSYS : -errno; /* no /proc: say so, do not fall back */
-        if (fstat(fd, &st2) < 0 || st2.st_dev != ret_st->st_dev || st2.st_ino != ret_st->st_ino) {
-                safe_close(fd);
-                return -ESTALE;
-        }
-        return fd;
-}
-
 /* Reads a key file (KeyFile=, PrivateKeyFile=, PresharedKeyFile=: key id, value as written),
  * relative to the directory of the file that names it. A key that others can read is no secret:
  * refused. On failure, *reterr says why (without the file's contents). */
 static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, MptKey *ret, char **reterr) {
         _cleanup_free_ char *path = NULL, *dir = NULL;
         const char *name = conf_key(id)->name;
-        char buf[MPT_KEY_FILE_MAX + 1];
+        char *buf = NULL;
         struct stat st;
-        ssize_t n;
+        size_t n;
         int fd, r;
 
-#define FAIL(...) ({ if (asprintf(reterr, __VA_ARGS__) < 0) *reterr = NULL; return -EINVAL; })
         /* Relative: to the directory of the file that says it (the profile or a drop-in). */
         const char *from = TFILE(p, id);
 
@@ -648,7 +673,7 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
         if (!path)
                 return -ENOMEM;
 
-        fd = open_regular_file(path, &st);
+        fd = read_full_file_open(path, READ_FULL_FILE_CHECK_FIRST, &st);
         if (fd == -EBADFD)
                 FAIL("%s=%s: '%s' is not a regular file", name, value, path);
         if (fd == -ENOSYS)
@@ -664,24 +689,23 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
                 close(fd);
                 FAIL("%s=%s: '%s' is readable by everyone; make it private (chmod 600 or 640)", name, value, path);
         }
-        n = read(fd, buf, sizeof buf - 1);
-        r = n < 0 ? -errno : 0;
+        /* A file of MPT_KEY_FILE_MAX bytes is too large already. */
+        r = read_full_fd(fd, MPT_KEY_FILE_MAX - 1, READ_FULL_FILE_SECURE, &buf, &n);
         close(fd);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EFBIG)
+                FAIL("%s=%s: '%s' is too large for a key file", name, value, path);
         if (r < 0)
                 FAIL("%s=%s: cannot read '%s': %s", name, value, path, strerror(-r));
-        if ((size_t) n >= MPT_KEY_FILE_MAX) {
-                explicit_bzero(buf, sizeof buf);
-                FAIL("%s=%s: '%s' is too large for a key file", name, value, path);
-        }
-        buf[n] = 0;
         r = mpt_key_from_base64(buf, ret);
-        explicit_bzero(buf, sizeof buf);
+        explicit_bzero(buf, n);
+        free(buf);
         if (r < 0)
                 FAIL("%s=%s: '%s' does not hold a key: expected one line with the base64 text of "
                      "%u bytes, as `mptctl %s` prints it", name, value, path, MPT_KEY_SIZE,
                      id == MPT_KEY_TUNNEL_PRIVATE_KEY_FILE ? "genkey" : "genpsk");
         return 0;
-#undef FAIL
 }
 
 /* Whether a key of the tunnel section is given (a key or a file name). */
@@ -840,9 +864,10 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         for (size_t i = 0; i < p->tunnel.addresses.n; i++)
                 if (p->tunnel.addresses.items[i].family == AF_INET6)
                         has_v6 = true;
-        if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < 1280)
-                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MTU), TLINE(p, MPT_KEY_TUNNEL_MTU), "MTU=%u is below 1280, the minimum for a tunnel with "
-                         "an IPv6 address", p->tunnel.mtu);
+        if (has_v6 && p->tunnel.mtu != 0 && p->tunnel.mtu < MPT_IPV6_MIN_MTU)
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_MTU), TLINE(p, MPT_KEY_TUNNEL_MTU),
+                         "MTU=%u is below %u, the minimum for a tunnel with an IPv6 address", p->tunnel.mtu,
+                         MPT_IPV6_MIN_MTU);
 
         for (int family = AF_INET; family <= AF_INET6; family += AF_INET6 - AF_INET) {
                 size_t n = 0;
@@ -918,7 +943,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                  path->remote.family == AF_INET ? "IPv4" : "IPv6");
 
                 if (!IS_SET(path->key_line, MPT_KEY_PATH_DEAD_TIME))
-                        path->dead_time = 3 * path->keepalive_interval;
+                        path->dead_time = MPT_DEAD_TIME_KEEPALIVES * path->keepalive_interval;
                 else if (path->dead_time > 0 && path->keepalive_interval == 0)
                         diag_add(d, PFILE(p, path, MPT_KEY_PATH_DEAD_TIME), PLINE(path, MPT_KEY_PATH_DEAD_TIME),
                                  "path '%s': DeadTime= needs keepalives, but KeepaliveInterval=0", path->name);
@@ -952,7 +977,7 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                         for (k = 0; k < p->n_paths; k++)
                                 if (p->paths[k].name && streq(p->paths[k].name, rule->path_names[j]))
                                         break;
-                        if (k < p->n_paths && k < 64)
+                        if (k < p->n_paths && k < sizeof rule->paths * CHAR_BIT)
                                 rule->paths |= UINT64_C(1) << k;
                         else
                                 diag_add(d, profile_file_name(p, rule->line_src), rule->line,
@@ -1044,16 +1069,9 @@ static bool on_section(void *userdata, const char *section, unsigned line, MptDi
                 pending_flush(s, d);
 
         if (sec < 0) {
-                unsigned best = UINT_MAX;
-                const char *hint = NULL;
-                for (MptSection i = 0; i < _MPT_SECTION_MAX; i++) {
-                        unsigned dist = string_distance(section, mpt_section_to_string(i));
-                        if (dist < best) {
-                                best = dist;
-                                hint = mpt_section_to_string(i);
-                        }
-                }
-                if (best <= 2)
+                unsigned dist;
+                const char *hint = conf_section_closest(NULL, section, &dist);
+                if (dist <= CONF_SECTION_HINT_DISTANCE)
                         diag_add(d, s->file, line, "unknown section [%s]; did you mean [%s]?", section, hint);
                 else
                         diag_add(d, s->file, line, "unknown section [%s]; expected [Tunnel] or [Path]", section);
@@ -1119,36 +1137,17 @@ static const ConfCallbacks profile_callbacks = {
         .assignment = on_assignment,
 };
 
-/* Parse and verify are separate passes, but the problems of a file are reported in line order all
- * the same, file by file (the profile, then its drop-ins in order); whole-file problems (line 0)
- * come last of their file. Insertion sort: stable, and the lists are short. */
-static size_t file_rank(const MptProfile *p, const char *file) {
+/* The rank of a problem's file for diag_sort_by_line(): the profile, then its drop-ins in order. */
+static size_t file_rank(const char *file, const void *userdata) {
+        const MptProfile *p = userdata;
+
         for (size_t i = 0; i < p->n_dropins; i++)
                 if (streq(file, p->dropins[i]))
                         return i + 1;
         return 0;
 }
 
-static void diag_sort_by_line(const MptProfile *p, MptDiagnostics *d, size_t first) {
-        for (size_t i = first + 1; i < d->n; i++) {
-                MptDiag t = d->items[i];
-                size_t rank = file_rank(p, t.file);
-                unsigned key = t.line ?: UINT_MAX;
-                size_t j = i;
-
-                for (; j > first; j--) {
-                        size_t r = file_rank(p, d->items[j - 1].file);
-                        if (r < rank || (r == rank && (d->items[j - 1].line ?: UINT_MAX) <= key))
-                                break;
-                        d->items[j] = d->items[j - 1];
-                }
-                d->items[j] = t;
-        }
-}
-
-/* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
- * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
- * nothing. */
+/* The group of the "mpt" user (profile_file_mode()), looked up once. */
 static gid_t service_gid = (gid_t) -1;
 static bool looked_up;
 
@@ -1171,6 +1170,9 @@ uint32_t profile_file_mode(const struct stat *st) {
         return mode;
 }
 
+/* Parses a drop-in into p (p->cur_file set): -errno if it cannot be read. A file that is empty
+ * or /dev/null (a link to it) hides a drop-in of that name in a later directory, and adds
+ * nothing. */
 static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
         _cleanup_free_ char *buf = NULL;
         ParseState s = { .profile = p, .dropin = true, .file = path, .section = _MPT_SECTION_INVALID };
@@ -1180,7 +1182,7 @@ static int parse_dropin(MptProfile *p, const char *path, MptDiagnostics *d) {
 
         if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
                 return 0; /* /dev/null: masked */
-        r = read_full_file_flags(path, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
+        r = read_full_file_full(path, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         p->dropin_modes[p->cur_file - 1] = profile_file_mode(&st);
@@ -1240,7 +1242,7 @@ static int load(const char *filename, const char *buf, size_t len, char **dropin
                         diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
         } else
                 (void) profile_verify(p, d);
-        diag_sort_by_line(p, d, first);
+        diag_sort_by_line(d, first, file_rank, p);
         if (d->oom)
                 return -ENOMEM;
         if (diag_count(d) > errors)
@@ -1262,7 +1264,7 @@ int profile_load_file_dirs(const char *filename, const char *const *dirs, MptPro
         int r;
 
         /* A regular file (mptd reads it again on a reload, in its event loop). */
-        r = read_full_file_flags(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
+        r = read_full_file_full(filename, CONF_FILE_MAX, READ_FULL_FILE_REGULAR, &buf, &size, &st);
         if (r < 0)
                 return r;
         r = conf_find_dropins(filename, dirs, &dropins, &n_dropins);
@@ -1365,7 +1367,7 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
                 s = strdup(strempty(mpt_mode_to_string(*(const MptMode *) f)));
                 break;
         case MPT_CONF_KEY: {
-                char b64[45];
+                char b64[MPT_KEY_BASE64_LEN + 1];
                 s = strdup(((const MptKey *) f)->set ? mpt_key_to_base64(f, b64) : "");
                 explicit_bzero(b64, sizeof b64);
                 break;
@@ -1451,53 +1453,86 @@ int profile_format_value_shown(const MptConfKey *k, const void *config, char **r
         return profile_format_value(k, config, ret);
 }
 
-static int write_section(FILE *f, MptSection section, const void *config, const unsigned *key_line,
-                         ProfileTextOverride override, void *userdata, size_t path_index) {
-        fprintf(f, "[%s]\n", mpt_section_to_string(section));
+int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, ProfileKeyFunc f, void *userdata) {
+        MptSection section = path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH;
+        const void *config = section == MPT_SECTION_TUNNEL ? (const void *) &p->tunnel : (const void *) &p->paths[path_index];
+        const unsigned *key_line = section == MPT_SECTION_TUNNEL ? p->tunnel.key_line : p->paths[path_index].key_line;
+
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
-                _cleanup_free_ char *v = NULL;
-                int r = 0;
+                char *v = NULL;
+                int r;
 
                 if (k->section != section)
                         continue;
-                if (override) {
-                        r = override(k, path_index, userdata, &v);
+                if (key_line[conf_key_index(k)] > 0 || k == conf_key(MPT_KEY_TUNNEL_NAME) ||
+                    (k == conf_key(MPT_KEY_PATH_NAME) && (flags & PROFILE_KEYS_PATH_NAMES))) {
+                        r = profile_format_value(k, config, &v);
                         if (r < 0)
                                 return r;
                 }
+                r = f(k, config, v, userdata);
+                if (v) {
+                        explicit_bzero(v, strlen(v));
+                        free(v);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+typedef struct TextWriter {
+        FILE *f;
+        ProfileTextOverride override;
+        void *userdata;
+        size_t path_index;
+} TextWriter;
+
+static int write_key(const MptConfKey *k, const void *config, const char *value, void *userdata) {
+        TextWriter *w = userdata;
+
+        if (w->override) {
+                _cleanup_free_ char *v = NULL;
+                int r = w->override(k, w->path_index, w->userdata, &v);
+                if (r < 0)
+                        return r;
                 if (r > 0) {
                         /* The caller's value, or (NULL) none. */
                         if (v)
-                                fprintf(f, "%s=%s\n", k->name, v);
-                        continue;
+                                fprintf(w->f, "%s=%s\n", k->name, v);
+                        return 0;
                 }
-                /* Write what was set explicitly, and always the name. */
-                if (!key_line[conf_key_index(k)] && !streq(k->name, "Name"))
-                        continue;
-                r = profile_format_value(k, config, &v);
-                if (r < 0)
-                        return r;
-                if (isempty(v))
-                        continue;
-                if (k->type == MPT_CONF_PREFIX_LIST) {
-                        /* One entry per line reads better than one long line. */
-                        const MptPrefixList *l = field_cptr(k, config);
-                        char buf[MPT_ADDRESS_STRLEN];
-                        for (size_t j = 0; j < l->n; j++)
-                                fprintf(f, "%s=%s\n", k->name, format_list_entry(&l->items[j], buf));
-                } else if (k->type == MPT_CONF_POLICY_LIST) {
-                        const MptPolicyList *l = field_cptr(k, config);
-                        for (size_t j = 0; j < l->n; j++) {
-                                _cleanup_free_ char *rule = mpt_policy_format(&l->items[j]);
-                                if (!rule)
-                                        return -ENOMEM;
-                                fprintf(f, "%s=%s\n", k->name, rule);
-                        }
-                } else
-                        fprintf(f, "%s=%s\n", k->name, v);
         }
+        if (isempty(value))
+                return 0;
+        if (k->type == MPT_CONF_PREFIX_LIST) {
+                /* One entry per line reads better than one long line. */
+                const MptPrefixList *l = field_cptr(k, config);
+                char buf[MPT_ADDRESS_STRLEN];
+                for (size_t j = 0; j < l->n; j++)
+                        fprintf(w->f, "%s=%s\n", k->name, format_list_entry(&l->items[j], buf));
+        } else if (k->type == MPT_CONF_POLICY_LIST) {
+                const MptPolicyList *l = field_cptr(k, config);
+                for (size_t j = 0; j < l->n; j++) {
+                        _cleanup_free_ char *rule = mpt_policy_format(&l->items[j]);
+                        if (!rule)
+                                return -ENOMEM;
+                        fprintf(w->f, "%s=%s\n", k->name, rule);
+                }
+        } else
+                fprintf(w->f, "%s=%s\n", k->name, value);
         return 0;
+}
+
+/* A section's header and keys: what was set explicitly, and always the name (a path's derived one
+ * too, so that the text names each path as the profile does). */
+static int write_section(const MptProfile *p, size_t path_index, ProfileTextOverride override, void *userdata,
+                         FILE *f) {
+        TextWriter w = { .f = f, .override = override, .userdata = userdata, .path_index = path_index };
+
+        fprintf(f, "[%s]\n", mpt_section_to_string(path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH));
+        return profile_foreach_key(p, path_index, PROFILE_KEYS_PATH_NAMES, write_key, &w);
 }
 
 int profile_to_text(const MptProfile *p, char **ret) {
@@ -1513,10 +1548,10 @@ int profile_to_text_with(const MptProfile *p, ProfileTextOverride override, void
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        r = write_section(f, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line, override, userdata, SIZE_MAX);
+        r = write_section(p, SIZE_MAX, override, userdata, f);
         for (size_t i = 0; r >= 0 && i < p->n_paths; i++) {
                 fputc('\n', f);
-                r = write_section(f, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line, override, userdata, i);
+                r = write_section(p, i, override, userdata, f);
         }
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;
@@ -1555,8 +1590,16 @@ bool profile_uses_sequence(const MptProfile *p) {
         return p->tunnel.reorder_window > 0 && p->tunnel.scheduler != MPT_SCHEDULER_FLOW;
 }
 
+/* The outer headers: IPv4 without options (RFC 791), IPv6 (RFC 8200), UDP (RFC 768); GRE's flags
+ * and protocol (RFC 2784) and its sequence number (RFC 2890). */
+#define IPV4_HEADER_SIZE 20u
+#define IPV6_HEADER_SIZE 40u
+#define UDP_HEADER_SIZE 8u
+#define GRE_HEADER_SIZE 4u
+#define GRE_SEQUENCE_SIZE 4u
+
 unsigned profile_path_overhead(const MptProfile *p, const MptPathConfig *path) {
-        unsigned ip = path_config_family(path) == AF_INET6 ? 40 : 20;
-        return ip + 8 + (p->tunnel.mode == MPT_MODE_SECURE ? MPT_SECURE_OVERHEAD : 0) + 4 +
-               (profile_uses_sequence(p) ? 4 : 0);
+        unsigned ip = path_config_family(path) == AF_INET6 ? IPV6_HEADER_SIZE : IPV4_HEADER_SIZE;
+        return ip + UDP_HEADER_SIZE + (p->tunnel.mode == MPT_MODE_SECURE ? MPT_SECURE_OVERHEAD : 0) + GRE_HEADER_SIZE +
+               (profile_uses_sequence(p) ? GRE_SEQUENCE_SIZE : 0);
 }

@@ -19,7 +19,17 @@
 #define MPT_WEIGHT_MAX 10000u
 #define MPT_WORKERS_MAX 64u
 #define MPT_DEFAULT_PORT 4754u /* IANA GRE-in-UDP (RFC 8086) */
+/* DeadTime= by default: this many keepalive intervals (mpt.conf(5)), so that two keepalives lost
+ * in a row do not make a path dead. */
+#define MPT_DEAD_TIME_KEEPALIVES 3u
 #define MPT_KEYS_PER_SECTION_MAX 32u
+/* MTU= bounds: the size of datagram that every IPv4 host must accept (RFC 791, RFC 1122 3.3.2),
+ * and the largest that IP's 16-bit Total Length can describe. */
+#define MPT_MTU_MIN 576u
+#define MPT_MTU_MAX 65535u
+/* The smallest MTU of a link that carries IPv6 (RFC 8200, section 5): a tunnel with an IPv6
+ * address needs at least this much. Without a suffix: documentation strings spell it. */
+#define MPT_IPV6_MIN_MTU 1280
 
 typedef enum MptScheduler {
         MPT_SCHEDULER_WEIGHTED, /* per packet, weighted round-robin (spec section 4.2) */
@@ -41,6 +51,8 @@ typedef enum MptMode {
 DECLARE_STRING_TABLE(mpt_mode, MptMode);
 
 #define MPT_KEY_SIZE 32u
+/* The base64 text of a key (RFC 4648): 4 characters for every 3 bytes, the last group padded. */
+#define MPT_KEY_BASE64_LEN (DIV_ROUND_UP(MPT_KEY_SIZE, 3u) * 4u)
 #define MPT_SECURE_OVERHEAD 36u /* per datagram in secure mode: clear header (20) + AEAD tag (16), secure.h */
 #define MPT_KEY_FILE_MAX 4096u /* a key file is one base64 line; refuse anything much bigger */
 
@@ -50,10 +62,11 @@ typedef struct MptKey {
         uint8_t bytes[MPT_KEY_SIZE];
 } MptKey;
 
-/* Decodes the base64 text of a key (44 characters, surrounding whitespace ignored). 0 or -EINVAL. */
+/* Decodes the base64 text of a key (MPT_KEY_BASE64_LEN characters, surrounding whitespace ignored).
+ * 0 or -EINVAL. */
 int mpt_key_from_base64(const char *s, MptKey *ret);
-/* Writes the base64 text of a key (44 characters and a NUL) into buf. */
-char *mpt_key_to_base64(const MptKey *k, char buf[static 45]);
+/* Writes the base64 text of a key (MPT_KEY_BASE64_LEN characters and a NUL) into buf. */
+char *mpt_key_to_base64(const MptKey *k, char buf[static MPT_KEY_BASE64_LEN + 1]);
 
 typedef enum MptSection {
         MPT_SECTION_TUNNEL,
@@ -250,8 +263,15 @@ static inline const MptConfKey *conf_key(MptKeyId id) {
 
 const MptConfKey *conf_key_lookup(MptSection section, const char *name);
 size_t conf_key_index(const MptConfKey *k); /* index within its section */
-/* The closest key name of a section within edit distance 3, or NULL. */
+/* The closest key name of a section within edit distance CONF_KEY_HINT_DISTANCE (less for short
+ * names), or NULL. */
+#define CONF_KEY_HINT_DISTANCE 3u
 const char *conf_key_suggest(MptSection section, const char *name);
+/* The section name closest to name, for a did-you-mean hint, with its edit distance in *ret_distance.
+ * names: how the file spells the sections (MptProfile.section_names), NULL for "Tunnel" and "Path". */
+const char *conf_section_closest(const char *const *names, const char *name, unsigned *ret_distance);
+/* A section name this close (or closer) to one of ours is taken for a misspelling of it. */
+#define CONF_SECTION_HINT_DISTANCE 2u
 
 MptProfile *profile_new(void);
 MptProfile *profile_free(MptProfile *p);
@@ -314,6 +334,15 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d);
 
 /* Text of one key's current value, as the parser reads it back; "" when unset. */
 int profile_format_value(const MptConfKey *k, const void *config, char **ret);
+/* Calls f(k, config, value, userdata) for every key of a section of p in table order (path_index:
+ * a path's, SIZE_MAX: the tunnel's), with value the text of a key the profile sets (as the parser
+ * reads it back; "" for an empty list), NULL for one left at its default. The tunnel's Name=
+ * counts as set always (mptd needs a name, and a connection has no file to take it from); with
+ * PROFILE_KEYS_PATH_NAMES so does each path's (the derived name of a path without Name=). A
+ * negative return of f stops it and is returned. Values are wiped after f (they may be keys). */
+typedef int (*ProfileKeyFunc)(const MptConfKey *k, const void *config, const char *value, void *userdata);
+enum { PROFILE_KEYS_PATH_NAMES = 1 << 0 };
+int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, ProfileKeyFunc f, void *userdata);
 /* A complete native profile for p (only keys that differ from their defaults, plus Name=). */
 int profile_to_text(const MptProfile *p, char **ret);
 /* The same, but asking override(k, path_index (SIZE_MAX: the tunnel section), userdata, &value)

@@ -390,6 +390,50 @@ static void test_read_full_file(void) {
         g_assert_null(buf);
 }
 
+/* What each flag of read_full_file_full() refuses, and that the reads agree where it reads. */
+static void test_read_full_file_flags(void) {
+        g_autofree char *path = write_temp("key\n", 4), *dir = g_dir_make_tmp("mpt-fileio-XXXXXX", NULL);
+        g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+        static const ReadFullFileFlags regular[] = { READ_FULL_FILE_REGULAR, READ_FULL_FILE_CHECK_FIRST };
+        struct stat st;
+        char *buf = NULL;
+        size_t size = 0;
+        int fd;
+
+        g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+        for (size_t i = 0; i < G_N_ELEMENTS(regular); i++) {
+                g_assert_cmpint(read_full_file_full(fifo, 100, regular[i], &buf, &size, &st), ==, -EBADFD);
+                g_assert_null(buf);
+                g_assert_cmpint(read_full_file_full(path, 100, regular[i] | READ_FULL_FILE_SECURE, &buf, &size, &st),
+                                ==, 0);
+                g_assert_cmpstr(buf, ==, "key\n");
+                g_assert_cmpuint(size, ==, 4);
+                g_assert_true(S_ISREG(st.st_mode));
+                free(buf);
+                buf = NULL;
+                /* Larger than the bound: refused, not cut short. */
+                g_assert_cmpint(read_full_file_full(path, 3, regular[i], &buf, &size, NULL), ==, -EFBIG);
+                g_assert_null(buf);
+        }
+        /* A directory: -EISDIR, but not a regular file to CHECK_FIRST. */
+        g_assert_cmpint(read_full_file_full(dir, 100, READ_FULL_FILE_REGULAR, &buf, &size, NULL), ==, -EISDIR);
+        g_assert_cmpint(read_full_file_full(dir, 100, READ_FULL_FILE_CHECK_FIRST, &buf, &size, NULL), ==, -EBADFD);
+
+        /* The two steps, as a caller that reports each in its own words takes them. */
+        fd = read_full_file_open(path, READ_FULL_FILE_CHECK_FIRST, &st);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(read_full_fd(fd, 3, READ_FULL_FILE_SECURE, &buf, &size), ==, -EFBIG);
+        g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+        g_assert_cmpint(read_full_fd(fd, 4, READ_FULL_FILE_SECURE, &buf, &size), ==, 0);
+        g_assert_cmpstr(buf, ==, "key\n");
+        free(buf);
+        close(fd);
+
+        g_unlink(fifo);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
 /* ---- diag ---- */
 
 static void test_diag_format(void) {
@@ -485,6 +529,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/conf-parser/parse-file", test_parse_file);
         g_test_add_func("/mpt/conf-parser/parse-file-errors", test_parse_file_errors);
         g_test_add_func("/mpt/conf-parser/read-full-file", test_read_full_file);
+        g_test_add_func("/mpt/conf-parser/read-full-file-flags", test_read_full_file_flags);
         g_test_add_func("/mpt/conf-parser/diag-format", test_diag_format);
         g_test_add_func("/mpt/conf-parser/diag-print", test_diag_print);
         g_test_add_func("/mpt/conf-parser/diag-bound", test_diag_bound);

@@ -1580,6 +1580,33 @@ static void test_to_text_exact(void) {
                         "KeepaliveInterval=2s\n");
 }
 
+/* profile_foreach_key(): the keys a profile sets, "KEY=VALUE" each (NULL values left out). */
+static int collect_key(const MptConfKey *k, const void *config, const char *value, void *userdata) {
+        if (value)
+                g_string_append_printf(userdata, "%s=%s\n", k->name, value);
+        return 0;
+}
+
+static char *foreach_text(const MptProfile *p, size_t path_index, unsigned flags) {
+        GString *s = g_string_new(NULL);
+
+        g_assert_cmpint(profile_foreach_key(p, path_index, flags, collect_key, s), ==, 0);
+        return g_string_free(s, false);
+}
+
+static void test_foreach_key(void) {
+        g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/mpt0.conf",
+                                             "[Tunnel]\nAddress=10.0.0.2/30\n\n"
+                                             "[Path]\nRemote=192.0.2.1\nInterface=eth0\nWeight=2\nWeight=\n");
+        g_autofree char *tunnel = foreach_text(p, SIZE_MAX, 0), *path = foreach_text(p, 0, 0);
+        g_autofree char *named = foreach_text(p, 0, PROFILE_KEYS_PATH_NAMES);
+
+        /* The tunnel's name always; a path's derived name only when asked for. */
+        g_assert_cmpstr(tunnel, ==, "Name=mpt0\nAddress=10.0.0.2/30\n");
+        g_assert_cmpstr(path, ==, "Interface=eth0\nRemote=192.0.2.1\n");
+        g_assert_cmpstr(named, ==, "Name=eth0\nInterface=eth0\nRemote=192.0.2.1\n");
+}
+
 /* ---- drop-ins ---- */
 
 static void write_file(const char *dir, const char *name, const char *text) {
@@ -1926,6 +1953,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/profile/diagnostics-reused", test_diagnostics_reused);
         g_test_add_func("/mpt/profile/to-text/roundtrip", test_to_text_roundtrip);
         g_test_add_func("/mpt/profile/to-text/exact", test_to_text_exact);
+        g_test_add_func("/mpt/profile/foreach-key", test_foreach_key);
         add_golden_tests();
 
         r = g_test_run();

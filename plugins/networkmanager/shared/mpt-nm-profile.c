@@ -9,6 +9,9 @@
 #include "mpt-nm-profile.h"
 
 #define FLAGS_SUFFIX "-flags"
+/* What a FLAGS_SUFFIX item may hold: any value of the four low bits of NMSettingSecretFlags, whose
+ * flags (NM_SETTING_SECRET_FLAG_*: 1, 2, 4) live there. */
+#define SECRET_FLAGS_MAX 15u
 
 gboolean mpt_nm_key_is_secret(const char *key) {
         /* The key table says which keys are secrets (MPT_CONF_SECRET: the pre-shared key, Key=,
@@ -95,7 +98,6 @@ typedef struct Item {
 } Item;
 
 typedef struct Problem {
-        unsigned line;
         char *item;
         char *message;
 } Problem;
@@ -135,7 +137,7 @@ static void builder_assign(Builder *b, MptSection section, MptPathConfig *path, 
                          "in vpn.secrets (%.*s) instead, or make the connection a system one", key,
                          b->user ? "user '" : "users", b->user ?: "", b->user ? "'" : "",
                          /* The secret of KeyFile= is Key, of PrivateKeyFile= PrivateKey, ... */
-                         (int) (g_str_has_suffix(key, "File") ? strlen(key) - 4 : strlen(key)), key);
+                         (int) (g_str_has_suffix(key, "File") ? strlen(key) - STRLEN("File") : strlen(key)), key);
                 return;
         }
         (void) profile_assign(b->profile, section, path, key, value, where, line, &b->diag);
@@ -147,13 +149,6 @@ static int item_cmp(gconstpointer a, gconstpointer b) {
         if (x->path != y->path)
                 return x->path < y->path ? -1 : 1;
         return strcmp(x->key, y->key);
-}
-
-static int problem_cmp(gconstpointer a, gconstpointer b) {
-        const Problem *x = a, *y = b;
-        unsigned lx = x->line ?: UINT_MAX, ly = y->line ?: UINT_MAX;
-
-        return lx < ly ? -1 : lx > ly;
 }
 
 static void problem_clear(gpointer data) {
@@ -196,9 +191,10 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
                         g_autofree char *base = g_strndup(name, strlen(name) - strlen(FLAGS_SUFFIX));
                         if (mpt_nm_key_is_secret(base)) {
                                 guint64 v;
-                                if (!g_ascii_string_to_unsigned(value, 10, 0, 15, &v, NULL))
+                                if (!g_ascii_string_to_unsigned(value, 10, 0, SECRET_FLAGS_MAX, &v, NULL))
                                         diag_add(&b.diag, "vpn.data", builder_line(&b, "vpn.data", name),
-                                                 "invalid %s '%s': expected secret flags 0..15", name, value);
+                                                 "invalid %s '%s': expected secret flags 0..%u", name, value,
+                                                 SECRET_FLAGS_MAX);
                                 continue;
                         }
                 }
@@ -256,11 +252,12 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
         (void) profile_verify(b.profile, &b.diag);
         g_assert(!b.diag.oom);
 
+        /* In item order: a line is an item (builder_line()). */
+        diag_sort_by_line(&b.diag, 0, NULL, NULL);
         for (size_t i = 0; i < b.diag.n; i++) {
                 const MptDiag *di = &b.diag.items[i];
                 unsigned line = di->line < b.locations->len ? di->line : 0;
                 Problem pr = {
-                        .line = line,
                         .item = g_strdup(b.items->pdata[line]),
                         .message = g_strdup_printf("%s: %s", (char *) b.locations->pdata[line], di->message),
                 };
@@ -273,14 +270,6 @@ static GArray *build(NMSettingVpn *s, MptNmOwner owner, const char *user, MptPro
                 };
                 g_array_append_val(problems, pr);
         }
-        /* Stable: g_array_sort() is not, so insertion sort (the lists are short). */
-        for (guint i = 1; i < problems->len; i++)
-                for (guint j = i; j > 0 && problem_cmp(&g_array_index(problems, Problem, j - 1),
-                                                       &g_array_index(problems, Problem, j)) > 0; j--) {
-                        Problem t = g_array_index(problems, Problem, j);
-                        g_array_index(problems, Problem, j) = g_array_index(problems, Problem, j - 1);
-                        g_array_index(problems, Problem, j - 1) = t;
-                }
 
         diag_done(&b.diag);
         g_ptr_array_unref(b.locations);
@@ -353,33 +342,25 @@ char **mpt_nm_validate_all(NMSettingVpn *s, char ***ret_items) {
 
 /* ---- profile -> vpn.data ---- */
 
-static gboolean add_section(NMSettingVpn *s, int path_no, MptSection section, const void *config,
-                            const unsigned *key_line, GError **error) {
-        for (size_t i = 0; i < mpt_conf_keys_n; i++) {
-                const MptConfKey *k = &mpt_conf_keys[i];
-                g_autofree char *item = NULL;
-                char *v = NULL;
+typedef struct ItemWriter {
+        NMSettingVpn *setting;
+        int path_no;
+} ItemWriter;
 
-                if (k->section != section)
-                        continue;
-                /* What was set explicitly, and always the tunnel's name (mptd needs one). */
-                if (!key_line[conf_key_index(k)] && !(section == MPT_SECTION_TUNNEL && streq(k->name, "Name")))
-                        continue;
-                if (profile_format_value(k, config, &v) < 0) {
-                        g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_FAILED, "out of memory");
-                        return FALSE;
-                }
-                item = mpt_nm_item_name(path_no, k->name);
-                if (!isempty(v)) {
-                        if (section == MPT_SECTION_TUNNEL && mpt_nm_key_is_secret(k->name))
-                                nm_setting_vpn_add_secret(s, item, v);
-                        else
-                                nm_setting_vpn_add_data_item(s, item, v);
-                }
-                explicit_bzero(v, strlen(v));
-                free(v);
-        }
-        return TRUE;
+/* What was set explicitly, and the tunnel's name (mptd needs one); a path's name only when it is
+ * set (a derived one follows its Interface= as the user edits it). */
+static int add_item(const MptConfKey *k, const void *config, const char *value, void *userdata) {
+        ItemWriter *w = userdata;
+        g_autofree char *item = NULL;
+
+        if (isempty(value))
+                return 0;
+        item = mpt_nm_item_name(w->path_no, k->name);
+        if (k->section == MPT_SECTION_TUNNEL && mpt_nm_key_is_secret(k->name))
+                nm_setting_vpn_add_secret(w->setting, item, value);
+        else
+                nm_setting_vpn_add_data_item(w->setting, item, value);
+        return 0;
 }
 
 gboolean mpt_nm_setting_from_profile(const MptProfile *p, NMSettingVpn *s, GError **error) {
@@ -404,11 +385,14 @@ gboolean mpt_nm_setting_from_profile(const MptProfile *p, NMSettingVpn *s, GErro
                 nm_setting_vpn_remove_secret(s, drop->pdata[i]);
 
         g_object_set(s, NM_SETTING_VPN_SERVICE_TYPE, MPT_NM_DBUS_SERVICE, NULL);
-        if (!add_section(s, -1, MPT_SECTION_TUNNEL, &p->tunnel, p->tunnel.key_line, error))
-                return FALSE;
-        for (size_t i = 0; i < p->n_paths; i++)
-                if (!add_section(s, (int) i, MPT_SECTION_PATH, &p->paths[i], p->paths[i].key_line, error))
+        for (size_t i = 0; i <= p->n_paths; i++) {
+                /* The tunnel first (-1), then each path. */
+                ItemWriter w = { .setting = s, .path_no = (int) i - 1 };
+                if (profile_foreach_key(p, i == 0 ? SIZE_MAX : i - 1, 0, add_item, &w) < 0) {
+                        g_set_error_literal(error, NM_VPN_PLUGIN_ERROR, NM_VPN_PLUGIN_ERROR_FAILED, "out of memory");
                         return FALSE;
+                }
+        }
         return TRUE;
 }
 
