@@ -43,7 +43,7 @@ static void restrict_stdout(const char *verb) {
 
 static int print_key(const uint8_t bytes[MPT_KEY_SIZE]) {
         MptKey key = { .set = true };
-        char b64[45];
+        char b64[MPT_KEY_BASE64_LEN + 1];
 
         memcpy(key.bytes, bytes, MPT_KEY_SIZE);
         printf("%s\n", mpt_key_to_base64(&key, b64));

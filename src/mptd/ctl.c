@@ -171,7 +171,7 @@ static void write_keys(Tunnel *t, CtlWriter *w) {
                 /* With the handshake the epochs are the current session's ids: this end's (what the
                  * other end puts in its datagrams) and the other end's. */
                 const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
-                char pub[45];
+                char pub[MPT_KEY_BASE64_LEN + 1];
                 MptKey pk = { .set = true };
 
                 memcpy(pk.bytes, mpt_handshake_public_key(t->hs), sizeof pk.bytes);

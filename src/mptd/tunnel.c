@@ -748,10 +748,14 @@ static int find_keepalive_addresses(Tunnel *t) {
         return 0;
 }
 
+/* The link MTU assumed while no path has a link: Ethernet's (RFC 894), what nearly every uplink
+ * offers. */
+#define ASSUMED_LINK_MTU 1500u
+
 static uint32_t auto_mtu(Tunnel *t) {
         uint32_t mtu = UINT32_MAX;
 
-        /* Paths without a link yet do not count; with none at all, assume 1500-byte links. */
+        /* Paths without a link yet do not count; with none at all, assume ASSUMED_LINK_MTU. */
         for (size_t i = 0; i < t->n_paths; i++) {
                 Path *p = t->paths[i];
                 uint32_t link = p->link_mtu;
@@ -763,9 +767,9 @@ static uint32_t auto_mtu(Tunnel *t) {
         }
         if (mtu == UINT32_MAX) {
                 for (size_t i = 0; i < t->n_paths; i++)
-                        mtu = MIN(mtu, 1500 - profile_path_overhead(t->profile, t->paths[i]->config));
+                        mtu = MIN(mtu, ASSUMED_LINK_MTU - profile_path_overhead(t->profile, t->paths[i]->config));
         }
-        return MAX(mtu, 576u);
+        return MAX(mtu, MPT_MTU_MIN);
 }
 
 void tunnel_update_mtu(Tunnel *t) {
@@ -777,7 +781,7 @@ void tunnel_update_mtu(Tunnel *t) {
         mtu = auto_mtu(t);
         for (size_t i = 0; i < t->profile->tunnel.addresses.n; i++)
                 if (t->profile->tunnel.addresses.items[i].family == AF_INET6)
-                        mtu = MAX(mtu, 1280u);
+                        mtu = MAX(mtu, (uint32_t) MPT_IPV6_MIN_MTU);
         if (mtu == t->mtu)
                 return;
         r = rtnl_link_set_mtu(t->rtnl, t->tun.ifindex, mtu);
@@ -875,10 +879,11 @@ static int compute_mtu(Tunnel *t) {
         }
         t->mtu = auto_mtu(t);
         for (size_t i = 0; i < t->profile->tunnel.addresses.n; i++)
-                if (t->profile->tunnel.addresses.items[i].family == AF_INET6 && t->mtu < 1280)
+                if (t->profile->tunnel.addresses.items[i].family == AF_INET6 && t->mtu < MPT_IPV6_MIN_MTU)
                         return log_tunnel_error_errno(t, SYNTHETIC_ERRNO(EINVAL),
                                                       "The paths leave room for an MTU of only %u bytes, below "
-                                                      "the 1280 that the tunnel's IPv6 address needs.", t->mtu);
+                                                      "the %u that the tunnel's IPv6 address needs.", t->mtu,
+                                                      MPT_IPV6_MIN_MTU);
         return 0;
 }
 

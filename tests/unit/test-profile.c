@@ -1210,7 +1210,7 @@ static void test_listening_paths(void) {
  * keys), and only the one canonical spelling of a key is accepted. */
 static void test_key_base64(void) {
         MptKey k = {}, back = {};
-        char text[45];
+        char text[MPT_KEY_BASE64_LEN + 1];
 
         for (unsigned pos = 0; pos < MPT_KEY_SIZE; pos++)
                 for (unsigned v = 0; v < 256; v += (pos % 3 == 0 ? 1 : 17)) {

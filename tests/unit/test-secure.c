@@ -1000,7 +1000,7 @@ static void test_exchange_replay_and_restart(void) {
 
 static void test_key_base64(void) {
         MptKey k = {};
-        char b64[45];
+        char b64[MPT_KEY_BASE64_LEN + 1];
 
         g_assert_cmpint(mpt_key_from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", &k), ==, 0);
         g_assert_true(k.set);
