@@ -143,7 +143,7 @@ static inline uint32_t mix32(uint32_t h, uint32_t v) {
 /* The transport protocols whose first four bytes are the source and destination ports. */
 static bool flow_has_ports(uint8_t proto) {
         return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP ||
-               proto == IPPROTO_UDPLITE;
+               proto == IPPROTO_DCCP || proto == IPPROTO_UDPLITE;
 }
 
 /* The largest power of two that is at most q (q >= 1). */

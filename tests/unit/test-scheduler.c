@@ -394,9 +394,9 @@ static void test_hash_ipv4(void) {
         b[12] = 11;
         g_assert_cmphex(hash_exact(b, sizeof b), !=, h);
 
-        /* UDP, SCTP and UDP-Lite have ports there too; other protocols do not. */
-        for (size_t i = 0; i < 3; i++) {
-                static const uint8_t with_ports[] = { 17, 132, 136 };
+        /* UDP, DCCP, SCTP and UDP-Lite have ports there too; other protocols do not. */
+        for (size_t i = 0; i < 4; i++) {
+                static const uint8_t with_ports[] = { 17, 33, 132, 136 };
                 make_v4(a, with_ports[i], 1000, 2000, 0);
                 make_v4(b, with_ports[i], 1000, 2001, 0);
                 g_assert_cmphex(hash_exact(a, sizeof a), !=, hash_exact(b, sizeof b));
