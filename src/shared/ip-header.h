@@ -16,8 +16,10 @@
 #define IP4_OFF_SRC 12u
 #define IP4_OFF_DST 16u
 #define IP4_ADDR_LEN 4u
-/* Of the 16 bits at IP4_OFF_FRAG: MF and the fragment offset, one of which every fragment has. */
+/* Of the 16 bits at IP4_OFF_FRAG: MF and the fragment offset, one of which every fragment has;
+ * the offset alone, which only the first fragment (or an unfragmented packet) has at 0. */
 #define IP4_FRAG_MF_OFFSET 0x3fffu
+#define IP4_FRAG_OFFSET 0x1fffu
 
 #define IP6_HEADER_LEN 40u
 #define IP6_OFF_PAYLOAD_LEN 4u
@@ -28,6 +30,13 @@
 #define IP6_ADDR_LEN 16u
 /* Of the first 32 bits: the flow label. */
 #define IP6_FLOW_LABEL 0x000fffffu
+/* Extension headers (RFC 8200 4): each is at least 8 bytes, its next header first; the fragment
+ * header's offset field (13 bits, then 2 reserved and M) is at IP6_FRAG_OFF_OFFSET. Parsers look
+ * at the first IP6_EXT_HEADERS_MAX of them: more are rare and end the search. */
+#define IP6_EXT_HEADER_MIN 8u
+#define IP6_FRAG_OFF_OFFSET 2u
+#define IP6_FRAG_OFFSET 0xfff8u
+#define IP6_EXT_HEADERS_MAX 4u
 
 #define TCP_HEADER_MIN 20u /* without options; the data offset says the length */
 #define TCP_OFF_SEQ 4u

@@ -5,6 +5,7 @@
 
 #include "byteorder.h"
 #include "diag.h"
+#include "ip-header.h"
 #include "parse-util.h"
 #include "policy.h"
 
@@ -305,40 +306,41 @@ bool mpt_policy_packet_info(const uint8_t *pkt, size_t len, MptPacketInfo *ret) 
                 return false;
         if ((pkt[0] >> 4) == 4) {
                 size_t ihl = (size_t) (pkt[0] & 0x0f) * 4;
-                if (len < 20 || ihl < 20 || len < ihl)
+                if (len < IP4_HEADER_MIN || ihl < IP4_HEADER_MIN || len < ihl)
                         return false;
                 info.family = AF_INET;
-                info.dscp = pkt[1] >> 2;
-                info.proto = pkt[9];
-                info.src = pkt + 12;
-                info.dst = pkt + 16;
+                info.dscp = pkt[IP4_OFF_TOS] >> 2;
+                info.proto = pkt[IP4_OFF_PROTOCOL];
+                info.src = pkt + IP4_OFF_SRC;
+                info.dst = pkt + IP4_OFF_DST;
                 /* A later fragment has no transport header. */
-                first_fragment = ((pkt[6] & 0x1f) | pkt[7]) == 0;
+                first_fragment = (rd16be(pkt + IP4_OFF_FRAG) & IP4_FRAG_OFFSET) == 0;
                 off = ihl;
         } else if ((pkt[0] >> 4) == 6) {
                 uint8_t next;
-                if (len < 40)
+                if (len < IP6_HEADER_LEN)
                         return false;
                 info.family = AF_INET6;
                 info.dscp = (uint8_t) ((((pkt[0] & 0x0f) << 4) | (pkt[1] >> 4)) >> 2);
-                info.src = pkt + 8;
-                info.dst = pkt + 24;
-                next = pkt[6];
-                off = 40;
-                /* Extension headers, a few of them: hop-by-hop, routing, destination options,
-                 * fragment. */
-                for (unsigned i = 0; i < 4; i++) {
-                        if (next == 0 || next == 43 || next == 60) {
-                                if (len < off + 8)
+                info.src = pkt + IP6_OFF_SRC;
+                info.dst = pkt + IP6_OFF_DST;
+                next = pkt[IP6_OFF_NEXT_HEADER];
+                off = IP6_HEADER_LEN;
+                /* Extension headers, the first IP6_EXT_HEADERS_MAX of them (RFC 8200 4): hop-by-hop,
+                 * routing and destination options (their length in 8-byte units after the first
+                 * 8), and fragment (8 bytes). */
+                for (unsigned i = 0; i < IP6_EXT_HEADERS_MAX; i++) {
+                        if (next == IPPROTO_HOPOPTS || next == IPPROTO_ROUTING || next == IPPROTO_DSTOPTS) {
+                                if (len < off + IP6_EXT_HEADER_MIN)
                                         return false;
                                 next = pkt[off];
-                                off += 8 + (size_t) pkt[off + 1] * 8;
-                        } else if (next == 44) {
-                                if (len < off + 8)
+                                off += IP6_EXT_HEADER_MIN + (size_t) pkt[off + 1] * 8;
+                        } else if (next == IPPROTO_FRAGMENT) {
+                                if (len < off + IP6_EXT_HEADER_MIN)
                                         return false;
-                                first_fragment = (rd16be(pkt + off + 2) & 0xfff8) == 0;
+                                first_fragment = (rd16be(pkt + off + IP6_FRAG_OFF_OFFSET) & IP6_FRAG_OFFSET) == 0;
                                 next = pkt[off];
-                                off += 8;
+                                off += IP6_EXT_HEADER_MIN;
                         } else
                                 break;
                 }
@@ -348,7 +350,7 @@ bool mpt_policy_packet_info(const uint8_t *pkt, size_t len, MptPacketInfo *ret) 
         if (first_fragment && has_ports(info.proto) && len >= off + 4) {
                 info.has_ports = true;
                 info.sport = rd16be(pkt + off);
-                info.dport = rd16be(pkt + off + 2);
+                info.dport = rd16be(pkt + off + UDP_OFF_DST_PORT);
         }
         *ret = info;
         return true;
