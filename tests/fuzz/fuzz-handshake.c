@@ -21,24 +21,13 @@
 
 #include "byteorder.h"
 #include "handshake.h"
+#include "../unit/handshake-rng.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define SEC USEC_PER_SEC
 #define T0 (1000 * SEC)
 
-typedef struct Rng {
-        uint8_t seed;
-        uint64_t k;
-} Rng;
-
-static int rng_fill(void *userdata, uint8_t *buf, size_t n) {
-        Rng *rng = userdata;
-
-        for (size_t i = 0; i < n; i++)
-                buf[i] = (uint8_t) (rng->seed + 7 * rng->k++);
-        return 0;
-}
 
 static const MptHandshakeSource from_a = { .path_id = 0, .addr_len = 6, .addr = { 192, 0, 2, 1, 0x12, 0x92 } };
 static const MptHandshakeSource from_b = { .path_id = 3, .addr_len = 18,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "handshake-rng.h"
 #include "unhex.h"
 
 /* Two ends, A and B, with fixed static keys and a deterministic random stream each, so that every
@@ -19,19 +20,6 @@
 #define MSEC USEC_PER_MSEC
 #define T0 (1000 * SEC)
 
-typedef struct Rng {
-        uint8_t seed;
-        uint64_t k;
-} Rng;
-
-/* Byte k of the stream is seed + 7k (mod 256): simple enough to repeat in another language. */
-static int rng_fill(void *userdata, uint8_t *buf, size_t n) {
-        Rng *rng = userdata;
-
-        for (size_t i = 0; i < n; i++)
-                buf[i] = (uint8_t) (rng->seed + 7 * rng->k++);
-        return 0;
-}
 
 typedef struct End {
         MptHandshake *hs;
