@@ -4,10 +4,10 @@
  *
  *   gen-man-keys [--netdev] TEMPLATE OUTPUT
  *
- * With --netdev it builds mpt.netdev(5): the sections are called [X-MPT] and [X-MPTPath], as in
+ * With --netdev it builds mpt.netdev(5): the sections are called [X-MPT], [X-MPTPath] and [X-MPTPeer], as in
  * a .netdev file, and the .netdev notes and defaults of netdev.c are added to the table's text.
  *
- * Every template line is copied as it is, except the lines "@TUNNEL_KEYS@" and "@PATH_KEYS@",
+ * Every template line is copied as it is, except the lines "@TUNNEL_KEYS@", "@PATH_KEYS@" and "@PEER_KEYS@",
  * which must each appear exactly once on a line of their own. They become one entry per key of
  * that section: name and value syntax, the documentation text, the default and the accepted
  * range, all taken from the table. The entries are framed by the comments
@@ -413,6 +413,7 @@ static int generate(FILE *in, FILE *out) {
         } slots[] = {
                 { "@TUNNEL_KEYS@", MPT_SECTION_TUNNEL },
                 { "@PATH_KEYS@", MPT_SECTION_PATH },
+                { "@PEER_KEYS@", MPT_SECTION_PEER },
         };
         unsigned seen[ELEMENTSOF(slots)] = {};
         _cleanup_free_ char *line = NULL;

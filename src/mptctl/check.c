@@ -118,25 +118,18 @@ int verb_check(int argc, char **argv) {
 
 /* mptctl keys : the profile keys, from the key table. */
 int verb_keys(int argc, char **argv) {
-        _cleanup_(profile_freep) MptProfile *p = profile_new();
-        MptPathConfig *path = p ? profile_add_path(p, 1) : NULL;
-
         if (argc != 1) {
                 fprintf(stderr, "mptctl: usage: mptctl keys\n");
                 return -EINVAL;
         }
-        if (!path)
-                return -ENOMEM;
         if (arg_json)
                 fputs("[", stdout);
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
-                _cleanup_free_ char *v = NULL;
-                const char *def;
+                _cleanup_free_ char *def = NULL;
 
-                if (profile_format_value_shown(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, &v) < 0)
+                if (conf_key_default_text(k, &def) < 0)
                         return -ENOMEM;
-                def = k->default_doc ?: v;
                 if (arg_json) {
                         printf("%s\n  {\"section\": \"%s\", \"key\": \"%s\", \"syntax\": ", i ? "," : "",
                                mpt_section_to_string(k->section), k->name);

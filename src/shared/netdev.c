@@ -20,6 +20,7 @@ const char *const netdev_search_path[] = {
 const char *const netdev_section_names[_MPT_SECTION_MAX] = {
         [MPT_SECTION_TUNNEL] = NETDEV_TUNNEL_SECTION,
         [MPT_SECTION_PATH] = NETDEV_PATH_SECTION,
+        [MPT_SECTION_PEER] = NETDEV_PEER_SECTION,
 };
 
 typedef enum NetdevSection {
@@ -28,6 +29,7 @@ typedef enum NetdevSection {
         NETDEV_SECTION_TUN,
         NETDEV_SECTION_MPT_TUNNEL,
         NETDEV_SECTION_MPT_PATH,
+        NETDEV_SECTION_MPT_PEER,
 } NetdevSection;
 
 /* A [Tun] boolean: -1 while unset. */
@@ -42,6 +44,7 @@ typedef struct NetdevState {
         MptNetdevInfo info;
         NetdevSection section;
         size_t path_index;
+        size_t peer_index;
         bool seen_tunnel;
         unsigned netdev_line; /* of the first [NetDev] header */
         unsigned name_line, kind_line;
@@ -118,6 +121,16 @@ static bool on_section(void *userdata, const char *section, unsigned line, MptDi
                 s->section = NETDEV_SECTION_MPT_PATH;
                 return true;
         }
+        if (streq(section, NETDEV_PEER_SECTION)) {
+                s->info.has_mpt = true;
+                if (!profile_add_peer(p, line)) {
+                        d->oom = true;
+                        return false;
+                }
+                s->peer_index = p->n_peers - 1;
+                s->section = NETDEV_SECTION_MPT_PEER;
+                return true;
+        }
 
         hint = lookalike_section(section);
         if (hint) {
@@ -191,6 +204,10 @@ static void on_assignment(void *userdata, const char *section, const char *key, 
                 break;
         case NETDEV_SECTION_MPT_PATH:
                 (void) profile_assign(p, MPT_SECTION_PATH, &p->paths[s->path_index], key, value, p->filename,
+                                      line, d);
+                break;
+        case NETDEV_SECTION_MPT_PEER:
+                (void) profile_assign(p, MPT_SECTION_PEER, &p->peers[s->peer_index], key, value, p->filename,
                                       line, d);
                 break;
         default:

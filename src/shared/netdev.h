@@ -13,6 +13,7 @@
  *   [Tun]     MultiQueue=yes (required), PacketInfo= and VNetHeader= no or unset, User=, Group=
  *   [X-MPT]   the [Tunnel] keys; a Name= must equal the [NetDev] Name=
  *   [X-MPTPath] the [Path] keys, one section per path
+ *   [X-MPTPeer] the [Peer] keys, one section per peer of a hub
  *
  * Other sections ([Match], networkd's own) are left to networkd. A section that looks like
  * ours but is not ([X-MPTPaths], [MPT]) is an error, never silently ignored. A file without
@@ -22,6 +23,7 @@
 
 #define NETDEV_TUNNEL_SECTION "X-MPT"
 #define NETDEV_PATH_SECTION "X-MPTPath"
+#define NETDEV_PEER_SECTION "X-MPTPeer"
 
 /* Indexed by MptSection, for MptProfile.section_names. */
 extern const char *const netdev_section_names[_MPT_SECTION_MAX];

@@ -11,6 +11,7 @@
 
 #define T(field) MPT_SECTION_TUNNEL, .offset = offsetof(MptTunnelConfig, field)
 #define P(field) MPT_SECTION_PATH, .offset = offsetof(MptPathConfig, field)
+#define R(field) MPT_SECTION_PEER, .offset = offsetof(MptPeerConfig, field)
 #define MS USEC_PER_MSEC
 #define S USEC_PER_SEC
 /* The digits of a number's macro, for the documentation. */
@@ -95,7 +96,9 @@ const MptConfKey mpt_conf_keys[] = {
                 .doc = "The other end's public key (\"mptctl pubkey\" prints it from that end's "
                        "private key). Required with PrivateKey=: only the end that holds the matching "
                        "private key can complete a handshake with this one, and this end answers "
-                       "nobody who does not know its own public key. It is not secret.",
+                       "nobody who does not know its own public key. It is not secret. A hub (a tunnel "
+                       "with [Peer] sections) has many other ends and takes none here: each [Peer] has "
+                       "its own PublicKey=.",
         },
         [MPT_KEY_TUNNEL_PRESHARED_KEY] = {
                 .name = "PresharedKey", .section = T(preshared_key), .type = MPT_CONF_KEY,
@@ -104,7 +107,8 @@ const MptConfKey mpt_conf_keys[] = {
                 .doc = "An optional symmetric key that both ends mix into the handshake (\"mptctl "
                        "genpsk\" makes one), as WireGuard's PresharedKey=: an extra layer should X25519 "
                        "ever be broken. Both ends must give the same one, or none. Needs PrivateKey=; "
-                       "PresharedKey= and PresharedKeyFile= exclude each other.",
+                       "PresharedKey= and PresharedKeyFile= exclude each other. A hub gives it per peer, "
+                       "in [Peer].",
         },
         [MPT_KEY_TUNNEL_PRESHARED_KEY_FILE] = {
                 .name = "PresharedKeyFile", .section = T(preshared_key_file), .type = MPT_CONF_PATH,
@@ -383,6 +387,57 @@ const MptConfKey mpt_conf_keys[] = {
                 .doc = "When the loss of keepalives on this path (measured in both directions over about the "
                        "last 20 keepalives) exceeds this percentage, the path is demoted to a backup path "
                        "until the loss falls below half of it. 0 turns this off.",
+        },
+
+        /* [Peer] */
+        [MPT_KEY_PEER_NAME] = {
+                .name = "Name", .section = R(name), .type = MPT_CONF_NAME,
+                .syntax = "NAME",
+                .default_doc = "\"peerN\" (N counting from 0)",
+                .doc = "Name of the peer, unique within the tunnel: 1 to 15 characters from letters, digits, "
+                       "\"_\", \".\" and \"-\". mptctl and the log use it, and a [Peer] section of a "
+                       "drop-in with this Name= changes this peer rather than adding one.",
+        },
+        [MPT_KEY_PEER_PUBLIC_KEY] = {
+                .name = "PublicKey", .section = R(public_key), .type = MPT_CONF_KEY,
+                .flags = MPT_CONF_REQUIRED, .syntax = "KEY",
+                .default_doc = "none (required)",
+                .doc = "The peer's public key (\"mptctl pubkey\" prints it from the peer's private key), "
+                       "which identifies it: the hub answers a handshake only from a key of one of its "
+                       "peers, and each peer's paths, sessions and counters are its own. Required; no two "
+                       "peers may have the same key, and none may have the hub's own. The peer's profile "
+                       "names the hub's public key in its [Tunnel] PublicKey=, as for a tunnel with one "
+                       "other end.",
+        },
+        [MPT_KEY_PEER_ALLOWED_IPS] = {
+                .name = "AllowedIPs", .section = R(allowed_ips), .type = MPT_CONF_PREFIX_LIST,
+                .flags = MPT_CONF_REQUIRED, .syntax = "PREFIX[/LENGTH]...",
+                .default_doc = "none (required)",
+                .doc = "The inner addresses of the peer, as WireGuard's AllowedIPs=: IPv4 and IPv6 "
+                       "prefixes (a bare address is a host), separated by spaces; may be given several "
+                       "times, and an empty value clears the list. A packet written to the tunnel goes to "
+                       "the peer whose prefixes hold its destination (one that no peer's hold is dropped), "
+                       "and a packet a peer sends is delivered only if its source is within that peer's "
+                       "prefixes. The "
+                       "prefixes of two peers must not overlap (one within the other, or equal): each "
+                       "address belongs to one peer. Up to 256 per peer.",
+        },
+        [MPT_KEY_PEER_PRESHARED_KEY] = {
+                .name = "PresharedKey", .section = R(preshared_key), .type = MPT_CONF_KEY,
+                .flags = MPT_CONF_SECRET, .syntax = "KEY",
+                .default_doc = "none",
+                .doc = "An optional symmetric key that the hub and this peer mix into their handshake, as "
+                       "[Tunnel] PresharedKey= of a tunnel with one other end (the peer's profile gives "
+                       "the same one there). Never shown or logged. PresharedKey= and PresharedKeyFile= "
+                       "exclude each other.",
+        },
+        [MPT_KEY_PEER_PRESHARED_KEY_FILE] = {
+                .name = "PresharedKeyFile", .section = R(preshared_key_file), .type = MPT_CONF_PATH,
+                .syntax = "PATH",
+                .default_doc = "none",
+                .doc = "A file that holds this peer's PresharedKey= (one line), taken relative to the "
+                       "directory of the file that names it; a regular file that not everyone can read, "
+                       "as for KeyFile=.",
         },
 };
 

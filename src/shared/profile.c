@@ -5,6 +5,7 @@
 #include <libgen.h>
 #include <sys/stat.h>
 
+#include "allowed-ips.h"
 #include "conf-parser.h"
 #include "devclass.h"
 #include "noise.h"
@@ -99,6 +100,7 @@ char *mpt_key_to_base64(const MptKey *k, char buf[static MPT_KEY_BASE64_LEN + 1]
 static const char *const mpt_section_table[_MPT_SECTION_MAX] = {
         [MPT_SECTION_TUNNEL] = "Tunnel",
         [MPT_SECTION_PATH] = "Path",
+        [MPT_SECTION_PEER] = "Peer",
 };
 DEFINE_STRING_TABLE(mpt_section, MptSection, _MPT_SECTION_MAX);
 
@@ -155,6 +157,51 @@ const char *conf_section_closest(const char *const *names, const char *name, uns
 
 static const char *section_title(const MptProfile *p, MptSection section) {
         return p->section_names ? p->section_names[section] : mpt_section_to_string(section);
+}
+
+/* A list entry as written: a bare address when the prefix covers all of it. */
+static const char *format_list_entry(const MptPrefix *pf, char buf[static MPT_ADDRESS_STRLEN]) {
+        if (pf->prefixlen == family_address_size(pf->family) * 8) {
+                MptAddress a = { .family = pf->family, .addr = pf->addr };
+                return address_to_string(&a, buf);
+        }
+        return prefix_to_string(pf, buf);
+}
+
+/* Where a section's object keeps the lines, files and refusals of its keys: every section's
+ * struct has the same fields under the same names. */
+typedef struct SectionMeta {
+        unsigned *key_line;
+        uint8_t *key_src;
+        uint32_t *rejected;
+        unsigned line; /* of the section's header */
+        uint8_t line_src;
+} SectionMeta;
+
+#define SECTION_META(o) ((SectionMeta) { (o)->key_line, (o)->key_src, &(o)->key_rejected, (o)->line, (o)->line_src })
+
+static SectionMeta section_meta(MptSection section, const void *config) {
+        /* The const goes: the caller decides whether it writes (profile_assign()) or reads. */
+        void *c = (void *) config;
+
+        switch (section) {
+        case MPT_SECTION_TUNNEL:
+                return SECTION_META((MptTunnelConfig *) c);
+        case MPT_SECTION_PATH:
+                return SECTION_META((MptPathConfig *) c);
+        case MPT_SECTION_PEER:
+                return SECTION_META((MptPeerConfig *) c);
+        default:
+                assert(false);
+                return (SectionMeta) {};
+        }
+}
+
+/* The object of a section of a fresh profile with one path and one peer, for its defaults. */
+static void *default_object(MptProfile *p, MptSection section) {
+        return section == MPT_SECTION_PATH ? (void *) &p->paths[0]
+               : section == MPT_SECTION_PEER ? (void *) &p->peers[0]
+                                             : (void *) &p->tunnel;
 }
 
 static void *field_ptr(const MptConfKey *k, void *config) {
@@ -244,6 +291,11 @@ MptProfile *profile_free(MptProfile *p) {
         for (size_t i = 0; i < p->n_paths; i++)
                 config_reset(MPT_SECTION_PATH, &p->paths[i]);
         free(p->paths);
+        for (size_t i = 0; i < p->n_peers; i++) {
+                config_reset(MPT_SECTION_PEER, &p->peers[i]);
+                explicit_bzero(&p->peers[i].hs_psk, sizeof p->peers[i].hs_psk);
+        }
+        free(p->peers);
         free(p->filename);
         for (size_t i = 0; i < p->n_dropins; i++)
                 free(p->dropins[i]);
@@ -262,6 +314,18 @@ MptPathConfig *profile_add_path(MptProfile *p, unsigned line) {
         paths[p->n_paths] = (MptPathConfig) { .line = line, .line_src = p->cur_file };
         config_reset(MPT_SECTION_PATH, &paths[p->n_paths]);
         return &paths[p->n_paths++];
+}
+
+MptPeerConfig *profile_add_peer(MptProfile *p, unsigned line) {
+        MptPeerConfig *peers;
+
+        peers = reallocarray(p->peers, p->n_peers + 1, sizeof(MptPeerConfig));
+        if (!peers)
+                return NULL;
+        p->peers = peers;
+        peers[p->n_peers] = (MptPeerConfig) { .line = line, .line_src = p->cur_file };
+        config_reset(MPT_SECTION_PEER, &peers[p->n_peers]);
+        return &peers[p->n_peers++];
 }
 
 /* The value parsers, one per MptConfType, as networkd's config_parse_*(): each checks the text of
@@ -283,7 +347,7 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
         if (address_is_multicast(&a))
                 FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
-        if (l->n >= MPT_ADDRESSES_MAX && k != conf_key(MPT_KEY_TUNNEL_ROUTE))
+        if (l->n >= MPT_ADDRESSES_MAX && k != conf_key(MPT_KEY_TUNNEL_ROUTE) && k != conf_key(MPT_KEY_PEER_ALLOWED_IPS))
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
         if (l->n >= MPT_ROUTES_MAX)
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
@@ -519,17 +583,18 @@ static int parse_value(const MptConfKey *k, const char *value, void *config, cha
         return config_parsers[k->type](k, value, field_ptr(k, config), reterr);
 }
 
-int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
+int profile_assign(MptProfile *p, MptSection section, void *object, const char *key,
                    const char *value, const char *file, unsigned line, MptDiagnostics *d) {
         _cleanup_free_ char *err = NULL;
         const MptConfKey *k;
-        void *config = section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel;
+        void *config = section == MPT_SECTION_TUNNEL ? (void *) &p->tunnel : object;
+        SectionMeta meta;
         unsigned *key_line;
         uint8_t *key_src;
         uint32_t *rejected;
         int r;
 
-        assert(section != MPT_SECTION_PATH || path);
+        assert(config);
 
         k = conf_key_lookup(section, key);
         if (!k) {
@@ -542,9 +607,10 @@ int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const
                 return -ENOENT;
         }
 
-        key_line = section == MPT_SECTION_PATH ? path->key_line : p->tunnel.key_line;
-        key_src = section == MPT_SECTION_PATH ? path->key_src : p->tunnel.key_src;
-        rejected = section == MPT_SECTION_PATH ? &path->key_rejected : &p->tunnel.key_rejected;
+        meta = section_meta(section, config);
+        key_line = meta.key_line;
+        key_src = meta.key_src;
+        rejected = meta.rejected;
         *rejected &= ~(UINT32_C(1) << conf_key_index(k));
 
         if (isempty(value)) {
@@ -601,9 +667,9 @@ int conf_key_default_text(const MptConfKey *k, char **ret) {
                 return (*ret = strdup(k->default_doc)) ? 0 : -ENOMEM;
         p = profile_new();
         path = p ? profile_add_path(p, 1) : NULL;
-        if (!path)
+        if (!path || !profile_add_peer(p, 1))
                 return -ENOMEM;
-        return profile_format_value(k, k->section == MPT_SECTION_PATH ? (void *) path : (void *) &p->tunnel, ret);
+        return profile_format_value(k, default_object(p, k->section), ret);
 }
 
 const char *profile_file_name(const MptProfile *p, unsigned i) {
@@ -650,7 +716,8 @@ static char *default_tunnel_name(const char *filename) {
 /* Reads a key file (KeyFile=, PrivateKeyFile=, PresharedKeyFile=: key id, value as written),
  * relative to the directory of the file that names it. A key that others can read is no secret:
  * refused. On failure, *reterr says why (without the file's contents). */
-static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, MptKey *ret, char **reterr) {
+static int read_key_file(const MptProfile *p, const char *from, MptKeyId id, const char *value, MptKey *ret,
+                         char **reterr) {
         _cleanup_free_ char *path = NULL, *dir = NULL;
         const char *name = conf_key(id)->name;
         char *buf = NULL;
@@ -658,9 +725,7 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
         size_t n;
         int fd, r;
 
-        /* Relative: to the directory of the file that says it (the profile or a drop-in). */
-        const char *from = TFILE(p, id);
-
+        /* Relative: to the directory of the file that says it (from: the profile or a drop-in). */
         if (value[0] == '/' || !p->filename || !strchr(from, '/'))
                 path = strdup(value);
         else {
@@ -708,37 +773,41 @@ static int read_key_file(const MptProfile *p, MptKeyId id, const char *value, Mp
         return 0;
 }
 
-/* Whether a key of the tunnel section is given (a key or a file name). */
-static bool key_given(const MptTunnelConfig *t, MptKeyId id) {
-        const void *f = (const uint8_t *) t + conf_key(id)->offset;
+/* Whether a key of a section's object is given (a key or a file name). */
+static bool key_given(const void *config, MptKeyId id) {
+        const void *f = (const uint8_t *) config + conf_key(id)->offset;
 
         return conf_key(id)->type == MPT_CONF_KEY ? ((const MptKey *) f)->set : !!*(char *const *) f;
 }
 
-/* One key from its two spellings (KEY= or KEY_FILE=: value or file) into *ret. false when it
- * failed (reported) or is not given. */
-static bool resolve_key(MptProfile *p, MptKeyId key, MptKeyId file, MptKey *ret, MptDiagnostics *d) {
-        const MptTunnelConfig *t = &p->tunnel;
+/* One key of a section's object (the tunnel, a peer) from its two spellings (KEY= or KEY_FILE=:
+ * value or file) into *ret. false when it failed (reported) or is not given. */
+static bool resolve_key(MptProfile *p, const void *config, MptKeyId key, MptKeyId file, MptKey *ret,
+                        MptDiagnostics *d) {
+        SectionMeta m = section_meta(conf_key(key)->section, config);
+        const char *where = file_of(p, m.key_line, m.key_src, m.line_src, file);
+        unsigned line = line_of(m.key_line, file, m.line);
         _cleanup_free_ char *err = NULL;
         int r;
 
         explicit_bzero(ret, sizeof *ret);
-        if (key_given(t, key) && key_given(t, file)) {
-                diag_add(d, TFILE(p, file), TLINE(p, file), "%s= and %s= are both set; use one of them",
+        if (key_given(config, key) && key_given(config, file)) {
+                diag_add(d, where, line, "%s= and %s= are both set; use one of them",
                          conf_key(key)->name, conf_key(file)->name);
                 return false;
         }
-        if (key_given(t, key)) {
-                *ret = *(const MptKey *) ((const uint8_t *) t + conf_key(key)->offset);
+        if (key_given(config, key)) {
+                *ret = *(const MptKey *) ((const uint8_t *) config + conf_key(key)->offset);
                 return true;
         }
-        if (!key_given(t, file))
+        if (!key_given(config, file))
                 return false;
-        r = read_key_file(p, file, *(char *const *) ((const uint8_t *) t + conf_key(file)->offset), ret, &err);
+        r = read_key_file(p, where, file, *(char *const *) ((const uint8_t *) config + conf_key(file)->offset), ret,
+                          &err);
         if (r == -ENOMEM)
                 d->oom = true;
         else if (r < 0)
-                diag_add(d, TFILE(p, file), TLINE(p, file), "%s", err ?: "cannot read the key file");
+                diag_add(d, where, line, "%s", err ?: "cannot read the key file");
         if (r < 0)
                 explicit_bzero(ret, sizeof *ret);
         return r >= 0;
@@ -748,6 +817,161 @@ static const MptKeyId handshake_keys[] = {
         MPT_KEY_TUNNEL_PRIVATE_KEY, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE, MPT_KEY_TUNNEL_PUBLIC_KEY,
         MPT_KEY_TUNNEL_PRESHARED_KEY, MPT_KEY_TUNNEL_PRESHARED_KEY_FILE,
 };
+
+#define RFILE(p, peer, id) file_of((p), (peer)->key_line, (peer)->key_src, (peer)->line_src, id)
+#define RLINE(peer, id) line_of((peer)->key_line, id, (peer)->line)
+
+/* The keys of a hub: its own private key in [Tunnel], each other end's public key (and optional
+ * pre-shared key) in its [Peer]. The tunnel's PublicKey= and PresharedKey= belong to the single
+ * other end of a tunnel without peers: in a hub they would be ambiguous, so they are refused
+ * rather than taken for a default. */
+static void verify_hub_keys(MptProfile *p, MptDiagnostics *d) {
+        MptTunnelConfig *t = &p->tunnel;
+        uint8_t own[MPT_KEY_SIZE];
+        bool priv;
+
+        if (t->key.set || t->key_file) {
+                MptKeyId kid = t->key.set ? MPT_KEY_TUNNEL_KEY : MPT_KEY_TUNNEL_KEY_FILE;
+
+                diag_add(d, TFILE(p, kid), TLINE(p, kid),
+                         "%s= is a key that every end shares; a hub ([Peer] sections) tells its peers apart by "
+                         "their key pairs: set PrivateKey= here and each peer's PublicKey= in its [Peer]",
+                         conf_key(kid)->name);
+                return;
+        }
+        for (MptKeyId id = MPT_KEY_TUNNEL_PUBLIC_KEY; id <= MPT_KEY_TUNNEL_PRESHARED_KEY_FILE; id++)
+                if (key_given(t, id))
+                        diag_add(d, TFILE(p, id), TLINE(p, id),
+                                 "%s= names the key of the one other end of a tunnel; this tunnel has [Peer] "
+                                 "sections (a hub): give each peer's %s= in its [Peer] section", conf_key(id)->name,
+                                 conf_key(id)->name);
+        if (!key_given(t, MPT_KEY_TUNNEL_PRIVATE_KEY) && !key_given(t, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE)) {
+                if (!is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY) &&
+                    !is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE))
+                        diag_add(d, SFILE(p, &p->peers[0]), p->peers[0].line,
+                                 "[Peer] sections (a hub) need PrivateKey= or PrivateKeyFile= in [%s], this end's "
+                                 "private key (create one with `mptctl genkey`)",
+                                 section_title(p, MPT_SECTION_TUNNEL));
+                priv = false;
+        } else
+                priv = resolve_key(p, t, MPT_KEY_TUNNEL_PRIVATE_KEY, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE,
+                                   &t->hs_private, d) &&
+                       mpt_noise_public_key(own, t->hs_private.bytes) == 0;
+
+        for (size_t i = 0; i < p->n_peers; i++) {
+                MptPeerConfig *peer = &p->peers[i];
+
+                (void) resolve_key(p, peer, MPT_KEY_PEER_PRESHARED_KEY, MPT_KEY_PEER_PRESHARED_KEY_FILE,
+                                   &peer->hs_psk, d);
+                if (!peer->public_key.set) {
+                        if (!is_rejected(peer->key_rejected, MPT_KEY_PEER_PUBLIC_KEY))
+                                diag_add(d, SFILE(p, peer), peer->line,
+                                         "peer '%s' needs PublicKey=, its public key (`mptctl pubkey` prints it "
+                                         "from the peer's private key)", strna(peer->name));
+                        continue;
+                }
+                if (priv && memcmp(own, peer->public_key.bytes, sizeof own) == 0)
+                        diag_add(d, RFILE(p, peer, MPT_KEY_PEER_PUBLIC_KEY), RLINE(peer, MPT_KEY_PEER_PUBLIC_KEY),
+                                 "peer '%s': PublicKey= is this end's own public key: give the peer's (each "
+                                 "end has a key pair of its own)", strna(peer->name));
+                for (size_t j = 0; j < i; j++)
+                        if (p->peers[j].public_key.set &&
+                            memcmp(p->peers[j].public_key.bytes, peer->public_key.bytes, MPT_KEY_SIZE) == 0) {
+                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_PUBLIC_KEY),
+                                         RLINE(peer, MPT_KEY_PEER_PUBLIC_KEY),
+                                         "peer '%s' has the PublicKey= of peer '%s' (%s:%u): a key identifies "
+                                         "one peer", strna(peer->name), strna(p->peers[j].name),
+                                         RFILE(p, &p->peers[j], MPT_KEY_PEER_PUBLIC_KEY),
+                                         RLINE(&p->peers[j], MPT_KEY_PEER_PUBLIC_KEY));
+                                break;
+                        }
+        }
+        explicit_bzero(own, sizeof own);
+}
+
+/* A peer without Name= is called by its place, as a path without one is. */
+static int name_peers(MptProfile *p) {
+        for (size_t i = 0; i < p->n_peers; i++)
+                if (!p->peers[i].name && asprintf(&p->peers[i].name, "peer%zu", i) < 0) {
+                        p->peers[i].name = NULL;
+                        return -ENOMEM;
+                }
+        return 0;
+}
+
+/* The [Peer] sections beside their keys: names, AllowedIPs= (each address of one peer), and
+ * what a hub cannot have. */
+static void verify_peers(MptProfile *p, MptDiagnostics *d) {
+        _cleanup_(mpt_allowed_ips_freep) MptAllowedIps *table = NULL;
+
+        if (p->n_peers > MPT_PEERS_MAX) {
+                diag_add(d, SFILE(p, &p->peers[MPT_PEERS_MAX]), p->peers[MPT_PEERS_MAX].line,
+                         "too many peers (at most %u)", MPT_PEERS_MAX);
+                return;
+        }
+        if (p->tunnel.mode == MPT_MODE_COMPAT) {
+                diag_add(d, SFILE(p, &p->peers[0]), p->peers[0].line,
+                         "[Peer] sections (a hub) need Mode=secure: the hub knows its peers by their keys");
+                return;
+        }
+        if (p->tunnel.peers.n > 0)
+                diag_add(d, TFILE(p, MPT_KEY_TUNNEL_PEER), TLINE(p, MPT_KEY_TUNNEL_PEER),
+                         "Peer= is the tunnel address of the one other end of a tunnel; in a hub ([Peer] "
+                         "sections) each peer's addresses are its AllowedIPs=");
+
+        table = mpt_allowed_ips_new();
+        if (!table) {
+                d->oom = true;
+                return;
+        }
+        for (size_t i = 0; i < p->n_peers; i++) {
+                MptPeerConfig *peer = &p->peers[i];
+
+                for (size_t j = 0; j < i; j++)
+                        if (streq(p->peers[j].name, peer->name)) {
+                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_NAME), RLINE(peer, MPT_KEY_PEER_NAME),
+                                         "duplicate peer name '%s' (first at %s:%u); set a unique Name=",
+                                         peer->name, SFILE(p, &p->peers[j]), p->peers[j].line);
+                                break;
+                        }
+        }
+        for (size_t i = 0; i < p->n_peers; i++) {
+                const MptPeerConfig *peer = &p->peers[i];
+
+                if (peer->allowed_ips.n == 0) {
+                        if (!is_rejected(peer->key_rejected, MPT_KEY_PEER_ALLOWED_IPS))
+                                diag_add(d, SFILE(p, peer), peer->line,
+                                         "peer '%s' needs AllowedIPs=, the inner addresses it sends from and "
+                                         "is reached at", peer->name);
+                        continue;
+                }
+                for (size_t j = 0; j < peer->allowed_ips.n; j++) {
+                        char buf[MPT_ADDRESS_STRLEN];
+                        uint32_t other = 0;
+                        int r = mpt_allowed_ips_add(table, &peer->allowed_ips.items[j], (uint32_t) i, &other);
+
+                        if (r == -ENOMEM) {
+                                d->oom = true;
+                                return;
+                        }
+                        if (r == -EEXIST && other < i)
+                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_ALLOWED_IPS),
+                                         RLINE(peer, MPT_KEY_PEER_ALLOWED_IPS),
+                                         "peer '%s': AllowedIPs= %s overlaps the AllowedIPs= of peer '%s' (%s:%u): "
+                                         "an address belongs to one peer", peer->name,
+                                         format_list_entry(&peer->allowed_ips.items[j], buf), p->peers[other].name,
+                                         RFILE(p, &p->peers[other], MPT_KEY_PEER_ALLOWED_IPS),
+                                         RLINE(&p->peers[other], MPT_KEY_PEER_ALLOWED_IPS));
+                        else if (r < 0) {
+                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_ALLOWED_IPS),
+                                         RLINE(peer, MPT_KEY_PEER_ALLOWED_IPS),
+                                         "peer '%s': too many AllowedIPs= prefixes in all peers (at most %u)",
+                                         peer->name, MPT_ALLOWED_IPS_MAX);
+                                return;
+                        }
+                }
+        }
+}
 
 static void verify_key(MptProfile *p, MptDiagnostics *d) {
         const MptTunnelConfig *t = &p->tunnel;
@@ -765,6 +989,10 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                         hs_given = handshake_keys[i];
         }
 
+        if (profile_is_hub(p) && t->mode == MPT_MODE_SECURE) {
+                verify_hub_keys(p, d);
+                return;
+        }
         if (t->mode == MPT_MODE_COMPAT) {
                 MptKeyId kid = t->key.set ? MPT_KEY_TUNNEL_KEY : t->key_file ? MPT_KEY_TUNNEL_KEY_FILE : hs_given;
 
@@ -784,7 +1012,7 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                 return;
         }
         if (t->key.set || t->key_file) {
-                (void) resolve_key(p, MPT_KEY_TUNNEL_KEY, MPT_KEY_TUNNEL_KEY_FILE, &p->tunnel.psk, d);
+                (void) resolve_key(p, t, MPT_KEY_TUNNEL_KEY, MPT_KEY_TUNNEL_KEY_FILE, &p->tunnel.psk, d);
                 return;
         }
         if (hs_given != _MPT_KEY_MAX) {
@@ -801,9 +1029,9 @@ static void verify_key(MptProfile *p, MptDiagnostics *d) {
                                          "(create one with `mptctl genkey`)", conf_key(hs_given)->name);
                         return;
                 }
-                priv = resolve_key(p, MPT_KEY_TUNNEL_PRIVATE_KEY, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE,
+                priv = resolve_key(p, t, MPT_KEY_TUNNEL_PRIVATE_KEY, MPT_KEY_TUNNEL_PRIVATE_KEY_FILE,
                                    &p->tunnel.hs_private, d);
-                (void) resolve_key(p, MPT_KEY_TUNNEL_PRESHARED_KEY, MPT_KEY_TUNNEL_PRESHARED_KEY_FILE,
+                (void) resolve_key(p, t, MPT_KEY_TUNNEL_PRESHARED_KEY, MPT_KEY_TUNNEL_PRESHARED_KEY_FILE,
                                    &p->tunnel.hs_psk, d);
                 if (!t->public_key.set) {
                         if (!is_rejected(t->key_rejected, MPT_KEY_TUNNEL_PUBLIC_KEY))
@@ -848,7 +1076,20 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                  section_title(p, MPT_SECTION_TUNNEL));
         }
 
+        if (name_peers(p) < 0) {
+                d->oom = true;
+                return -ENOMEM;
+        }
         verify_key(p, d);
+        if (profile_is_hub(p)) {
+                verify_peers(p, d);
+                /* The format is settled and checked; mptd's data plane for many peers is not
+                 * there yet. Refused here, so that no front door (mptd, a reload, the generator,
+                 * a NetworkManager import) takes a hub for a tunnel with one other end. */
+                diag_add(d, SFILE(p, &p->peers[0]), p->peers[0].line,
+                         "[%s] sections (a hub: many peers on one tunnel) are not supported yet: this "
+                         "version checks them but cannot run them", section_title(p, MPT_SECTION_PEER));
+        }
 
         /* The learned scheduler needs the other end's feedback, which only secure mode carries
          * (an original MPT peer sends none, and nothing unauthenticated may move traffic). */
@@ -988,7 +1229,8 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
         return diag_count(d) > errors || d->oom ? -EINVAL : 0;
 }
 
-/* A [Path] section of a drop-in, kept until it ends: its Name= decides which path it changes. */
+/* A [Path] or [Peer] section of a drop-in, kept until it ends: its Name= decides which path or
+ * peer it changes. */
 typedef struct PendingKey {
         char *key, *value;
         unsigned line;
@@ -998,10 +1240,12 @@ typedef struct ParseState {
         MptProfile *profile;
         MptSection section;
         size_t path_index;
+        size_t peer_index;
         bool seen_tunnel;
         bool dropin;
         const char *file; /* for messages */
-        unsigned pending_line; /* of the pending [Path] header; 0: none */
+        unsigned pending_line; /* of the pending [Path] or [Peer] header; 0: none */
+        MptSection pending_section;
         PendingKey *pending;
         size_t n_pending;
 } ParseState;
@@ -1027,21 +1271,33 @@ static void pending_clear(ParseState *s) {
         s->pending_line = 0;
 }
 
-/* A drop-in's [Path] section ended: it changes the path of its Name= (or of the name that path
- * gets by default), else it adds one. */
+/* The name a peer has or will have (name_peers()). */
+static char *peer_name_of(const MptPeerConfig *peer, size_t index) {
+        char *s = NULL;
+
+        if (peer->name)
+                return strdup(peer->name);
+        return asprintf(&s, "peer%zu", index) < 0 ? NULL : s;
+}
+
+/* A drop-in's [Path] or [Peer] section ended: it changes the path or peer of its Name= (or of the
+ * name that one gets by default), else it adds one. */
 static void pending_flush(ParseState *s, MptDiagnostics *d) {
         MptProfile *p = s->profile;
+        bool peer = s->pending_section == MPT_SECTION_PEER;
+        size_t n_objects = peer ? p->n_peers : p->n_paths;
         const char *name = NULL;
         size_t target = SIZE_MAX;
 
         if (s->pending_line == 0)
                 return;
         for (size_t i = 0; i < s->n_pending; i++)
-                if (conf_key_lookup(MPT_SECTION_PATH, s->pending[i].key) == conf_key(MPT_KEY_PATH_NAME) &&
+                if (conf_key_lookup(s->pending_section, s->pending[i].key) ==
+                            conf_key(peer ? MPT_KEY_PEER_NAME : MPT_KEY_PATH_NAME) &&
                     !isempty(s->pending[i].value))
                         name = s->pending[i].value;
-        for (size_t i = 0; name && i < p->n_paths && target == SIZE_MAX; i++) {
-                _cleanup_free_ char *n = path_name_of(&p->paths[i], i);
+        for (size_t i = 0; name && i < n_objects && target == SIZE_MAX; i++) {
+                _cleanup_free_ char *n = peer ? peer_name_of(&p->peers[i], i) : path_name_of(&p->paths[i], i);
                 if (!n) {
                         d->oom = true;
                         break;
@@ -1050,14 +1306,14 @@ static void pending_flush(ParseState *s, MptDiagnostics *d) {
                         target = i;
         }
         if (target == SIZE_MAX && !d->oom) {
-                if (!profile_add_path(p, s->pending_line))
+                if (!(peer ? (void *) profile_add_peer(p, s->pending_line) : (void *) profile_add_path(p, s->pending_line)))
                         d->oom = true;
                 else
-                        target = p->n_paths - 1;
+                        target = (peer ? p->n_peers : p->n_paths) - 1;
         }
         for (size_t i = 0; target != SIZE_MAX && i < s->n_pending; i++)
-                (void) profile_assign(p, MPT_SECTION_PATH, &p->paths[target], s->pending[i].key, s->pending[i].value,
-                                      s->file, s->pending[i].line, d);
+                (void) profile_assign(p, s->pending_section, peer ? (void *) &p->peers[target] : (void *) &p->paths[target],
+                                      s->pending[i].key, s->pending[i].value, s->file, s->pending[i].line, d);
         pending_clear(s);
 }
 
@@ -1074,15 +1330,18 @@ static bool on_section(void *userdata, const char *section, unsigned line, MptDi
                 if (dist <= CONF_SECTION_HINT_DISTANCE)
                         diag_add(d, s->file, line, "unknown section [%s]; did you mean [%s]?", section, hint);
                 else
-                        diag_add(d, s->file, line, "unknown section [%s]; expected [Tunnel] or [Path]", section);
+                        diag_add(d, s->file, line, "unknown section [%s]; expected [Tunnel], [Path] or [Peer]",
+                                 section);
                 return false;
         }
 
         s->section = sec;
         if (s->dropin) {
-                /* [Tunnel] goes on with the profile's; a [Path] waits for its end. */
-                if (sec == MPT_SECTION_PATH)
+                /* [Tunnel] goes on with the profile's; a [Path] or [Peer] waits for its end. */
+                if (sec != MPT_SECTION_TUNNEL) {
                         s->pending_line = line;
+                        s->pending_section = sec;
+                }
                 return true;
         }
         if (sec == MPT_SECTION_TUNNEL) {
@@ -1097,6 +1356,14 @@ static bool on_section(void *userdata, const char *section, unsigned line, MptDi
                 return true;
         }
 
+        if (sec == MPT_SECTION_PEER) {
+                if (!profile_add_peer(s->profile, line)) {
+                        d->oom = true;
+                        return false;
+                }
+                s->peer_index = s->profile->n_peers - 1;
+                return true;
+        }
         if (!profile_add_path(s->profile, line)) {
                 d->oom = true;
                 return false;
@@ -1110,7 +1377,7 @@ static void on_assignment(void *userdata, const char *section, const char *key, 
         ParseState *s = userdata;
         (void) section;
 
-        if (s->dropin && s->section == MPT_SECTION_PATH) {
+        if (s->dropin && s->section != MPT_SECTION_TUNNEL && s->section >= 0) {
                 PendingKey *n = reallocarray(s->pending, s->n_pending + 1, sizeof(PendingKey));
                 if (!n) {
                         d->oom = true;
@@ -1128,7 +1395,9 @@ static void on_assignment(void *userdata, const char *section, const char *key, 
                 return;
         }
         (void) profile_assign(s->profile, s->section,
-                              s->section == MPT_SECTION_PATH ? &s->profile->paths[s->path_index] : NULL,
+                              s->section == MPT_SECTION_PATH   ? (void *) &s->profile->paths[s->path_index]
+                              : s->section == MPT_SECTION_PEER ? (void *) &s->profile->peers[s->peer_index]
+                                                               : NULL,
                               key, value, s->file, line, d);
 }
 
@@ -1234,9 +1503,9 @@ static int load(const char *filename, const char *buf, size_t len, char **dropin
         p->cur_file = 0;
         if (d->oom)
                 return -ENOMEM;
-        if (!s.seen_tunnel && p->n_paths > 0)
+        if (!s.seen_tunnel && (p->n_paths > 0 || p->n_peers > 0))
                 diag_add(d, p->filename, 0, "no [Tunnel] section");
-        if (!s.seen_tunnel && p->n_paths == 0) {
+        if (!s.seen_tunnel && p->n_paths == 0 && p->n_peers == 0) {
                 /* Nothing to verify: say it once. */
                 if (diag_count(d) == errors)
                         diag_add(d, p->filename, 0, "no [Tunnel] and no [Path] section: not an mpt profile");
@@ -1300,19 +1569,20 @@ int profile_load_file(const char *filename, MptProfile **ret, MptDiagnostics *d)
         return profile_load_file_dirs(filename, (const char *const[]) { dir, NULL }, ret, d);
 }
 
-bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
+/* The secrets of one section's object (the tunnel, a peer) for profile_check_key_private(). */
+static bool check_section_keys_private(const MptProfile *p, MptSection section, const void *config, MptDiagnostics *d) {
+        SectionMeta m = section_meta(section, config);
         bool found = false;
 
-        /* Every secret given in a file (Key=, PrivateKey=, PresharedKey=): the profile, or a drop-in. */
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
                 MptKeyId id = (MptKeyId) i;
 
-                if (k->section != MPT_SECTION_TUNNEL || !(k->flags & MPT_CONF_SECRET) || k->type != MPT_CONF_KEY ||
-                    !((const MptKey *) ((const uint8_t *) &p->tunnel + k->offset))->set)
+                if (k->section != section || !(k->flags & MPT_CONF_SECRET) || k->type != MPT_CONF_KEY ||
+                    !((const MptKey *) field_cptr(k, config))->set)
                         continue;
 
-                uint8_t src = p->tunnel.key_src[conf_key_index(k)];
+                uint8_t src = m.key_src[conf_key_index(k)];
                 uint32_t mode = src > 0 && src <= p->n_dropins ? p->dropin_modes[src - 1] : p->file_mode;
                 /* networkd reads a .netdev through its group (systemd.netdev(5) has the same advice for
                  * the keys of WireGuard). */
@@ -1320,7 +1590,10 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
                                                                                             : S_IRGRP | S_IROTH);
                 const char *what = id == MPT_KEY_TUNNEL_KEY           ? "the tunnel's secret key"
                                    : id == MPT_KEY_TUNNEL_PRIVATE_KEY ? "this end's private key"
+                                   : id == MPT_KEY_PEER_PRESHARED_KEY ? "a peer's pre-shared key"
                                                                       : "the tunnel's pre-shared key";
+                const char *where = file_of(p, m.key_line, m.key_src, m.line_src, id);
+                unsigned line = line_of(m.key_line, id, m.line);
                 const char *who = exposed == (S_IRGRP | S_IROTH) ? "its group and others"
                                   : exposed == S_IRGRP           ? "its group"
                                                                  : "others";
@@ -1328,12 +1601,12 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
                 if (exposed == 0)
                         continue;
                 if (p->from_netdev)
-                        diag_add(d, TFILE(p, id), TLINE(p, id),
+                        diag_add(d, where, line,
                                  "%s= holds %s, and %s can read this file (mode %04o): make it readable "
                                  "by root and systemd-networkd only (chmod 640, group systemd-network), or move "
                                  "the key to %sFile=", k->name, what, who, (unsigned) (mode & 07777), k->name);
                 else
-                        diag_add(d, TFILE(p, id), TLINE(p, id),
+                        diag_add(d, where, line,
                                  "%s= holds %s, and %s can read this file (mode %04o): make it private "
                                  "(chmod 600; or chmod 640 and chown root:mpt, for mptd@.service, which runs mptd as "
                                  "user mpt), or move the key to %sFile=", k->name, what, who, (unsigned) (mode & 07777),
@@ -1343,13 +1616,13 @@ bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
         return found;
 }
 
-/* A list entry as written: a bare address when the prefix covers all of it. */
-static const char *format_list_entry(const MptPrefix *pf, char buf[static MPT_ADDRESS_STRLEN]) {
-        if (pf->prefixlen == family_address_size(pf->family) * 8) {
-                MptAddress a = { .family = pf->family, .addr = pf->addr };
-                return address_to_string(&a, buf);
-        }
-        return prefix_to_string(pf, buf);
+bool profile_check_key_private(const MptProfile *p, MptDiagnostics *d) {
+        /* Every secret given in a file (Key=, PrivateKey=, PresharedKey=): the profile, or a drop-in. */
+        bool found = check_section_keys_private(p, MPT_SECTION_TUNNEL, &p->tunnel, d);
+
+        for (size_t i = 0; i < p->n_peers; i++)
+                found = check_section_keys_private(p, MPT_SECTION_PEER, &p->peers[i], d) || found;
+        return found;
 }
 
 int profile_format_value(const MptConfKey *k, const void *config, char **ret) {
@@ -1454,9 +1727,16 @@ int profile_format_value_shown(const MptConfKey *k, const void *config, char **r
 }
 
 int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, ProfileKeyFunc f, void *userdata) {
-        MptSection section = path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH;
-        const void *config = section == MPT_SECTION_TUNNEL ? (const void *) &p->tunnel : (const void *) &p->paths[path_index];
-        const unsigned *key_line = section == MPT_SECTION_TUNNEL ? p->tunnel.key_line : p->paths[path_index].key_line;
+        return profile_foreach_section_key(p, path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH,
+                                           path_index, flags, f, userdata);
+}
+
+int profile_foreach_section_key(const MptProfile *p, MptSection section, size_t index, unsigned flags,
+                                ProfileKeyFunc f, void *userdata) {
+        const void *config = section == MPT_SECTION_PATH   ? (const void *) &p->paths[index]
+                             : section == MPT_SECTION_PEER ? (const void *) &p->peers[index]
+                                                           : (const void *) &p->tunnel;
+        const unsigned *key_line = section_meta(section, config).key_line;
 
         for (size_t i = 0; i < mpt_conf_keys_n; i++) {
                 const MptConfKey *k = &mpt_conf_keys[i];
@@ -1466,7 +1746,8 @@ int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, 
                 if (k->section != section)
                         continue;
                 if (key_line[conf_key_index(k)] > 0 || k == conf_key(MPT_KEY_TUNNEL_NAME) ||
-                    (k == conf_key(MPT_KEY_PATH_NAME) && (flags & PROFILE_KEYS_PATH_NAMES))) {
+                    ((k == conf_key(MPT_KEY_PATH_NAME) || k == conf_key(MPT_KEY_PEER_NAME)) &&
+                     (flags & PROFILE_KEYS_PATH_NAMES))) {
                         r = profile_format_value(k, config, &v);
                         if (r < 0)
                                 return r;
@@ -1486,7 +1767,7 @@ typedef struct TextWriter {
         FILE *f;
         ProfileTextOverride override;
         void *userdata;
-        size_t path_index;
+        size_t index; /* of the path or peer; SIZE_MAX: the tunnel */
 } TextWriter;
 
 static int write_key(const MptConfKey *k, const void *config, const char *value, void *userdata) {
@@ -1494,7 +1775,7 @@ static int write_key(const MptConfKey *k, const void *config, const char *value,
 
         if (w->override) {
                 _cleanup_free_ char *v = NULL;
-                int r = w->override(k, w->path_index, w->userdata, &v);
+                int r = w->override(k, w->index, w->userdata, &v);
                 if (r < 0)
                         return r;
                 if (r > 0) {
@@ -1525,14 +1806,14 @@ static int write_key(const MptConfKey *k, const void *config, const char *value,
         return 0;
 }
 
-/* A section's header and keys: what was set explicitly, and always the name (a path's derived one
- * too, so that the text names each path as the profile does). */
-static int write_section(const MptProfile *p, size_t path_index, ProfileTextOverride override, void *userdata,
-                         FILE *f) {
-        TextWriter w = { .f = f, .override = override, .userdata = userdata, .path_index = path_index };
+/* A section's header and keys: what was set explicitly, and always the name (a path's or peer's
+ * derived one too, so that the text names each as the profile does). */
+static int write_section(const MptProfile *p, MptSection section, size_t index, ProfileTextOverride override,
+                         void *userdata, FILE *f) {
+        TextWriter w = { .f = f, .override = override, .userdata = userdata, .index = index };
 
-        fprintf(f, "[%s]\n", mpt_section_to_string(path_index == SIZE_MAX ? MPT_SECTION_TUNNEL : MPT_SECTION_PATH));
-        return profile_foreach_key(p, path_index, PROFILE_KEYS_PATH_NAMES, write_key, &w);
+        fprintf(f, "[%s]\n", mpt_section_to_string(section));
+        return profile_foreach_section_key(p, section, index, PROFILE_KEYS_PATH_NAMES, write_key, &w);
 }
 
 int profile_to_text(const MptProfile *p, char **ret) {
@@ -1548,10 +1829,14 @@ int profile_to_text_with(const MptProfile *p, ProfileTextOverride override, void
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        r = write_section(p, SIZE_MAX, override, userdata, f);
+        r = write_section(p, MPT_SECTION_TUNNEL, SIZE_MAX, override, userdata, f);
         for (size_t i = 0; r >= 0 && i < p->n_paths; i++) {
                 fputc('\n', f);
-                r = write_section(p, i, override, userdata, f);
+                r = write_section(p, MPT_SECTION_PATH, i, override, userdata, f);
+        }
+        for (size_t i = 0; r >= 0 && i < p->n_peers; i++) {
+                fputc('\n', f);
+                r = write_section(p, MPT_SECTION_PEER, i, override, userdata, f);
         }
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;
@@ -1565,6 +1850,13 @@ const MptPathConfig *profile_find_path(const MptProfile *p, const char *name) {
         for (size_t i = 0; i < p->n_paths; i++)
                 if (p->paths[i].name && streq(p->paths[i].name, name))
                         return &p->paths[i];
+        return NULL;
+}
+
+const MptPeerConfig *profile_find_peer(const MptProfile *p, const char *name) {
+        for (size_t i = 0; i < p->n_peers; i++)
+                if (p->peers[i].name && streq(p->peers[i].name, name))
+                        return &p->peers[i];
         return NULL;
 }
 

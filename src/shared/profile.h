@@ -16,6 +16,8 @@
 #define MPT_PATHS_MAX 64u
 #define MPT_ADDRESSES_MAX 16u
 #define MPT_ROUTES_MAX 256u
+/* [Peer] sections of a hub; each peer has at most MPT_ROUTES_MAX AllowedIPs= prefixes. */
+#define MPT_PEERS_MAX 4096u
 #define MPT_WEIGHT_MAX 10000u
 #define MPT_WORKERS_MAX 64u
 #define MPT_DEFAULT_PORT 4754u /* IANA GRE-in-UDP (RFC 8086) */
@@ -71,6 +73,7 @@ char *mpt_key_to_base64(const MptKey *k, char buf[static MPT_KEY_BASE64_LEN + 1]
 typedef enum MptSection {
         MPT_SECTION_TUNNEL,
         MPT_SECTION_PATH,
+        MPT_SECTION_PEER,
         _MPT_SECTION_MAX,
         _MPT_SECTION_INVALID = -EINVAL,
 } MptSection;
@@ -104,7 +107,7 @@ typedef struct MptTunnelConfig {
         /* The handshake (secure mode with PrivateKey= or PrivateKeyFile=; handshake.h). */
         MptKey private_key;       /* PrivateKey= */
         char *private_key_file;   /* PrivateKeyFile= as written */
-        MptKey public_key;        /* PublicKey=: the other end's */
+        MptKey public_key;        /* PublicKey=: the other end's; never set in a hub (its peers have theirs) */
         MptKey preshared_key;     /* PresharedKey= */
         char *preshared_key_file; /* PresharedKeyFile= as written */
         /* What is in use, filled in by profile_verify(): this end's private key (set: the tunnel
@@ -139,6 +142,23 @@ typedef struct MptPathConfig {
         uint32_t key_rejected;
 } MptPathConfig;
 
+/* A [Peer] section: one of the many other ends of a hub (a tunnel with [Peer] sections), known by
+ * its public key and routed to by AllowedIPs=. A tunnel without [Peer] sections has one other end,
+ * the one of [Tunnel] PublicKey=. */
+typedef struct MptPeerConfig {
+        char *name;
+        MptKey public_key;        /* PublicKey= */
+        MptPrefixList allowed_ips; /* AllowedIPs= */
+        MptKey preshared_key;     /* PresharedKey= */
+        char *preshared_key_file; /* PresharedKeyFile= as written */
+        MptKey hs_psk;            /* in use, from either (filled in by profile_verify()) */
+
+        unsigned line; /* of the [Peer] header */
+        unsigned key_line[MPT_KEYS_PER_SECTION_MAX];
+        uint8_t line_src, key_src[MPT_KEYS_PER_SECTION_MAX]; /* as in MptTunnelConfig */
+        uint32_t key_rejected;
+} MptPeerConfig;
+
 /* A path without Remote= listens (secure mode only): it learns where the other end is from the
  * first datagram of it that authenticates, and follows it from then on. */
 static inline bool path_config_listens(const MptPathConfig *c) {
@@ -171,6 +191,8 @@ typedef struct MptProfile {
         MptTunnelConfig tunnel;
         MptPathConfig *paths;
         size_t n_paths;
+        MptPeerConfig *peers; /* [Peer] sections (not the [Tunnel] key Peer=, tunnel.peers) */
+        size_t n_peers;
 } MptProfile;
 
 typedef enum MptConfType {
@@ -250,6 +272,11 @@ typedef enum MptKeyId {
         MPT_KEY_PATH_BACKUP,
         MPT_KEY_PATH_PIN_REMOTE,
         MPT_KEY_PATH_LOSS_THRESHOLD,
+        MPT_KEY_PEER_NAME,
+        MPT_KEY_PEER_PUBLIC_KEY,
+        MPT_KEY_PEER_ALLOWED_IPS,
+        MPT_KEY_PEER_PRESHARED_KEY,
+        MPT_KEY_PEER_PRESHARED_KEY_FILE,
         _MPT_KEY_MAX,
 } MptKeyId;
 
@@ -280,9 +307,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(MptProfile *, profile_free);
 /* Adds a path with default values; line is where its section starts. NULL on OOM. */
 MptPathConfig *profile_add_path(MptProfile *p, unsigned line);
 
-/* Applies one Key=Value to the tunnel (path == NULL) or to a path. Problems are reported as
- * file:line diagnostics; returns 0, or a negative errno when the value was rejected. */
-int profile_assign(MptProfile *p, MptSection section, MptPathConfig *path, const char *key,
+/* Adds a peer ([Peer] section) with default values; line is where its section starts. NULL on OOM. */
+MptPeerConfig *profile_add_peer(MptProfile *p, unsigned line);
+
+/* Applies one Key=Value to the tunnel (object == NULL) or to the object of a section (an
+ * MptPathConfig, an MptPeerConfig). Problems are reported as file:line diagnostics; returns 0, or
+ * a negative errno when the value was rejected. */
+int profile_assign(MptProfile *p, MptSection section, void *object, const char *key,
                    const char *value, const char *file, unsigned line, MptDiagnostics *d);
 
 /* Second pass: cross-key checks and derived defaults (path names, dead time). Problems go to
@@ -343,15 +374,26 @@ int profile_format_value(const MptConfKey *k, const void *config, char **ret);
 typedef int (*ProfileKeyFunc)(const MptConfKey *k, const void *config, const char *value, void *userdata);
 enum { PROFILE_KEYS_PATH_NAMES = 1 << 0 };
 int profile_foreach_key(const MptProfile *p, size_t path_index, unsigned flags, ProfileKeyFunc f, void *userdata);
-/* A complete native profile for p (only keys that differ from their defaults, plus Name=). */
+/* As profile_foreach_key() for any section: index is the path's or peer's (ignored for the tunnel). */
+int profile_foreach_section_key(const MptProfile *p, MptSection section, size_t index, unsigned flags,
+                                ProfileKeyFunc f, void *userdata);
+/* A complete native profile for p (only keys that differ from their defaults, plus Name=): the
+ * tunnel, its paths, then its peers. */
 int profile_to_text(const MptProfile *p, char **ret);
-/* The same, but asking override(k, path_index (SIZE_MAX: the tunnel section), userdata, &value)
+/* The same, but asking override(k, index (SIZE_MAX: the tunnel section; a path's or a peer's by
+ * k->section), userdata, &value)
  * for every key first: > 0 writes *value instead of what the profile has (a NULL *value: no
  * line at all), 0 goes on as profile_to_text() does, < 0 fails with that. */
 typedef int (*ProfileTextOverride)(const MptConfKey *k, size_t path_index, void *userdata, char **value);
 int profile_to_text_with(const MptProfile *p, ProfileTextOverride override, void *userdata, char **ret);
 
 const MptPathConfig *profile_find_path(const MptProfile *p, const char *name);
+const MptPeerConfig *profile_find_peer(const MptProfile *p, const char *name);
+
+/* Whether the tunnel is a hub: [Peer] sections, each other end known by its key (mpt.conf(5), HUB). */
+static inline bool profile_is_hub(const MptProfile *p) {
+        return p->n_peers > 0;
+}
 
 /* Per-path values after defaults: the port to send to, and whether the path is a backup: Backup=
  * or Weight=0 when set; otherwise a cellular (wwan) interface is a backup path. */

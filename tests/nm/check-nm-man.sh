@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # nm-settings-mpt(5) documents every key of the table (as `mptctl keys` lists it) under its
-# vpn.data name: KEY for [Tunnel], PathN.KEY for [Path].
+# vpn.data name: KEY for [Tunnel], PathN.KEY for [Path]. [Peer] has none: a connection is a
+# client with one other end, and a hub (a tunnel with peers) is a server, which a profile or a
+# .netdev describes.
 # Usage: check-nm-man.sh MPTCTL PAGE
 set -eu
 mptctl=$1
@@ -10,6 +12,7 @@ status=0
 "$mptctl" keys | sed -n 's/^\[\([A-Za-z]*\)\] \([A-Za-z]*\)=.*/\1 \2/p' > "${TMPDIR:-/tmp}/nm-man-keys.$$"
 n=0
 while read -r section key; do
+        [ "$section" = Peer ] && continue
         n=$((n + 1))
         if [ "$section" = Path ]; then
                 pattern="^\\\\fBPath\\\\fR\\\\fIN\\\\fR\\\\fB\\.$key\\\\fR = "

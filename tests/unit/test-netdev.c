@@ -308,6 +308,14 @@ static const ErrorCase error_cases[] = {
           HEAD "[X-MPT]\nno equals\n" PATH "[X-MPTPath\nRemote=192.0.2.2\n",
           TEST_FILE ":9: missing '=' in 'no equals'\n"
           TEST_FILE ":13: invalid section header '[X-MPTPath'\n" },
+        { "peer",
+          HEAD "[X-MPT]\nPrivateKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n[X-MPTPath]\nLocalAddress=192.0.2.100\n"
+               "[X-MPTPeer]\nPublicKey=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\nAllowedIPs=10.8.0.2\nAllowedIP=1\n"
+               "[X-MPTPeers]\n",
+          TEST_FILE ":12: [X-MPTPeer] sections (a hub: many peers on one tunnel) are not supported yet: this version "
+                    "checks them but cannot run them\n"
+          TEST_FILE ":15: unknown key 'AllowedIP' in [X-MPTPeer]; did you mean 'AllowedIPs'?\n"
+          TEST_FILE ":16: unknown section [X-MPTPeers]; did you mean [X-MPTPeer]?\n" },
         { "everything",
           "[X-MPT]\nName=a\n[Tun]\nMultiQueue=0\nPacketInfo=on\n[NetDev]\nKind=tap\nName=b\n",
           TEST_FILE ":2: Name= 'a' differs from Name= 'b' in [NetDev] (line 8): leave it out, or make them the "
