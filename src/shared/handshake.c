@@ -938,6 +938,32 @@ int mpt_handshake_screen(const uint8_t mac1_key[KEY], const uint8_t *msg, size_t
         return r > 0 ? -1 : MPT_HANDSHAKE_DROP_MAC1;
 }
 
+int mpt_handshake_initiator_key(const MptNoiseKeypair *s, const uint8_t *msg, size_t len, uint8_t ret[KEY]) {
+        MptNoiseHandshake noise = {};
+        uint8_t mac1_key[KEY];
+        int r, reason;
+
+        if (!header_ok(msg, len, MPT_HANDSHAKE_INITIATION, MPT_HANDSHAKE_INITIATION_SIZE) ||
+            rd64be(msg + SESSION_ID) == 0)
+                return MPT_HANDSHAKE_DROP_MALFORMED;
+        r = mpt_noise_hash(mac1_key, MPT_HANDSHAKE_LABEL_MAC1, STRLEN(MPT_HANDSHAKE_LABEL_MAC1), s->public_key, KEY);
+        if (r >= 0)
+                r = mac_check(mac1_key, KEY, msg, MPT_HANDSHAKE_INITIATION_MAC1);
+        if (r <= 0)
+                return r < 0 ? MPT_HANDSHAKE_DROP_CRYPTO_ERROR : MPT_HANDSHAKE_DROP_MAC1;
+
+        r = mpt_noise_ik_start(&noise, MPT_HANDSHAKE_PROLOGUE, STRLEN(MPT_HANDSHAKE_PROLOGUE), s->public_key);
+        if (r >= 0)
+                r = mpt_noise_ik_read_initiator_static(&noise, s, msg + INITIATION_NOISE);
+        if (r >= 0) {
+                memcpy(ret, noise.rs, KEY);
+                reason = -1;
+        } else
+                reason = noise_drop(r);
+        mpt_noise_handshake_wipe(&noise);
+        return reason;
+}
+
 void mpt_handshake_mac1_key(const MptHandshake *hs, uint8_t ret[KEY]) {
         memcpy(ret, hs->mac1_key, KEY);
 }

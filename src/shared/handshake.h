@@ -389,6 +389,18 @@ bool mpt_handshake_pending(const MptHandshake *hs, uint64_t *ret_id);
 /* This end's static public key. */
 const uint8_t *mpt_handshake_public_key(const MptHandshake *hs);
 
+/* For a hub (a tunnel with many peers, each with an MptHandshake of its own): whose initiation this
+ * is. Checks the message as mpt_handshake_screen() does (with the mac1 key of s's public key), then
+ * opens its "e, es, s" (mpt_noise_ik_read_initiator_static()) with this end's static key pair s and
+ * puts the initiator's static public key in ret; the caller looks it up among its peers and hands
+ * the message to that peer's mpt_handshake_consume_initiation(), which checks it all again and
+ * reads the rest; a key that is no peer's is dropped (unknown-peer) with no answer. One DH per call: under load, a caller first asks for a cookie (mac2) as
+ * mpt_handshake_consume_initiation() does, so that it does no DH for a source that cannot receive.
+ * Returns -1 with ret set, else the MptHandshakeDrop reason (MALFORMED, MAC1, AUTH_FAILED,
+ * BAD_KEY, CRYPTO_ERROR) with ret untouched. No state: any thread. */
+int mpt_handshake_initiator_key(const MptNoiseKeypair *s, const uint8_t *msg, size_t len,
+                                uint8_t ret[MPT_NOISE_KEY_SIZE]);
+
 /* For the data plane, before it hands a message on to the thread that owns the MptHandshake: a
  * message of one of the four types of the wrong size or with reserved bytes set, or an initiation
  * or response whose mac1 does not verify with mac1_key (this end's, mpt_handshake_mac1_key()), is

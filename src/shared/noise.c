@@ -435,8 +435,7 @@ int mpt_noise_ik_write_initiation(MptNoiseHandshake *hs, const MptNoiseKeypair *
         return r;
 }
 
-int mpt_noise_ik_read_initiation(MptNoiseHandshake *hs, const MptNoiseKeypair *s, const uint8_t *expected_rs,
-                                 const uint8_t *msg, size_t payload_len, uint8_t *payload) {
+int mpt_noise_ik_read_initiator_static(MptNoiseHandshake *hs, const MptNoiseKeypair *s, const uint8_t *msg) {
         int r;
 
         assert(s->pkey);
@@ -449,6 +448,14 @@ int mpt_noise_ik_read_initiation(MptNoiseHandshake *hs, const MptNoiseKeypair *s
         /* s */
         if (r >= 0)
                 r = decrypt_and_hash(hs, msg + MPT_NOISE_KEY_SIZE, MPT_NOISE_KEY_SIZE, hs->rs);
+        return r;
+}
+
+int mpt_noise_ik_read_initiation(MptNoiseHandshake *hs, const MptNoiseKeypair *s, const uint8_t *expected_rs,
+                                 const uint8_t *msg, size_t payload_len, uint8_t *payload) {
+        int r;
+
+        r = mpt_noise_ik_read_initiator_static(hs, s, msg);
         if (r >= 0 && expected_rs && CRYPTO_memcmp(hs->rs, expected_rs, MPT_NOISE_KEY_SIZE) != 0)
                 r = -EPERM;
         /* ss */

@@ -137,6 +137,12 @@ int mpt_noise_ik_write_initiation(MptNoiseHandshake *hs, const MptNoiseKeypair *
  * not verify: not made for s, or damaged), -EINVAL (a key of small order). */
 int mpt_noise_ik_read_initiation(MptNoiseHandshake *hs, const MptNoiseKeypair *s, const uint8_t *expected_rs,
                                  const uint8_t *msg, size_t payload_len, uint8_t *payload);
+/* The first part of mpt_noise_ik_read_initiation(), "e, es, s": hs->rs is the initiator's static
+ * public key afterwards, authenticated only as far as "s" goes (a tag under es: made by someone who
+ * knows the responder's public key; "ss" and the payload, which prove the initiator holds its
+ * private key, are not read). For a responder that must know who initiates before it knows which
+ * state to go on with (a hub, with one per peer). Failures as mpt_noise_ik_read_initiation(). */
+int mpt_noise_ik_read_initiator_static(MptNoiseHandshake *hs, const MptNoiseKeypair *s, const uint8_t *msg);
 /* The responder writes "<- e, ee, se, psk" and the payload into ret, MPT_NOISE_RESPONSE_SIZE(payload_len)
  * bytes. hs->e must be set. psk: 32 bytes (all zeros when the ends share none, as WireGuard). */
 int mpt_noise_ik_write_response(MptNoiseHandshake *hs, const uint8_t psk[MPT_NOISE_KEY_SIZE], const uint8_t *payload,

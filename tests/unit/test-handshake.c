@@ -921,6 +921,67 @@ static void test_malformed(void) {
         end_done(&b);
 }
 
+/* ---- A hub: whose initiation is it? ---- */
+
+/* A hub (B) with two peers (A, C), each with its own MptHandshake: the initiator's key tells which
+ * one takes the initiation, and doing so changes nothing, so that peer's state then reads it as
+ * usual. */
+static void test_initiator_key(void) {
+        End a, c, b_a, b_c, x;
+        MptNoiseKeypair s = {};
+        Msg init, reply;
+        uint8_t key[32], untouched[32], priv[32];
+
+        end_init(&a, KEY_A, KEY_B, NULL, 1);
+        end_init(&c, KEY_C, KEY_B, NULL, 2);
+        end_init(&b_a, KEY_B, KEY_A, NULL, 3);
+        end_init(&b_c, KEY_B, KEY_C, NULL, 4);
+        key_bytes(priv, KEY_B);
+        g_assert_cmpint(mpt_noise_keypair_set(&s, priv), ==, 0);
+
+        initiation(&a, T0, 0, &init);
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len, key), ==, -1);
+        g_assert_cmpmem(key, 32, a.public_key, 32);
+        /* Nothing was used up: A's state at the hub takes it. */
+        g_assert_cmpint(deliver(&b_a, T0, &from_a0, false, init.buf, init.len, &reply), ==, -1);
+        g_assert_cmpint(reply.kind, ==, MPT_HANDSHAKE_REPLY_RESPONSE);
+
+        initiation(&c, T0, 0, &init);
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len, key), ==, -1);
+        g_assert_cmpmem(key, 32, c.public_key, 32);
+        /* The wrong peer's state refuses it, as for a tunnel with one other end. */
+        g_assert_cmpint(deliver(&b_a, T0 + SEC, &from_b0, false, init.buf, init.len, &reply), ==,
+                        MPT_HANDSHAKE_DROP_UNKNOWN_PEER);
+        g_assert_cmpint(deliver(&b_c, T0 + SEC, &from_b0, false, init.buf, init.len, &reply), ==, -1);
+        g_assert_cmpint(reply.kind, ==, MPT_HANDSHAKE_REPLY_RESPONSE);
+
+        /* Refused, ret untouched: made for another responder (mac1), mac1 right but made for
+         * another key (does not decrypt), damaged, and not an initiation at all. */
+        memset(untouched, 0x5a, sizeof untouched);
+        memcpy(key, untouched, sizeof key);
+        end_init(&x, KEY_A, KEY_C, NULL, 5);
+        initiation(&x, T0, 0, &init);
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len, key), ==, MPT_HANDSHAKE_DROP_MAC1);
+        fix_mac1(init.buf, MPT_HANDSHAKE_INITIATION_MAC1, b_a.public_key);
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len, key), ==, MPT_HANDSHAKE_DROP_AUTH_FAILED);
+        end_done(&x);
+        initiation(&a, T0 + 2 * SEC, 0, &init);
+        init.buf[50] ^= 1; /* in the sealed static key */
+        fix_mac1(init.buf, MPT_HANDSHAKE_INITIATION_MAC1, b_a.public_key);
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len, key), ==, MPT_HANDSHAKE_DROP_AUTH_FAILED);
+        init.buf[50] ^= 1;
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len - 1, key), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        init.buf[0] = MPT_HANDSHAKE_RESPONSE;
+        g_assert_cmpint(mpt_handshake_initiator_key(&s, init.buf, init.len, key), ==, MPT_HANDSHAKE_DROP_MALFORMED);
+        g_assert_cmpmem(key, 32, untouched, 32);
+
+        mpt_noise_keypair_done(&s);
+        end_done(&a);
+        end_done(&c);
+        end_done(&b_a);
+        end_done(&b_c);
+}
+
 static void test_enums(void) {
         for (int i = 0; i < _MPT_HANDSHAKE_DROP_MAX; i++) {
                 const char *s = mpt_handshake_drop_to_string(i);
@@ -944,6 +1005,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/handshake/aes", test_aes);
         g_test_add_func("/mpt/handshake/psk", test_preshared_key);
         g_test_add_func("/mpt/handshake/wrong-static-key", test_wrong_static_key);
+        g_test_add_func("/mpt/handshake/initiator-key", test_initiator_key);
         g_test_add_func("/mpt/handshake/replay", test_replay);
         g_test_add_func("/mpt/handshake/restart", test_restart);
         g_test_add_func("/mpt/handshake/cold-start", test_cold_start);
