@@ -394,7 +394,8 @@ const uint8_t *mpt_handshake_public_key(const MptHandshake *hs);
  * opens its "e, es, s" (mpt_noise_ik_read_initiator_static()) with this end's static key pair s and
  * puts the initiator's static public key in ret; the caller looks it up among its peers and hands
  * the message to that peer's mpt_handshake_consume_initiation(), which checks it all again and
- * reads the rest; a key that is no peer's is dropped (unknown-peer) with no answer. One DH per call: under load, a caller first asks for a cookie (mac2) as
+ * reads the rest; a key that is no peer's is dropped (unknown-peer) with no answer. One DH per
+ * call: under load, a caller first asks for a cookie (mac2) as
  * mpt_handshake_consume_initiation() does, so that it does no DH for a source that cannot receive.
  * Returns -1 with ret set, else the MptHandshakeDrop reason (MALFORMED, MAC1, AUTH_FAILED,
  * BAD_KEY, CRYPTO_ERROR) with ret untouched. No state: any thread. */

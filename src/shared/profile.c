@@ -347,7 +347,8 @@ static int prefix_list_add(const MptConfKey *k, MptPrefixList *l, const char *va
         a = (MptAddress) { .family = pfx.family, .addr = pfx.addr };
         if (address_is_multicast(&a))
                 FAIL("invalid %s= '%s': multicast addresses are not allowed", k->name, value);
-        if (l->n >= MPT_ADDRESSES_MAX && k != conf_key(MPT_KEY_TUNNEL_ROUTE) && k != conf_key(MPT_KEY_PEER_ALLOWED_IPS))
+        if (l->n >= MPT_ADDRESSES_MAX && k != conf_key(MPT_KEY_TUNNEL_ROUTE) &&
+            k != conf_key(MPT_KEY_PEER_ALLOWED_IPS))
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ADDRESSES_MAX);
         if (l->n >= MPT_ROUTES_MAX)
                 FAIL("too many %s= entries (at most %u)", k->name, MPT_ROUTES_MAX);
@@ -821,6 +822,16 @@ static const MptKeyId handshake_keys[] = {
 #define RFILE(p, peer, id) file_of((p), (peer)->key_line, (peer)->key_src, (peer)->line_src, id)
 #define RLINE(peer, id) line_of((peer)->key_line, id, (peer)->line)
 
+/* Where another peer's key is, for a message about one in file here: "line N" in the same file
+ * (as messages about paths say), "FILE:N" in another (a drop-in). NULL on OOM. */
+static char *place_text(const char *here, const char *file, unsigned line) {
+        char *s = NULL;
+
+        if (streq(here, file) ? asprintf(&s, "line %u", line) < 0 : asprintf(&s, "%s:%u", file, line) < 0)
+                return NULL;
+        return s;
+}
+
 /* The keys of a hub: its own private key in [Tunnel], each other end's public key (and optional
  * pre-shared key) in its [Peer]. The tunnel's PublicKey= and PresharedKey= belong to the single
  * other end of a tunnel without peers: in a hub they would be ambiguous, so they are refused
@@ -877,12 +888,14 @@ static void verify_hub_keys(MptProfile *p, MptDiagnostics *d) {
                 for (size_t j = 0; j < i; j++)
                         if (p->peers[j].public_key.set &&
                             memcmp(p->peers[j].public_key.bytes, peer->public_key.bytes, MPT_KEY_SIZE) == 0) {
-                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_PUBLIC_KEY),
-                                         RLINE(peer, MPT_KEY_PEER_PUBLIC_KEY),
-                                         "peer '%s' has the PublicKey= of peer '%s' (%s:%u): a key identifies "
-                                         "one peer", strna(peer->name), strna(p->peers[j].name),
-                                         RFILE(p, &p->peers[j], MPT_KEY_PEER_PUBLIC_KEY),
-                                         RLINE(&p->peers[j], MPT_KEY_PEER_PUBLIC_KEY));
+                                const MptPeerConfig *o = &p->peers[j];
+                                const char *here = RFILE(p, peer, MPT_KEY_PEER_PUBLIC_KEY);
+                                _cleanup_free_ char *first = place_text(here, RFILE(p, o, MPT_KEY_PEER_PUBLIC_KEY),
+                                                                        RLINE(o, MPT_KEY_PEER_PUBLIC_KEY));
+
+                                diag_add(d, here, RLINE(peer, MPT_KEY_PEER_PUBLIC_KEY),
+                                         "peer '%s' has the PublicKey= of peer '%s' (%s): a key identifies one peer",
+                                         strna(peer->name), strna(p->peers[j].name), strna(first));
                                 break;
                         }
         }
@@ -929,9 +942,12 @@ static void verify_peers(MptProfile *p, MptDiagnostics *d) {
 
                 for (size_t j = 0; j < i; j++)
                         if (streq(p->peers[j].name, peer->name)) {
-                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_NAME), RLINE(peer, MPT_KEY_PEER_NAME),
-                                         "duplicate peer name '%s' (first at %s:%u); set a unique Name=",
-                                         peer->name, SFILE(p, &p->peers[j]), p->peers[j].line);
+                                const char *here = RFILE(p, peer, MPT_KEY_PEER_NAME);
+                                _cleanup_free_ char *first = place_text(here, SFILE(p, &p->peers[j]), p->peers[j].line);
+
+                                diag_add(d, here, RLINE(peer, MPT_KEY_PEER_NAME),
+                                         "duplicate peer name '%s' (first at %s); set a unique Name=", peer->name,
+                                         strna(first));
                                 break;
                         }
         }
@@ -954,15 +970,19 @@ static void verify_peers(MptProfile *p, MptDiagnostics *d) {
                                 d->oom = true;
                                 return;
                         }
-                        if (r == -EEXIST && other < i)
-                                diag_add(d, RFILE(p, peer, MPT_KEY_PEER_ALLOWED_IPS),
-                                         RLINE(peer, MPT_KEY_PEER_ALLOWED_IPS),
-                                         "peer '%s': AllowedIPs= %s overlaps the AllowedIPs= of peer '%s' (%s:%u): "
-                                         "an address belongs to one peer", peer->name,
+                        if (r == -EEXIST) {
+                                /* other < i: the table holds the earlier peers only. */
+                                const MptPeerConfig *o = &p->peers[other];
+                                const char *here = RFILE(p, peer, MPT_KEY_PEER_ALLOWED_IPS);
+                                _cleanup_free_ char *first = place_text(here, RFILE(p, o, MPT_KEY_PEER_ALLOWED_IPS),
+                                                                        RLINE(o, MPT_KEY_PEER_ALLOWED_IPS));
+
+                                diag_add(d, here, RLINE(peer, MPT_KEY_PEER_ALLOWED_IPS),
+                                         "peer '%s': AllowedIPs= %s overlaps the AllowedIPs= of peer '%s' (%s): an "
+                                         "address belongs to one peer", peer->name,
                                          format_list_entry(&peer->allowed_ips.items[j], buf), p->peers[other].name,
-                                         RFILE(p, &p->peers[other], MPT_KEY_PEER_ALLOWED_IPS),
-                                         RLINE(&p->peers[other], MPT_KEY_PEER_ALLOWED_IPS));
-                        else if (r < 0) {
+                                         strna(first));
+                        } else if (r < 0) {
                                 diag_add(d, RFILE(p, peer, MPT_KEY_PEER_ALLOWED_IPS),
                                          RLINE(peer, MPT_KEY_PEER_ALLOWED_IPS),
                                          "peer '%s': too many AllowedIPs= prefixes in all peers (at most %u)",
@@ -1306,13 +1326,16 @@ static void pending_flush(ParseState *s, MptDiagnostics *d) {
                         target = i;
         }
         if (target == SIZE_MAX && !d->oom) {
-                if (!(peer ? (void *) profile_add_peer(p, s->pending_line) : (void *) profile_add_path(p, s->pending_line)))
+                void *added = peer ? (void *) profile_add_peer(p, s->pending_line)
+                                   : (void *) profile_add_path(p, s->pending_line);
+                if (!added)
                         d->oom = true;
                 else
                         target = (peer ? p->n_peers : p->n_paths) - 1;
         }
         for (size_t i = 0; target != SIZE_MAX && i < s->n_pending; i++)
-                (void) profile_assign(p, s->pending_section, peer ? (void *) &p->peers[target] : (void *) &p->paths[target],
+                (void) profile_assign(p, s->pending_section,
+                                      peer ? (void *) &p->peers[target] : (void *) &p->paths[target],
                                       s->pending[i].key, s->pending[i].value, s->file, s->pending[i].line, d);
         pending_clear(s);
 }

@@ -712,10 +712,10 @@ static void test_hub_verify(void) {
                   "AllowedIPs=10.0.0.0/8\n",            /* 18 */
                   { HUB_REFUSED(7),
                     TEST_FILE ":14: peer 'b': AllowedIPs= 10.8.0.77 overlaps the AllowedIPs= of peer 'a' "
-                              "(" TEST_FILE ":10): an address belongs to one peer",
+                              "(line 10): an address belongs to one peer",
                     /* 10.7.0.1 of b, the first overlap in address order. */
                     TEST_FILE ":18: peer 'c': AllowedIPs= 10.0.0.0/8 overlaps the AllowedIPs= of peer 'b' "
-                              "(" TEST_FILE ":14): an address belongs to one peer" } },
+                              "(line 14): an address belongs to one peer" } },
                 { "duplicate-key-and-name",
                   HUB_HEAD
                   "[Peer]\n"                            /* 7 */
@@ -727,9 +727,8 @@ static void test_hub_verify(void) {
                   "PublicKey=" KEY2 "\n"                /* 13 */
                   "AllowedIPs=10.8.0.3\n",
                   { HUB_REFUSED(7),
-                    TEST_FILE ":12: duplicate peer name 'a' (first at " TEST_FILE ":7); set a unique Name=",
-                    TEST_FILE ":13: peer 'a' has the PublicKey= of peer 'a' (" TEST_FILE ":9): a key identifies "
-                              "one peer" } },
+                    TEST_FILE ":12: duplicate peer name 'a' (first at line 7); set a unique Name=",
+                    TEST_FILE ":13: peer 'a' has the PublicKey= of peer 'a' (line 9): a key identifies one peer" } },
                 { "own-key-and-missing",
                   HUB_HEAD
                   "[Peer]\n"                            /* 7 */
