@@ -86,6 +86,7 @@ struct MptHandshake {
 
         MptHandshakeRandom random; /* NULL: libcrypto's */
         void *userdata;
+        uint32_t session_tag; /* the upper half of every session id; 0: a random one per id */
 
         /* As initiator. */
         uint64_t instance;
@@ -324,19 +325,29 @@ static void remember_mac1(MptHandshake *hs, const uint8_t *mac1, uint64_t id) {
         hs->have_last_mac1 = true;
 }
 
-/* A new session id: random upper half (never 0), the next generation in the lower. */
+/* A new session id: the session tag or a random upper half (never 0), the next generation in the
+ * lower. */
 static int new_session_id(MptHandshake *hs, uint64_t *ret) {
         uint8_t b[4];
+        uint32_t upper = hs->session_tag;
         int r;
 
         if (hs->keys.generation == UINT32_MAX)
                 return -EOVERFLOW;
-        r = get_random(hs, b, sizeof b);
-        if (r < 0)
-                return r;
+        if (upper == 0) {
+                r = get_random(hs, b, sizeof b);
+                if (r < 0)
+                        return r;
+                upper = rd32be(b) ?: 1;
+        }
         hs->keys.generation++;
-        *ret = (uint64_t) (rd32be(b) ?: 1) << 32 | hs->keys.generation;
+        *ret = (uint64_t) upper << 32 | hs->keys.generation;
         return 0;
+}
+
+void mpt_handshake_set_session_tag(MptHandshake *hs, uint32_t tag) {
+        assert(tag != 0);
+        hs->session_tag = tag;
 }
 
 static int new_ephemeral(MptHandshake *hs, MptNoiseKeypair *e) {

@@ -306,6 +306,13 @@ typedef int (*MptHandshakeRandom)(void *userdata, uint8_t *buf, size_t n);
  * public key is the other end's (the two ends must differ), -ENOMEM, -EIO. */
 int mpt_handshake_new(const uint8_t private_key[MPT_NOISE_KEY_SIZE], const uint8_t peer_public_key[MPT_NOISE_KEY_SIZE],
                       const uint8_t psk[MPT_NOISE_KEY_SIZE], bool with_aes, MptHandshake **ret);
+/* For a hub (one MptHandshake per peer, one socket for all of them): every session id hs hands out
+ * from now on is tag << 32 | generation, instead of a random upper half per id. A datagram's epoch
+ * (this end's session id) then names its peer by its upper half: the hub looks the tag up in a
+ * table that changes only when peers come and go, not at every handshake, and that peer's keys
+ * (mpt_handshake_keys_rx()) decide as always. The tag: random per peer and process (never 0, no
+ * two peers the same), so that ids still hardly ever repeat across processes. */
+void mpt_handshake_set_session_tag(MptHandshake *hs, uint32_t tag);
 /* Wipes every secret and frees hs. NULL-safe; returns NULL. */
 MptHandshake *mpt_handshake_free(MptHandshake *hs);
 DEFINE_TRIVIAL_CLEANUP_FUNC(MptHandshake *, mpt_handshake_free);

@@ -982,6 +982,42 @@ static void test_initiator_key(void) {
         end_done(&b_c);
 }
 
+/* A hub's peer: its session ids carry its tag, and keep working as ids do (a new generation
+ * each, the old ones stale once dropped). */
+static void test_session_tag(void) {
+        End a, b;
+        uint64_t id1, id2, id3;
+
+        pair_init(&a, &b);
+        mpt_handshake_set_session_tag(b.hs, 0x1234abcd);
+        mpt_handshake_set_session_tag(a.hs, 0xfeed0001);
+        id1 = handshake(&a, &b, T0, &from_a0, &from_b0);
+        g_assert_cmpuint(id1, ==, UINT64_C(0x1234abcd00000001));
+        g_assert_cmpint(transport(&a, &b, T0 + MSEC), ==, -1);
+        g_assert_cmpint(transport(&b, &a, T0 + MSEC), ==, -1);
+        /* The initiator's id, in the receiver field of what B sends, carries A's tag. */
+        g_assert_cmpuint(mpt_handshake_keys(b.hs)->current.send.epoch >> 32, ==, 0xfeed0001);
+
+        id2 = handshake(&a, &b, T0 + MPT_HANDSHAKE_REKEY_AFTER_TIME, &from_a0, &from_b0);
+        g_assert_cmpuint(id2, ==, UINT64_C(0x1234abcd00000002));
+        g_assert_cmpint(transport(&a, &b, T0 + MPT_HANDSHAKE_REKEY_AFTER_TIME + MSEC), ==, -1);
+        id3 = handshake(&a, &b, T0 + 2 * MPT_HANDSHAKE_REKEY_AFTER_TIME, &from_a0, &from_b0);
+        g_assert_cmpuint(id3 >> 32, ==, 0x1234abcd);
+        g_assert_cmpuint((uint32_t) id3, >, (uint32_t) id2);
+        {
+                const MptHandshakeKeypair *kp = NULL;
+                /* id1 is gone: two sessions later, it is stale; an id of another tag's future is unknown. */
+                g_assert_cmpint(mpt_handshake_keys_rx(mpt_handshake_keys(b.hs), id1,
+                                                      T0 + 2 * MPT_HANDSHAKE_REKEY_AFTER_TIME, &kp), ==,
+                                MPT_HANDSHAKE_DROP_STALE_SESSION);
+                g_assert_cmpint(mpt_handshake_keys_rx(mpt_handshake_keys(b.hs), UINT64_C(0x1234abcd000000ff),
+                                                      T0 + 2 * MPT_HANDSHAKE_REKEY_AFTER_TIME, &kp), ==,
+                                MPT_HANDSHAKE_DROP_UNKNOWN_SESSION);
+        }
+        end_done(&a);
+        end_done(&b);
+}
+
 static void test_enums(void) {
         for (int i = 0; i < _MPT_HANDSHAKE_DROP_MAX; i++) {
                 const char *s = mpt_handshake_drop_to_string(i);
@@ -1006,6 +1042,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/handshake/psk", test_preshared_key);
         g_test_add_func("/mpt/handshake/wrong-static-key", test_wrong_static_key);
         g_test_add_func("/mpt/handshake/initiator-key", test_initiator_key);
+        g_test_add_func("/mpt/handshake/session-tag", test_session_tag);
         g_test_add_func("/mpt/handshake/replay", test_replay);
         g_test_add_func("/mpt/handshake/restart", test_restart);
         g_test_add_func("/mpt/handshake/cold-start", test_cold_start);
