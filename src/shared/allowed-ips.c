@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "allowed-ips.h"
+#include "ip-header.h"
 
 typedef struct Node {
         struct Node *child[2];
@@ -167,6 +168,14 @@ uint32_t mpt_allowed_ips_lookup(const MptAllowedIps *t, int family, const void *
                 n = n->child[bit_at(addr, i)];
         }
         return best;
+}
+
+uint32_t mpt_allowed_ips_lookup_packet(const MptAllowedIps *t, const uint8_t *pkt, size_t len, bool source) {
+        if (len >= IP4_HEADER_MIN && pkt[0] >> 4 == 4)
+                return mpt_allowed_ips_lookup(t, AF_INET, pkt + (source ? IP4_OFF_SRC : IP4_OFF_DST));
+        if (len >= IP6_HEADER_LEN && pkt[0] >> 4 == 6)
+                return mpt_allowed_ips_lookup(t, AF_INET6, pkt + (source ? IP6_OFF_SRC : IP6_OFF_DST));
+        return MPT_ALLOWED_IPS_NONE;
 }
 
 size_t mpt_allowed_ips_size(const MptAllowedIps *t) {

@@ -6,6 +6,8 @@
  * locking, no syscalls; the owner publishes a finished table to readers (a snapshot) and never
  * changes a published one. */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "in-addr-util.h"
@@ -32,5 +34,10 @@ size_t mpt_allowed_ips_remove_value(MptAllowedIps *t, uint32_t v);
 /* The value of the longest prefix of family that covers addr (4 or 16 bytes), or
  * MPT_ALLOWED_IPS_NONE. */
 uint32_t mpt_allowed_ips_lookup(const MptAllowedIps *t, int family, const void *addr);
+/* The same for an inner packet (an IPv4 or IPv6 header first, by its version): the value of its
+ * source address (source: a packet a peer sent, which must be within that peer's prefixes) or of
+ * its destination (a packet to send: which peer it goes to). MPT_ALLOWED_IPS_NONE also for a packet
+ * too short for its addresses or of another version. */
+uint32_t mpt_allowed_ips_lookup_packet(const MptAllowedIps *t, const uint8_t *pkt, size_t len, bool source);
 /* How many prefixes the table holds. */
 size_t mpt_allowed_ips_size(const MptAllowedIps *t);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* AllowedIPs= routing (src/shared/allowed-ips.c): longest-prefix match over IPv4 and IPv6,
- * overlaps between values refused, removal of a value, and a table checked against a linear
- * scan of random prefixes. */
+ * overlaps between values refused, removal of a value, lookups by an inner packet's source or
+ * destination, and a table checked against a linear scan of random prefixes. */
 
 #include <arpa/inet.h>
 
 #include "allowed-ips.h"
+#include "ip-header.h"
 
 #include <glib.h>
 
@@ -143,6 +144,33 @@ static void test_bad(void) {
         g_assert_null(mpt_allowed_ips_free(NULL));
 }
 
+/* Inner packets: the source or the destination of IPv4 and IPv6 headers. */
+static void test_packet(void) {
+        _cleanup_(mpt_allowed_ips_freep) MptAllowedIps *t = mpt_allowed_ips_new();
+        uint8_t v4[IP4_HEADER_MIN] = { 0x45 }, v6[IP6_HEADER_LEN] = { 0x60 };
+
+        add_ok(t, "10.8.1.0/24", 1);
+        add_ok(t, "10.8.2.0/24", 2);
+        add_ok(t, "2001:db8:8:1::/64", 1);
+        add_ok(t, "2001:db8:8:2::/64", 2);
+        /* 10.8.1.7 -> 10.8.2.9 */
+        memcpy(v4 + IP4_OFF_SRC, (const uint8_t[]) { 10, 8, 1, 7 }, 4);
+        memcpy(v4 + IP4_OFF_DST, (const uint8_t[]) { 10, 8, 2, 9 }, 4);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v4, sizeof v4, true), ==, 1);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v4, sizeof v4, false), ==, 2);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v4, sizeof v4 - 1, false), ==, MPT_ALLOWED_IPS_NONE);
+        /* 2001:db8:8:2::5 -> 2001:db8:9::1 */
+        g_assert_cmpint(inet_pton(AF_INET6, "2001:db8:8:2::5", v6 + IP6_OFF_SRC), ==, 1);
+        g_assert_cmpint(inet_pton(AF_INET6, "2001:db8:9::1", v6 + IP6_OFF_DST), ==, 1);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v6, sizeof v6, true), ==, 2);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v6, sizeof v6, false), ==, MPT_ALLOWED_IPS_NONE);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v6, sizeof v6 - 1, true), ==, MPT_ALLOWED_IPS_NONE);
+        /* Neither version. */
+        v4[0] = 0x55;
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v4, sizeof v4, true), ==, MPT_ALLOWED_IPS_NONE);
+        g_assert_cmpuint(mpt_allowed_ips_lookup_packet(t, v4, 0, true), ==, MPT_ALLOWED_IPS_NONE);
+}
+
 /* Random host prefixes of random lengths, each with its own value where it overlaps nothing:
  * every lookup agrees with a scan for the longest covering prefix. */
 static bool covers(const MptPrefix *p, int family, const uint8_t *addr) {
@@ -212,6 +240,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/mpt/allowed-ips/overlap", test_overlap);
         g_test_add_func("/mpt/allowed-ips/remove", test_remove);
         g_test_add_func("/mpt/allowed-ips/bad", test_bad);
+        g_test_add_func("/mpt/allowed-ips/packet", test_packet);
         g_test_add_func("/mpt/allowed-ips/random", test_random);
         return g_test_run();
 }
