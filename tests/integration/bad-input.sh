@@ -6,7 +6,8 @@
 # Asserts:
 #   (a) malformed profiles (unknown key with a did-you-mean hint, bad address, missing Remote=,
 #       missing [Tunnel], bad duration, DeadTime= not longer than KeepaliveInterval=, duplicate
-#       path name, secure mode without a key, a key in compat mode, a key file everyone can read), each with exactly one mistake: `mptd PROFILE` exits 1 and prints the exact
+#       path name, secure mode without a key, a key in compat mode, a key file everyone can read, a
+#       hub's [Peer] sections, not supported yet), each with exactly one mistake: `mptd PROFILE` exits 1 and prints the exact
 #       "FILE:LINE: message" (for a missing section, which has no line, "FILE: message") and no
 #       other diagnostic; `mptctl check` exits 1 and prints the same diagnostic lines; no TUN
 #       device (no link at all) appears in the namespace;
@@ -212,6 +213,24 @@ Interface=pa0
 Remote=10.77.100.2
 EOF
 check_profile public-key "$P/public-key.conf:3: KeyFile=public.key: '$P/public.key' is readable by everyone; make it private (chmod 600 or 640)"
+
+# A hub ([Peer] sections): checked, and refused as not supported yet, never run as a tunnel with
+# one other end.
+cat > "$P/hub.conf" <<EOF
+[Tunnel]
+Name=lab
+PrivateKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
+
+[Path]
+Name=p0
+LocalAddress=10.77.100.1
+
+[Peer]
+Name=car-1
+PublicKey=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=
+AllowedIPs=10.77.1.0/24
+EOF
+check_profile hub "$P/hub.conf:9: [Peer] sections (a hub: many peers on one tunnel) are not supported yet: this version checks them but cannot run them"
 
 # ---- (b) missing interface ----
 # Paths follow the links: an interface that does not exist (yet) is waited for, not a reason to
