@@ -931,6 +931,16 @@ static void verify_peers(MptProfile *p, MptDiagnostics *d) {
                 diag_add(d, TFILE(p, MPT_KEY_TUNNEL_PEER), TLINE(p, MPT_KEY_TUNNEL_PEER),
                          "Peer= is the tunnel address of the one other end of a tunnel; in a hub ([Peer] "
                          "sections) each peer's addresses are its AllowedIPs=");
+        /* Every peer's paths reach the hub's from wherever they are: a Remote= would name one
+         * other end, and which peer's it is nothing says. */
+        for (size_t i = 0; i < p->n_paths; i++) {
+                const MptPathConfig *path = &p->paths[i];
+
+                if (!path_config_listens(path))
+                        diag_add(d, PFILE(p, path, MPT_KEY_PATH_REMOTE), PLINE(path, MPT_KEY_PATH_REMOTE),
+                                 "path '%s': a hub's paths listen (no Remote=): each peer's paths reach them from "
+                                 "wherever they are", strna(path->name));
+        }
 
         table = mpt_allowed_ips_new();
         if (!table) {
@@ -1101,15 +1111,6 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                 return -ENOMEM;
         }
         verify_key(p, d);
-        if (profile_is_hub(p)) {
-                verify_peers(p, d);
-                /* The format is settled and checked; mptd's data plane for many peers is not
-                 * there yet. Refused here, so that no front door (mptd, a reload, the generator,
-                 * a NetworkManager import) takes a hub for a tunnel with one other end. */
-                diag_add(d, SFILE(p, &p->peers[0]), p->peers[0].line,
-                         "[%s] sections (a hub: many peers on one tunnel) are not supported yet: this "
-                         "version checks them but cannot run them", section_title(p, MPT_SECTION_PEER));
-        }
 
         /* The learned scheduler needs the other end's feedback, which only secure mode carries
          * (an original MPT peer sends none, and nothing unauthenticated may move traffic). */
@@ -1244,6 +1245,17 @@ int profile_verify(MptProfile *p, MptDiagnostics *d) {
                                 diag_add(d, profile_file_name(p, rule->line_src), rule->line,
                                          "Policy= names path '%s', which this tunnel does not have", rule->path_names[j]);
                 }
+        }
+
+        if (profile_is_hub(p)) {
+                /* After the paths: they have their names now. */
+                verify_peers(p, d);
+                /* The format is settled and checked; mptd's data plane for many peers is not
+                 * there yet. Refused here, so that no front door (mptd, a reload, the generator,
+                 * a NetworkManager import) takes a hub for a tunnel with one other end. */
+                diag_add(d, SFILE(p, &p->peers[0]), p->peers[0].line,
+                         "[%s] sections (a hub: many peers on one tunnel) are not supported yet: this "
+                         "version checks them but cannot run them", section_title(p, MPT_SECTION_PEER));
         }
 
         return diag_count(d) > errors || d->oom ? -EINVAL : 0;

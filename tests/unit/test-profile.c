@@ -786,6 +786,20 @@ static void test_hub_verify(void) {
                   { TEST_FILE ":6: [Peer] sections (a hub) need PrivateKey= or PrivateKeyFile= in [Tunnel], this "
                               "end's private key (create one with `mptctl genkey`)",
                     HUB_REFUSED(6) } },
+                { "path-with-remote",
+                  "[Tunnel]\n"
+                  "Name=hub\n"
+                  "PrivateKey=" KEY1 "\n"
+                  "[Path]\n"
+                  "Interface=wan\n"                    /* its name: wan */
+                  "LocalAddress=192.0.2.100\n"
+                  "Remote=198.51.100.7\n"              /* 7 */
+                  "[Peer]\n"                            /* 8 */
+                  "PublicKey=" KEY3 "\n"
+                  "AllowedIPs=10.8.0.2\n",
+                  { TEST_FILE ":7: path 'wan': a hub's paths listen (no Remote=): each peer's paths reach them "
+                              "from wherever they are",
+                    HUB_REFUSED(8) } },
                 { "compat",
                   "[Tunnel]\n"
                   "Name=hub\n"
