@@ -22,8 +22,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 nft python3
@@ -31,9 +31,9 @@ lab_topology 3 none 4
 lab_exec b nft add table inet mpt_probe 2>/dev/null || lab_skip "needs nftables in the kernel"
 lab_exec b nft delete table inet mpt_probe
 
-it_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=1s'
-it_start a
-it_start b
+lab_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=1s'
+lab_start a
+lab_start b
 it_expect_state a p1 up 2 "after start"
 it_expect_state b p1 up 2 "after start"
 
@@ -59,7 +59,7 @@ it_lt 0.75 "$dead_after" || it_fail "p1 at b: expected 'dead' not before 0.75 s 
 it_expect_state a p1 peer-down 1 "peer of a blackholed path"
 it_note "p1 peer-down at a $IT_WAITED s after that"
 for p in p0 p2; do
-        s=$(it_state a "$p")
+        s=$(it_get a "$p" state)
         [ "$s" = up ] || it_fail "path $p at a: expected 'up' during p1's blackhole, it is '$s'"
 done
 
@@ -70,7 +70,7 @@ it_ping a "$(lab_tunnel_addr b 4)" 5
 sleep 0.5
 it_snap a h1
 it_snap b h1
-it_note "during the blackhole, tx_bytes at a: $(it_delta a h0 h1 tx_bytes)"
+it_note "during the blackhole, tx_bytes at a: $(it_deltas a h0 h1 tx_bytes)"
 d=$(it_delta a h0 h1 tx_bytes p1)
 [ "$d" = 0 ] || it_fail "p1 at a: expected tx_bytes to stop growing while peer-down, it grew by $d"
 for p in p0 p2; do
@@ -92,7 +92,7 @@ it_snap b r0
 sleep 1
 it_snap a r1
 it_snap b r1
-it_note "after recovery, tx_bytes at a: $(it_delta a r0 r1 tx_bytes)"
+it_note "after recovery, tx_bytes at a: $(it_deltas a r0 r1 tx_bytes)"
 d=$(it_delta a r0 r1 tx_bytes p1)
 [ "$d" -gt 1000000 ] || it_fail "p1 at a: expected tx_bytes to grow by more than 1 MB again after recovery, grew by $d"
 d=$(it_delta b r0 r1 rx_bytes p1)

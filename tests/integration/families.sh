@@ -20,8 +20,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 tfam=${1:-4}
 pfam=${2:-4}
@@ -36,9 +36,9 @@ lab_init
 it_require iperf3 python3
 lab_log "families: tunnel IPv$tfam over $n paths ($pfam)"
 lab_topology "$n" none "$pfam"
-it_profiles "$n" "$tfam" "$pfam" 'Scheduler=weighted'
-it_start a
-it_start b
+lab_profiles "$n" "$tfam" "$pfam" 'Scheduler=weighted'
+lab_start a
+lab_start b
 
 fams=$tfam
 [ "$tfam" = 46 ] && fams="4 6"
@@ -94,8 +94,8 @@ done
 
 it_snap a end
 it_snap b end
-it_note "tx_bytes at a: $(it_delta a start end tx_bytes)"
-it_note "tx_bytes at b: $(it_delta b start end tx_bytes)"
+it_note "tx_bytes at a: $(it_deltas a start end tx_bytes)"
+it_note "tx_bytes at b: $(it_deltas b start end tx_bytes)"
 python3 - "$LAB_DIR/snap-a-start.json" "$LAB_DIR/snap-a-end.json" "$LAB_DIR/snap-b-start.json" \
         "$LAB_DIR/snap-b-end.json" <<'EOF' || it_fail "traffic was not spread over the paths (see above)"
 import json, sys

@@ -36,14 +36,14 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 export MPT_LAB_MODE=handshake
 lab_init
 it_require python3
 lab_topology 2 none 4
-it_profiles 2 4 4
+lab_profiles 2 4 4
 
 # sum SIDE 'REASON REASON ...': those drop counters over the tunnel and its paths.
 dsum() {
@@ -98,8 +98,8 @@ b_addr=$(lab_tunnel_addr b 4)
 a_addr=$(lab_tunnel_addr a 4)
 
 # ---- 1. the handshake ----
-it_start a
-it_start b
+lab_start a
+lab_start b
 it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b within 5 s of the start"
 it_note "first ping answered $IT_WAITED s after b answered mptctl"
 it_ping b "$a_addr" 5
@@ -135,7 +135,7 @@ it_pass "replay within the session: $n_e3 of $n_e3 transport datagrams dropped a
 # ---- 3. the receiver restarts; the old session replayed into the new process ----
 kill -KILL "$LAB_PID_b"
 { wait "$LAB_PID_b"; } 2>/dev/null || true
-it_start b
+lab_start b
 it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b within 5 s of b's restart"
 it_note "after kill -9 and restart of b, traffic resumed in $IT_WAITED s (goal: 1 s)"
 it_lt "$IT_WAITED" 3 || it_soft_fail "traffic resumed only after $IT_WAITED s"
@@ -159,9 +159,9 @@ lab_stop b
 good_b=$LAB_PRIVATE_b
 wrong_b=$("$MPTCTL" genkey)
 sed -i "s|^PrivateKey=.*|PrivateKey=$wrong_b|" "$LAB_DIR/b.conf"
-it_start a
+lab_start a
 mac0=$(dsum a handshake-unknown-peer)
-it_start b
+lab_start b
 # a's first initiation went out before b was up; it sends the next one REKEY_TIMEOUT (5 s) later.
 for _ in $(seq 100); do
         [ "$(dsum b handshake-mac1)" -ge 1 ] && break
@@ -174,7 +174,7 @@ done
 it_note "b (wrong key): handshake-mac1 $(dsum b handshake-mac1); a: handshake-unknown-peer $(($(dsum a handshake-unknown-peer) - mac0))"
 lab_stop b
 sed -i "s|^PrivateKey=.*|PrivateKey=$good_b|" "$LAB_DIR/b.conf"
-it_start b
+lab_start b
 it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b within 5 s after b got its key back"
 it_pass "a peer with the wrong static key gets no session"
 
@@ -184,7 +184,7 @@ flood_pid=$!
 sleep 0.5
 kill -KILL "$LAB_PID_b"
 { wait "$LAB_PID_b"; } 2>/dev/null || true
-it_start b
+lab_start b
 it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b within 5 s of b's restart during the flood"
 it_note "during a flood of garbage initiations, traffic resumed $IT_WAITED s after b's restart"
 wait "$flood_pid"
@@ -202,7 +202,7 @@ if unshare --time true 2>/dev/null; then
 exec unshare --time --boottime 31536000 --monotonic 31536000 "$MPTD" "\$@"
 EOF
         chmod +x "$LAB_DIR/mptd-later"
-        MPTD="$LAB_DIR/mptd-later" it_start b
+        MPTD="$LAB_DIR/mptd-later" lab_start b
         it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b with b's clocks a year ahead"
         it_note "b's clocks a year ahead: traffic after $IT_WAITED s"
         it_ping b "$a_addr" 5
@@ -214,8 +214,8 @@ fi
 # ---- 7. rekeys under traffic, and a replay across them ----
 lab_stop a
 lab_stop b
-MPT_DEBUG_REKEY=700 it_start a
-MPT_DEBUG_REKEY=700 it_start b
+MPT_DEBUG_REKEY=700 lab_start a
+MPT_DEBUG_REKEY=700 lab_start b
 it_wait_ping a "$b_addr" 5 || it_fail "no ping a -> b with rekeys every 0.7 s"
 capture cap2 1 10
 n_e3=$N_E3

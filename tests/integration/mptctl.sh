@@ -25,8 +25,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 # expect_error "STDERR SUBSTRING" MPTCTL_ARGS...: runs mptctl at a, which must
 # exit with status 1 and print the substring on stderr.
@@ -43,9 +43,9 @@ expect_error() {
 lab_init
 it_require iperf3 python3
 lab_topology 3 none 4
-it_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
-it_start a
-it_start b
+lab_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
+lab_start a
+lab_start b
 
 # ---- check, keys ----
 out=$(lab_ctl a check "$LAB_DIR/a.conf") || it_fail "mptctl check on a good profile: expected exit 0"
@@ -111,7 +111,7 @@ got=$(lab_json a '"%s/%s" % (p["p0"]["weight"], p["p0"]["weight_source"])')
 it_snap a w0
 mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 3)
 it_snap a w1
-it_note "TCP load with weights 3:1:1: $mbit Mbit/s; tx_bytes at a: $(it_delta a w0 w1 tx_bytes)"
+it_note "TCP load with weights 3:1:1: $mbit Mbit/s; tx_bytes at a: $(it_deltas a w0 w1 tx_bytes)"
 it_shares a w0 w1 "p0=3 p1=1 p2=1" 0.05 || it_fail "shares do not follow the runtime weights 3:1:1 within ±5 %"
 
 # ---- path down ----
@@ -124,7 +124,7 @@ it_snap b d0
 mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2)
 it_snap a d1
 it_snap b d1
-it_note "p1 down: $mbit Mbit/s; tx_bytes at a: $(it_delta a d0 d1 tx_bytes); at b: $(it_delta b d0 d1 tx_bytes)"
+it_note "p1 down: $mbit Mbit/s; tx_bytes at a: $(it_deltas a d0 d1 tx_bytes); at b: $(it_deltas b d0 d1 tx_bytes)"
 for side in a b; do
         d=$(it_delta "$side" d0 d1 tx_bytes p1)
         [ "$d" = 0 ] || it_fail "p1 at $side: expected no data sent on a downed path, tx_bytes grew by $d"
@@ -160,7 +160,7 @@ it_expect_state b p1 up 1 "at b after 'path lab p1 up' at a"
 it_snap a u0
 mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2)
 it_snap a u1
-it_note "p1 up again: $mbit Mbit/s; tx_bytes at a: $(it_delta a u0 u1 tx_bytes)"
+it_note "p1 up again: $mbit Mbit/s; tx_bytes at a: $(it_deltas a u0 u1 tx_bytes)"
 it_shares a u0 u1 "p0=3 p1=1 p2=1" 0.05 || it_fail "after 'up', shares do not follow 3:1:1 within ±5 %"
 
 # ---- errors ----

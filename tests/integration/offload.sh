@@ -17,16 +17,16 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3
 lab_log "offload: UDP GSO and small-MSS TCP through a 2-path tunnel"
 lab_topology 2 none 4
-it_profiles 2 4 4
-it_start a
-it_start b
+lab_profiles 2 4 4
+lab_start a
+lab_start b
 it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
 it_snap a before
 it_snap b before

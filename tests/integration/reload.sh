@@ -31,17 +31,17 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3
 lab_log "reload: mptd applies a changed profile in place, under load"
 lab_topology 3 none 4
-it_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
+lab_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
 cp "$LAB_DIR/a.conf" "$LAB_DIR/a-start.conf"
-it_start a
-it_start b
+lab_start a
+lab_start b
 b_tun=$(lab_tunnel_addr b 4)
 it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
 
