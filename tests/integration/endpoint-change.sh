@@ -60,23 +60,8 @@ table ip mpt_nat {
 EOF
 }
 
-# ping_all COUNT: pings a -> b through the tunnel; every one must be answered.
-ping_all() {
-        local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.005 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
-        case "$out" in
-        *"$1 packets transmitted, $1 received"*) it_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
-        *) it_soft_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
-        esac
-}
-
 start_both() {
-        lab_start a
-        lab_start b
-        for p in p0 p1; do
-                it_expect a "$p" up 3000 "after start"
-                it_expect b "$p" up 3000 "after start"
-        done
+        it_start_both 3000
         port=$(it_get a "" local_port)
 }
 
@@ -89,41 +74,14 @@ rc0=$(it_get b p0 remote_changes)
 it_now_us
 t_nat=$IT_NOW_US
 add_nat
-end=$((t_nat + 1000000))
-while :; do
-        it_dump b
-        it_field_of "$IT_DUMP" p0 remote || true
-        remote=$IT_V
-        it_field_of "$IT_DUMP" p0 remote_changes || true
-        changes=$IT_V
-        [ "$remote" = "$a0:$nat_port" ] && [ "$changes" -ge 1 ] && break
-        [ "$IT_DUMP_T" -lt "$end" ] ||
-                it_fail "p0 at b: expected remote $a0:$nat_port and remote_changes >= 1 within 1 s of the NAT, mptctl shows remote '$remote', remote_changes $changes"
-        sleep 0.005
-done
-it_note "p0 at b follows: remote $remote, remote_changes $changes, seen $(it_ms $((IT_DUMP_T - t_nat))) ms after the NAT"
+it_expect_remote p0 "$a0:$nat_port" 1000 "$t_nat" "the NAT"
 
-it_snap a n0
-it_snap b n0
-ping_all 100
-it_snap a n1
-it_snap b n1
+it_snap_both n0
+it_ping_soft a "$(lab_tunnel_addr b 4)" 100 0.005
+it_snap_both n1
 it_note "during the pings: tx_bytes at a $(it_deltas a n0 n1 tx_bytes p0 p1), at b $(it_deltas b n0 n1 tx_bytes p0 p1)"
-for spec in "a tx_bytes" "b rx_bytes" "b tx_bytes" "a rx_bytes"; do
-        read -r side field <<<"$spec"
-        d=$(it_delta "$side" n0 n1 "$field" p0)
-        [ "$d" -gt 0 ] || it_soft_fail "p0 at $side: expected $field to grow during 100 pings behind the NAT, grew by $d"
-done
-for side in a b; do
-        it_dump "$side"
-        it_field_of "$IT_DUMP" p0 state || true
-        st=$IT_V
-        it_field_of "$IT_DUMP" p0 state_age_us || true
-        since=$((IT_DUMP_T - IT_V - t_nat))
-        if [ "$st" != up ] || [ "$since" -gt 0 ]; then
-                it_soft_fail "p0 at $side: expected it to stay 'up' through the port change, it is '$st' since $(it_ms "$since") ms after the NAT"
-        fi
-done
+it_expect_grew n0 n1 p0 "100 pings behind the NAT"
+it_stayed_up p0 "$t_nat" "the port change"
 d=$(it_get b p0 drop.unknown-source)
 [ "$d" = 0 ] || it_soft_fail "p0 at b: expected no unknown-source drops without PinRemote=, counted $d"
 [ "$IT_SOFT_FAILURES" = 0 ] || it_fail "run 1 (following) failed, see above"
@@ -163,6 +121,6 @@ remote=$(it_get b p0 remote)
 [ "$remote" = "$a0:$port" ] || it_soft_fail "p0 at b: expected remote to stay $a0:$port with PinRemote=yes, it is '$remote'"
 changes=$(it_get b p0 remote_changes)
 [ "$changes" = 0 ] || it_soft_fail "p0 at b: expected remote_changes 0 with PinRemote=yes, it is $changes"
-ping_all 50
+it_ping_soft a "$(lab_tunnel_addr b 4)" 50 0.005
 
 it_finish endpoint-change

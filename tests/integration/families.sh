@@ -57,8 +57,7 @@ print(" ".join(out))
 EOF
 }
 
-it_snap a start
-it_snap b start
+it_snap_both start
 
 for f in $fams; do
         it_ping a "$(lab_tunnel_addr b "$f")" 5
@@ -68,15 +67,9 @@ for f in $fams; do
         it_note "TCP over the IPv$f tunnel: $mbit Mbit/s"
         it_lt 10 "$mbit" || it_fail "TCP over the IPv$f tunnel: expected more than 10 Mbit/s, measured $mbit"
 
-        it_snap a "udp$f-0"
-        it_snap b "udp$f-0"
-        it_ksnap a "udp$f-0"
-        it_ksnap b "udp$f-0"
+        it_snap_loss "udp$f-0"
         read -r lost sent bytes <<< "$(it_iperf_udp "$(lab_tunnel_addr b "$f")" 3 50M)"
-        it_snap a "udp$f-1"
-        it_snap b "udp$f-1"
-        it_ksnap a "udp$f-1"
-        it_ksnap b "udp$f-1"
+        it_snap_loss "udp$f-1"
         read -r causes why <<< "$(it_loss_causes "udp$f-0" "udp$f-1")"
         it_note "UDP 50 Mbit/s over the IPv$f tunnel: $sent datagrams sent, $lost missing, $bytes bytes received; dropped and counted: $causes ${why:-}"
         # mptd itself must not have discarded anything on the receiving side.
@@ -92,8 +85,7 @@ for f in $fams; do
         [ "$sent" -ge 14062 ] || it_fail "UDP over the IPv$f tunnel: iperf3 sent only $sent of the 15625 datagrams of 3 s at 50 Mbit/s"
 done
 
-it_snap a end
-it_snap b end
+it_snap_both end
 it_note "tx_bytes at a: $(it_deltas a start end tx_bytes)"
 it_note "tx_bytes at b: $(it_deltas b start end tx_bytes)"
 python3 - "$LAB_DIR/snap-a-start.json" "$LAB_DIR/snap-a-end.json" "$LAB_DIR/snap-b-start.json" \

@@ -28,13 +28,7 @@ lab_start a
 lab_start b
 
 ping_all() { # SIDE COUNT
-        local out peer
-        peer=$(lab_tunnel_addr "$([ "$1" = a ] && echo b || echo a)" 4)
-        out=$(lab_exec "$1" ping -n -q -c "$2" -i 0.01 -W 1 -w 20 "$peer" 2>&1) || true
-        case "$out" in
-        *"$2 packets transmitted, $2 received"*) it_note "ping $1 -> $peer: $2 of $2 answered" ;;
-        *) it_fail "ping $1 -> $peer: expected $2 of $2 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
-        esac
+        it_ping "$1" "$(lab_tunnel_addr "$([ "$1" = a ] && echo b || echo a)" 4)" "$2" 0.01
 }
 
 for side in a b; do
@@ -53,8 +47,7 @@ done
 it_snap a h0
 ping_all a 20
 it_snap a h1
-d=$(it_delta a h0 h1 tx_bytes p0)
-[ "$d" -gt 0 ] || it_fail "p0 at a: expected tx_bytes to grow during pings while p1 has no interface, grew by $d"
+it_expect_delta a h0 h1 tx_bytes p0 -gt 0 "to grow during pings while p1 has no interface"
 for side in a b; do
         eval "pid=\$LAB_PID_$side"
         kill -0 "$pid" 2>/dev/null || it_fail "mptd at $side: expected it to keep running without p1's interface, it exited"
@@ -63,28 +56,21 @@ done
 # ---- the interface appears ----
 it_now_us
 t_add=$IT_NOW_US
-it_add_path_pair 1 50mbit
+lab_add_path 1 50mbit 4
 it_now_us
 it_note "creating the pair (ip link add, addresses, up, tbf) took $(it_ms $((IT_NOW_US - t_add))) ms; times below count from its start"
-it_expect a p1 up 3000 "after the veth pair for p1 was created" "$t_add"
-it_note "p1 up at a $(it_ms "$IT_AT_US") ms after the pair was created"
-it_expect b p1 up 3000 "after the veth pair for p1 was created" "$t_add"
-it_note "p1 up at b $(it_ms "$IT_AT_US") ms after the pair was created"
+it_expect_up p1 3000 "$t_add" "the veth pair for p1 was created"
 for side in a b; do
         up=$(it_get "$side" "" paths_up)
         [ "$up" = 2 ] || it_fail "tunnel at $side: expected paths_up 2 once p1 is up, got $up"
 done
 
-it_snap a r0
-it_snap b r0
+it_snap_both r0
 ping_all a 60
-it_snap a r1
-it_snap b r1
+it_snap_both r1
 it_note "tx_bytes at a during 60 pings: $(it_deltas a r0 r1 tx_bytes p0 p1)"
-d=$(it_delta a r0 r1 tx_bytes p1)
-[ "$d" -gt 0 ] || it_fail "p1 at a: expected tx_bytes to grow during pings, grew by $d"
-d=$(it_delta b r0 r1 rx_bytes p1)
-[ "$d" -gt 0 ] || it_fail "p1 at b: expected rx_bytes to grow during pings, grew by $d"
+it_expect_delta a r0 r1 tx_bytes p1 -gt 0 "to grow during pings"
+it_expect_delta b r0 r1 rx_bytes p1 -gt 0 "to grow during pings"
 
 for side in a b; do
         lab_ctl "$side" path lab p0 down || it_fail "mptctl path lab p0 down at $side failed"
@@ -94,4 +80,4 @@ it_expect b p0 admin-down 1000 "after mptctl path lab p0 down"
 ping_all a 20
 ping_all b 20
 
-lab_log "PASS: hotplug"
+it_finish hotplug

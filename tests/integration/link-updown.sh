@@ -27,20 +27,14 @@ lab_init
 it_require iperf3 python3 ss
 lab_topology 4 50mbit 4
 lab_profiles 4 4 4 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
-lab_start a
-lab_start b
-for p in p0 p1 p2 p3; do
-        it_expect a "$p" up 3000 "after start"
-        it_expect b "$p" up 3000 "after start"
-done
+it_start_both 3000
 
 it_load_start "$(lab_tunnel_addr b 4)" 12
 it_wait_flow 1000000 5000 p0 p1 p2 p3
 
 # ---- link down ----
-it_now_us
-t_down=$IT_NOW_US
-lab_exec a ip link set pa1 down
+it_timed "ip link set pa1 down" lab_exec a ip link set pa1 down
+t_down=$IT_T0_US
 it_expect a p1 link-down 1000 "after ip link set pa1 down" "$t_down"
 it_note "p1 link-down at a: state changed $(it_ms "$IT_AT_US") ms after the command started, seen by the poll after $(it_ms "$IT_SEEN_US") ms (reason: $IT_REASON)"
 [ "$IT_AT_US" -le 100000 ] ||
@@ -57,37 +51,25 @@ it_snap a d1
 s=$(it_get a p1 state)
 [ "$s" = link-down ] || it_fail "p1 at a: expected it to stay 'link-down' while the link is down, it is '$s'"
 it_note "while pa1 is down, tx_bytes at a over 2 s: $(it_deltas a d0 d1 tx_bytes p0 p1 p2 p3)"
-d=$(it_delta a d0 d1 tx_bytes p1)
-[ "$d" = 0 ] || it_fail "p1 at a: expected tx_bytes not to grow while its link is down, grew by $d"
+it_expect_delta a d0 d1 tx_bytes p1 -eq 0 "not to grow while its link is down"
 for p in p0 p2 p3; do
-        d=$(it_delta a d0 d1 tx_bytes "$p")
-        [ "$d" -gt 2000000 ] ||
-                it_fail "path $p at a: expected tx_bytes to grow by more than 2 MB in 2 s while p1 is down, grew by $d"
+        it_expect_delta a d0 d1 tx_bytes "$p" -gt 2000000 "to grow by more than 2 MB in 2 s while p1 is down"
 done
 
 # ---- link up again, about 3 s after it went down ----
 it_sleep_until $((t_down + 3000000))
-it_now_us
-t_up=$IT_NOW_US
-lab_exec a ip link set pa1 up
-it_expect a p1 up 2000 "after ip link set pa1 up" "$t_up"
-it_note "p1 up at a $(it_ms "$IT_AT_US") ms after ip link set pa1 up"
-it_expect b p1 up 2000 "after ip link set pa1 up" "$t_up"
-it_note "p1 up at b $(it_ms "$IT_AT_US") ms after ip link set pa1 up"
+it_timed "ip link set pa1 up" lab_exec a ip link set pa1 up
+it_expect_up p1 2000 "$IT_T0_US" "ip link set pa1 up"
 
-it_snap a u0
-it_snap b u0
+it_snap_both u0
 sleep 1
-it_snap a u1
-it_snap b u1
+it_snap_both u1
 it_note "after the link came back, tx_bytes at a over 1 s: $(it_deltas a u0 u1 tx_bytes p0 p1 p2 p3)"
-d=$(it_delta a u0 u1 tx_bytes p1)
-[ "$d" -gt 1000000 ] || it_fail "p1 at a: expected tx_bytes to grow by more than 1 MB in 1 s after the link came back, grew by $d"
-d=$(it_delta b u0 u1 rx_bytes p1)
-[ "$d" -gt 1000000 ] || it_fail "p1 at b: expected rx_bytes to grow by more than 1 MB in 1 s after the link came back, grew by $d"
+it_expect_delta a u0 u1 tx_bytes p1 -gt 1000000 "to grow by more than 1 MB in 1 s after the link came back"
+it_expect_delta b u0 u1 rx_bytes p1 -gt 1000000 "to grow by more than 1 MB in 1 s after the link came back"
 
 it_load_wait
 it_note "iperf3 TCP a -> b: $IT_LOAD_MBIT Mbit/s, $IT_LOAD_BYTES bytes, $IT_LOAD_RETRANS retransmissions"
 [ "$IT_LOAD_BYTES" -gt 10000000 ] || it_fail "iperf3: expected more than 10 MB moved, got $IT_LOAD_BYTES bytes"
 
-lab_log "PASS: link-updown"
+it_finish link-updown

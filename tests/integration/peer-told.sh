@@ -42,66 +42,40 @@ lab_exec a ip link set pa1 up
 lab_exec b ip link set pb1 up
 
 lab_profiles 2 4 4 "" 'KeepaliveInterval=200ms\nDeadTime=2s'
-lab_start a
-lab_start b
-for p in p0 p1; do
-        it_expect a "$p" up 5000 "after start"
-        it_expect b "$p" up 5000 "after start"
-done
+it_start_both 5000 p0 p1
 dt=$(it_get b p1 dead_time_us)
 [ "$dt" = 2000000 ] || it_fail "p1 at b: expected dead_time_us 2000000, got '$dt'"
 
-ping_all() { # COUNT
-        local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
-        case "$out" in
-        *"$1 packets transmitted, $1 received"*) it_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
-        *) it_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
-        esac
+# told_down STATE_AT_A WHAT COMMAND...: COMMAND takes p1 down at a (a shows STATE_AT_A); b must
+# show p1 "peer-down" no later than 400 ms after COMMAND started, with a reason, and every ping
+# through the tunnel (over p0) is answered meanwhile.
+told_down() {
+        local state=$1 what=$2 at
+        shift 2
+        it_timed "$what" "$@"
+        it_expect b p1 peer-down 1000 "after $what at a" "$IT_T0_US"
+        at=$IT_AT_US
+        it_note "$state at a: b shows p1 peer-down $(it_ms "$at") ms after $what (seen by the poll after $(it_ms "$IT_SEEN_US") ms; DeadTime 2 s; reason: ${IT_REASON:-none})"
+        [ -n "$IT_REASON" ] || it_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
+        [ "$at" -le 400000 ] ||
+                it_fail "p1 at b: expected 'peer-down' within 400 ms of $what at a, took $(it_ms "$at") ms"
+        it_expect a p1 "$state" 500 "after $what"
+        it_ping a "$(lab_tunnel_addr b 4)" 20 0.01
 }
 
 # ---- 1: admin-down by mptctl ----
-it_now_us
-t0=$IT_NOW_US
-lab_ctl a path lab p1 down || it_fail "mptctl path lab p1 down failed"
-it_expect b p1 peer-down 1000 "after mptctl path lab p1 down at a" "$t0"
-at=$IT_AT_US
-it_note "admin-down at a: b shows p1 peer-down $(it_ms "$at") ms after the command (seen by the poll after $(it_ms "$IT_SEEN_US") ms; DeadTime 2 s; reason: ${IT_REASON:-none})"
-[ -n "$IT_REASON" ] || it_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
-[ "$at" -le 400000 ] ||
-        it_fail "p1 at b: expected 'peer-down' within 400 ms of mptctl path down at a, took $(it_ms "$at") ms"
-it_expect a p1 admin-down 500 "after mptctl path lab p1 down"
-ping_all 20
-it_now_us
-t0=$IT_NOW_US
-lab_ctl a path lab p1 up || it_fail "mptctl path lab p1 up failed"
-it_expect a p1 up 2000 "after mptctl path lab p1 up" "$t0"
-it_expect b p1 up 2000 "after mptctl path lab p1 up at a" "$t0"
-it_note "p1 up at b $(it_ms "$IT_AT_US") ms after mptctl path lab p1 up"
+told_down admin-down "mptctl path lab p1 down" lab_ctl a path lab p1 down
+it_timed "mptctl path lab p1 up" lab_ctl a path lab p1 up
+it_expect_up p1 2000 "$IT_T0_US" "mptctl path lab p1 up at a"
 
 # ---- 2: link down ----
-it_now_us
-t0=$IT_NOW_US
-lab_exec a ip link set pa1 down
-it_expect b p1 peer-down 1000 "after ip link set pa1 down at a" "$t0"
-at=$IT_AT_US
-it_note "link-down at a: b shows p1 peer-down $(it_ms "$at") ms after the command (seen by the poll after $(it_ms "$IT_SEEN_US") ms; DeadTime 2 s; reason: ${IT_REASON:-none})"
-[ -n "$IT_REASON" ] || it_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
-[ "$at" -le 400000 ] ||
-        it_fail "p1 at b: expected 'peer-down' within 400 ms of ip link set pa1 down at a, took $(it_ms "$at") ms"
-it_expect a p1 link-down 500 "after ip link set pa1 down"
-ping_all 20
+told_down link-down "ip link set pa1 down" lab_exec a ip link set pa1 down
 s=$(it_get b p1 state)
 case "$s" in
 peer-down | dead) ;;
 *) it_fail "p1 at b: expected 'peer-down' (pb1 keeps its carrier behind the bridge), it is '$s'" ;;
 esac
-it_now_us
-t0=$IT_NOW_US
-lab_exec a ip link set pa1 up
-it_expect a p1 up 3000 "after ip link set pa1 up" "$t0"
-it_note "p1 up at a $(it_ms "$IT_AT_US") ms after ip link set pa1 up"
-it_expect b p1 up 3000 "after ip link set pa1 up at a" "$t0"
-it_note "p1 up at b $(it_ms "$IT_AT_US") ms after ip link set pa1 up"
+it_timed "ip link set pa1 up" lab_exec a ip link set pa1 up
+it_expect_up p1 3000 "$IT_T0_US" "ip link set pa1 up at a"
 
 it_finish peer-told

@@ -186,7 +186,7 @@ run() { # MODE_KEYS DESCRIPTION
 
         # p0 down: the pinned flow is aggregated over what is left, lowest-latency moves to p1.
         lab_ctl a path lab p0 down
-        it_wait_state b p0 peer-down 3 || it_soft_fail "$what: b did not take p0 out of use"
+        it_wait b p0 peer-down 3000 || it_soft_fail "$what: b did not take p0 out of use"
         wait_fastest p1 5 || it_soft_fail "$what: with p0 down the lowest-latency path is '$(lab_json a "t['policy_fastest']")'"
         read -r p0 p1 < <(echo "$(rx b p0) $(rx b p1)")
         send_udp 5001 100

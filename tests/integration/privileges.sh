@@ -165,7 +165,7 @@ lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
 # Only p0 may carry the pings: p1 out of use (the other end is told and stops using it too).
 nobody_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" "$@"; }
 nobody_ctl path lab p1 down || it_soft_fail "mptctl path lab p1 down (mptd as nobody) failed"
-it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_get b p1 state)'"
+it_wait b p1 peer-down 3000 || it_soft_fail "b did not take p1 out of use: it is '$(it_get b p1 state)'"
 p0_packets() { # SIDE: p0's tx and rx data packets
         python3 -c '
 import json, sys
@@ -213,7 +213,7 @@ lab_exec a ip addr add 10.77.100.12/24 dev pa0
 bound_to "$LAB_DIR/run-a" 10.77.100.12 || it_soft_fail "mptd --user=nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a.log")"
 lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
 lab_ctl a path lab p1 down || it_soft_fail "mptctl path lab p1 down (root, mptd --user=nobody) failed"
-it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_get b p1 state)'"
+it_wait b p1 peer-down 3000 || it_soft_fail "b did not take p1 out of use: it is '$(it_get b p1 state)'"
 read -r a_tx0 a_rx0 < <(lab_ctl a --json show lab | p0_packets)
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_soft_fail "no ping after p0 moved to a new address (mptd --user=nobody)"
 lab_exec a ping -c 10 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost over the rebound p0 (--user=nobody)"

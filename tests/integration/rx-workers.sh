@@ -57,8 +57,7 @@ start_case() {
                 for kv in "$@"; do unset "${kv%%=*}"; done
         done
         it_wait_ping a 10.77.0.2 10 || it_fail "$name: the tunnel does not answer ping"
-        it_snap a "$name-before"
-        it_snap b "$name-before"
+        it_snap_both "$name-before"
 }
 
 # run_case NAME MODE_LINE [ENV=VALUE...]: start_case, a 2 s TCP transfer a -> b; sets A_RX0 A_RX1
@@ -116,8 +115,7 @@ oneway_ok() {
 # since "before", as A_RX0 ... B_TX1 ....
 worker_counts() {
         local name=$1 side what="pings only"
-        it_snap a "$name-after"
-        it_snap b "$name-after"
+        it_snap_both "$name-after"
         for side in a b; do
                 python3 - "$LAB_DIR/snap-$side-$name-before.json" "$LAB_DIR/snap-$side-$name-after.json" \
                         >"$LAB_DIR/$name-$side.txt" <<'EOF'

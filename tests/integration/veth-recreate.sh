@@ -25,23 +25,12 @@ lab_init
 it_require python3
 lab_topology 3 50mbit 4
 lab_profiles 3 4 4 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
-lab_start a
-lab_start b
-for p in p0 p1 p2; do
-        it_expect a "$p" up 3000 "after start"
-        it_expect b "$p" up 3000 "after start"
-done
+it_start_both 3000
 
 # ping_all SIDE COUNT: a quick burst of pings through the tunnel to the other end's tunnel
 # address; every one must be answered.
 ping_all() {
-        local out peer
-        peer=$(lab_tunnel_addr "$([ "$1" = a ] && echo b || echo a)" 4)
-        out=$(lab_exec "$1" ping -n -q -c "$2" -i 0.01 -W 1 -w 20 "$peer" 2>&1) || true
-        case "$out" in
-        *"$2 packets transmitted, $2 received"*) it_note "ping $1 -> $peer: $2 of $2 answered" ;;
-        *) it_fail "ping $1 -> $peer: expected $2 of $2 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
-        esac
+        it_ping "$1" "$(lab_tunnel_addr "$([ "$1" = a ] && echo b || echo a)" 4)" "$2" 0.01
 }
 
 old_ifindex=$(it_get a p2 ifindex)
@@ -65,30 +54,20 @@ ping_all a 20
 # ---- create it again, same names and addresses ----
 it_now_us
 t_add=$IT_NOW_US
-it_add_path_pair 2 50mbit
+lab_add_path 2 50mbit 4
 it_now_us
 it_note "creating the pair (ip link add, addresses, up, tbf) took $(it_ms $((IT_NOW_US - t_add))) ms; times below count from its start"
 new_ifindex=$(lab_exec a cat /sys/class/net/pa2/ifindex)
-it_expect a p2 up 3000 "after the veth pair was created again" "$t_add"
-it_note "p2 up at a $(it_ms "$IT_AT_US") ms after the pair was created again"
-it_expect b p2 up 3000 "after the veth pair was created again" "$t_add"
-it_note "p2 up at b $(it_ms "$IT_AT_US") ms after the pair was created again"
+it_expect_up p2 3000 "$t_add" "the veth pair was created again"
 ifi=$(it_get a p2 ifindex)
 [ "$ifi" = "$new_ifindex" ] ||
         it_fail "p2 at a: expected ifindex $new_ifindex (the new pa2; the old one was $old_ifindex), mptctl shows $ifi"
 
-it_snap a r0
-it_snap b r0
+it_snap_both r0
 ping_all a 60
-it_snap a r1
-it_snap b r1
+it_snap_both r1
 it_note "tx_bytes at a during 60 pings: $(it_deltas a r0 r1 tx_bytes p0 p1 p2)"
-d=$(it_delta a r0 r1 tx_bytes p2)
-[ "$d" -gt 0 ] || it_fail "p2 at a: expected tx_bytes to grow during 60 pings, grew by $d"
-d=$(it_delta b r0 r1 rx_bytes p2)
-[ "$d" -gt 0 ] || it_fail "p2 at b: expected rx_bytes to grow during 60 pings, grew by $d"
-d=$(it_delta b r0 r1 tx_bytes p2)
-[ "$d" -gt 0 ] || it_fail "p2 at b: expected tx_bytes (the replies) to grow during 60 pings, grew by $d"
+it_expect_grew r0 r1 p2 "60 pings" a:tx_bytes b:rx_bytes b:tx_bytes
 
 # Only p2 left: every ping has to cross it in both directions.
 for side in a b; do
@@ -103,4 +82,4 @@ done
 ping_all a 20
 ping_all b 20
 
-lab_log "PASS: veth-recreate"
+it_finish veth-recreate

@@ -18,8 +18,9 @@
 #     it_show_all                      `mptctl show` of each end whose mptd runs, for the log
 #     it_require COMMAND...            skip (77) unless each COMMAND is installed
 #     it_require_nft                   skip (77) without nftables in the kernel
-#   Profiles
+#   Profiles and start
 #     it_set_path_key SIDE PATH K V    appends K=V to the [Path] Name=PATH of $LAB_DIR/SIDE.conf
+#     it_start_both MS [PATH...]       lab_start a and b; each PATH (default: all) up at both within MS
 #   Time
 #     it_now                           prints the wall clock in seconds (six decimals)
 #     it_elapsed START [END]           seconds between two it_now stamps (three decimals)
@@ -27,6 +28,7 @@
 #     it_now_us                        IT_NOW_US: the wall clock in microseconds
 #     it_ms US                         prints microseconds as milliseconds, one decimal
 #     it_sleep_until US                sleeps until the wall clock (microseconds) reaches US
+#     it_timed WHAT COMMAND...         runs COMMAND (it_fail if it fails); IT_T0_US: when it started
 #   Path state, read from `mptctl show lab dump` (cheap enough to poll every few ms)
 #     it_dump SIDE                     IT_DUMP: the dump now; IT_DUMP_T: when it was read (µs)
 #     it_field_of DUMP PATH FIELD      IT_V: FIELD of PATH in DUMP (PATH "": the tunnel); 1 if none
@@ -35,28 +37,36 @@
 #                                      IT_SEEN_US (first dump showing it) and IT_AT_US (when mptd
 #                                      changed it, from state_age_us), both minus T0 (µs, default now)
 #     it_expect SIDE PATH RE MS WHAT [T0]       it_wait or it_fail
-#     it_wait_state SIDE PATH STATE S  it_wait with a timeout in seconds; IT_WAITED: seconds it took
-#     it_expect_state SIDE PATH STATE S WHAT    it_wait_state or it_fail
+#     it_expect_up PATH MS T0 WHAT     PATH up at a, then at b, each within MS of T0 (after WHAT), noted
+#     it_expect_remote PATH REMOTE MS T0 WHAT   b's PATH follows a new source (remote REMOTE)
+#     it_stayed_up PATH T0 WHAT        PATH is up at both ends since before T0, else it_soft_fail
 #   Counter snapshots (`mptctl --json show lab` in $LAB_DIR/snap-SIDE-NAME.json; a FIELD
 #   "drop.REASON" is a drop counter)
 #     it_snap SIDE NAME                keeps a snapshot
+#     it_snap_both NAME                it_snap at a and at b
 #     it_snap_value SIDE NAME PATH F   prints field F of PATH (PATH "": the tunnel) in a snapshot
 #     it_delta SIDE FROM TO F PATH     prints how much counter F of PATH grew between two snapshots
 #     it_deltas SIDE FROM TO F [PATH...]  "p0=N p1=N ..." (every path when none is named)
+#     it_expect_delta SIDE FROM TO F PATH TEST N WHAT   the growth passes `[ D TEST N ]`, else it_fail
+#     it_expect_grew FROM TO PATH WHAT [SIDE:F...]  each counter grew (default: both ends' tx and rx
+#                                      bytes), else it_soft_fail
 #     it_shares SIDE FROM TO "p0=W ..." TOL  each path's share of the tx_bytes growth within TOL
+#     it_check_growth SIDE FROM TO F   runs the Python check on stdin with d (path: growth of F) and total
 #     it_ksnap SIDE NAME               the namespace kernel's drop counters beside snapshot NAME
+#     it_snap_loss NAME                it_snap and it_ksnap at both ends: what it_loss_causes compares
 #     it_loss_causes FROM TO           every counter of both ends that counts a lost datagram
 #   Traffic
-#     it_ping SIDE ADDRESS [COUNT]     every echo request must be answered
+#     it_ping SIDE ADDRESS [COUNT [INTERVAL]]   every echo request must be answered, else it_fail
+#     it_ping_soft SIDE ADDRESS COUNT [INTERVAL]  the same, a miss is an it_soft_fail
 #     it_wait_ping SIDE ADDRESS S      single pings until one is answered; IT_WAITED
+#     it_tcp_between FROM TO S WHAT    TCP a -> b for S seconds between snapshots FROM and TO at a;
+#                                      IT_TCP_MBIT: its goodput, noted with a's tx_bytes growth
 #     it_load_start ADDRESS S [ARGS]   iperf3 from a to ADDRESS (at b) in the background
 #     it_wait_flow BYTES MS PATH...    waits until a's tx_bytes grew by more than BYTES on each PATH
 #     it_load_wait                     collects it_load_start's iperf3: IT_LOAD_MBIT, _BYTES, _RETRANS
 #     it_load_stop                     ends it_load_start's iperf3 when its result does not matter
 #     it_iperf_udp ADDRESS S RATE      UDP a -> ADDRESS; prints "LOST SENT BYTES_RECEIVED"
 #     it_inject_plain CASE REASON WHAT 5 forged compat frames at b's p0 must count 5 REASON drops
-#   Topology
-#     it_add_path_pair I [RATE]        veth pair I (pa<I>, pb<I>) as lab_topology makes it
 
 # shellcheck source=netns.sh
 . "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
@@ -126,7 +136,7 @@ it_require_nft() {
         lab_exec a nft delete table inet mpt_probe
 }
 
-# ---- profiles ----
+# ---- profiles and start ----
 
 # it_set_path_key SIDE PATH KEY VALUE: lab_profiles writes "Name=p<i>" as the first line of each
 # path section.
@@ -134,6 +144,23 @@ it_set_path_key() {
         local f="$LAB_DIR/$1.conf"
         grep -qx "Name=$2" "$f" || it_fail "no path '$2' in $f"
         sed -i "/^Name=$2\$/a $3=$4" "$f"
+}
+
+# it_start_both TIMEOUT_MS [PATH...]: the paths default to lab_topology's p0 .. p<N-1>.
+it_start_both() {
+        local timeout=$1 p i
+        shift
+        if [ $# = 0 ]; then
+                for ((i = 0; i < LAB_PATHS; i++)); do
+                        set -- "$@" "p$i"
+                done
+        fi
+        lab_start a
+        lab_start b
+        for p in "$@"; do
+                it_expect a "$p" up "$timeout" "after start"
+                it_expect b "$p" up "$timeout" "after start"
+        done
 }
 
 # ---- time ----
@@ -172,6 +199,14 @@ it_ms() {
 it_sleep_until() {
         local rest=$(($1 - ${EPOCHREALTIME/./}))
         [ "$rest" -le 0 ] || sleep "$((rest / 1000000)).$(printf '%06d' $((rest % 1000000)))"
+}
+
+# it_timed WHAT COMMAND...: the event a test times its expectations from (it_wait's T0).
+it_timed() {
+        local what=$1
+        shift
+        IT_T0_US=${EPOCHREALTIME/./}
+        "$@" || it_fail "$what failed"
 }
 
 # ---- path state ----
@@ -239,25 +274,58 @@ it_expect() {
                 it_fail "$5: expected path $2 at $1 to be '$3' within $4 ms, it is '$IT_STATE' (reason: ${IT_REASON:-none})"
 }
 
-# it_wait_state SIDE PATH STATE TIMEOUT_SECONDS: IT_WAITED is the time from the call to the first
-# dump that showed STATE (or to the timeout), in seconds with three decimals.
-it_wait_state() {
-        local rc=0 t0=${EPOCHREALTIME/./}
-        it_wait "$1" "$2" "$3" "$(awk -v s="$4" 'BEGIN { printf "%d", s * 1000 }')" "$t0" || rc=$?
-        [ "$rc" = 0 ] || IT_SEEN_US=$((${EPOCHREALTIME/./} - t0))
-        IT_WAITED=$(awk -v us="$IT_SEEN_US" 'BEGIN { printf "%.3f", us / 1e6 }')
-        return "$rc"
+# it_expect_up PATH TIMEOUT_MS T0_US WHAT: the path came back (after WHAT, at T0) at both ends.
+it_expect_up() {
+        local side
+        for side in a b; do
+                it_expect "$side" "$1" up "$2" "after $4" "$3"
+                it_note "$1 up at $side $(it_ms "$IT_AT_US") ms after $4"
+        done
 }
 
-it_expect_state() {
-        it_wait_state "$1" "$2" "$3" "$4" ||
-                it_fail "$5: expected path $2 at $1 to be '$3' within $4 s, it is '$IT_STATE'"
+# it_expect_remote PATH REMOTE TIMEOUT_MS T0_US WHAT: b took a's datagrams on PATH from a new
+# source (WHAT changed it, at T0) and sends there now.
+it_expect_remote() {
+        local path=$1 want=$2 end=$(($4 + $3 * 1000)) remote changes
+        while :; do
+                it_dump b
+                it_field_of "$IT_DUMP" "$path" remote || true
+                remote=$IT_V
+                it_field_of "$IT_DUMP" "$path" remote_changes || true
+                changes=$IT_V
+                [ "$remote" = "$want" ] && [ "$changes" -ge 1 ] && break
+                [ "$IT_DUMP_T" -lt "$end" ] ||
+                        it_fail "$path at b: expected remote $want and remote_changes >= 1 within $3 ms of $5, mptctl shows remote '$remote', remote_changes $changes"
+                sleep 0.005
+        done
+        it_note "$path at b follows: remote $remote, remote_changes $changes, seen $(it_ms $((IT_DUMP_T - $4))) ms after $5"
+}
+
+# it_stayed_up PATH T0_US WHAT: a change of addresses or ports (WHAT, at T0) is no outage: the
+# path's state_age_us reaches back to before it.
+it_stayed_up() {
+        local side st since
+        for side in a b; do
+                it_dump "$side"
+                it_field_of "$IT_DUMP" "$1" state || true
+                st=$IT_V
+                it_field_of "$IT_DUMP" "$1" state_age_us || true
+                since=$((IT_DUMP_T - IT_V - $2))
+                if [ "$st" != up ] || [ "$since" -gt 0 ]; then
+                        it_soft_fail "$1 at $side: expected it to stay 'up' through $3, it is '$st' since $(it_ms "$since") ms after it"
+                fi
+        done
 }
 
 # ---- counter snapshots ----
 
 it_snap() {
         lab_ctl "$1" --json show lab > "$LAB_DIR/snap-$1-$2.json" || it_fail "mptctl --json show at $1 failed"
+}
+
+it_snap_both() {
+        it_snap a "$1"
+        it_snap b "$1"
 }
 
 # it_snapshots_py MODE SIDE FROM TO FIELD PATH...: the snapshots' reader behind it_snap_value,
@@ -303,6 +371,26 @@ it_deltas() {
         it_snapshots_py deltas "$@" || it_fail "no field $4 in snapshots $2 and $3 of $1"
 }
 
+# it_expect_delta SIDE FROM TO FIELD PATH TEST N WHAT: WHAT completes "expected FIELD ...", e.g.
+# "to grow by more than 1 MB under load" (TEST -gt, N 1000000).
+it_expect_delta() {
+        local d
+        d=$(it_delta "$1" "$2" "$3" "$4" "$5")
+        [ "$d" "$6" "$7" ] || it_fail "$5 at $1: expected $4 $8, grew by $d"
+}
+
+# it_expect_grew FROM TO PATH WHAT [SIDE:FIELD...]: WHAT (traffic between the snapshots of both
+# ends) went over PATH in both directions.
+it_expect_grew() {
+        local from=$1 to=$2 path=$3 what=$4 spec d
+        shift 4
+        [ $# -gt 0 ] || set -- a:tx_bytes b:rx_bytes b:tx_bytes a:rx_bytes
+        for spec in "$@"; do
+                d=$(it_delta "${spec%%:*}" "$from" "$to" "${spec#*:}" "$path")
+                [ "$d" -gt 0 ] || it_soft_fail "$path at ${spec%%:*}: expected ${spec#*:} to grow during $what, grew by $d"
+        done
+}
+
 # it_shares SIDE FROM TO "p0=W0 p1=W1 ..." TOLERANCE: checks that each listed path's share of
 # the tx_bytes growth (among the listed paths) is within TOLERANCE (0.05 = 5 %) of its expected
 # share W/sum(W), relative to that expected share. Prints a table; returns 1 when a share is off.
@@ -330,6 +418,18 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
+# it_check_growth SIDE FROM TO FIELD: the check (Python on stdin) sees d, each path's growth of
+# FIELD by name, and total, their sum; its exit status is the check's.
+it_check_growth() {
+        python3 -c '
+import json, sys
+a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
+pa = {x["name"]: x[sys.argv[3]] for x in a["paths"]}
+d = {x["name"]: x[sys.argv[3]] - pa[x["name"]] for x in b["paths"]}
+total = sum(d.values())
+exec(sys.stdin.read())' "$LAB_DIR/snap-$1-$2.json" "$LAB_DIR/snap-$1-$3.json" "$4"
+}
+
 # it_ksnap SIDE NAME: full UDP receive and send buffers (IPv4 and IPv6), the TUN device's dropped
 # packets (tx: its queue to mptd was full; rx: the stack refused what mptd wrote) and every
 # qdisc's drops. With it_snap's counters they name every place a datagram can be lost.
@@ -355,6 +455,12 @@ qd = json.loads(subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_outp
 out["qdisc_drops"] = sum(q.get("drops", 0) for q in qd)
 print(json.dumps(out))
 EOF
+}
+
+it_snap_loss() {
+        it_snap_both "$1"
+        it_ksnap a "$1"
+        it_ksnap b "$1"
 }
 
 # it_loss_causes FROM TO: from the snapshots FROM and TO (it_snap and it_ksnap of both a and b):
@@ -390,16 +496,25 @@ EOF
 
 # ---- traffic ----
 
-# it_ping SIDE ADDRESS [COUNT]: -w: without a deadline, ping stops waiting 2 x the largest RTT
-# after its last request, so a late reply on a loaded machine counts as lost; with one, it sends
-# more requests until COUNT are answered, so a loss shows as more transmitted than received.
-it_ping() {
-        local out count=${3:-5}
-        out=$(lab_exec "$1" ping -n -q -c "$count" -i 0.2 -W 2 -w 20 "$2" 2>&1) || true
+# it_ping_with FAIL SIDE ADDRESS COUNT INTERVAL: it_ping and it_ping_soft, FAIL reporting a miss.
+# -w: without a deadline, ping stops waiting 2 x the largest RTT after its last request, so a
+# late reply on a loaded machine counts as lost; with one, it sends more requests until COUNT
+# are answered, so a loss shows as more transmitted than received.
+it_ping_with() {
+        local out count=$4
+        out=$(lab_exec "$2" ping -n -q -c "$count" -i "$5" -W 2 -w 20 "$3" 2>&1) || true
         case "$out" in
-        *"$count packets transmitted, $count received"*) it_note "ping $1 -> $2: $count/$count answered" ;;
-        *) it_fail "ping $1 -> $2: expected $count of $count answered, got: $(printf '%s' "$out" | grep -E 'transmitted|rtt|unreachable' | tr '\n' ' ')" ;;
+        *"$count packets transmitted, $count received"*) it_note "ping $2 -> $3: $count/$count answered" ;;
+        *) "$1" "ping $2 -> $3: expected $count of $count answered, got: $(printf '%s' "$out" | grep -E 'transmitted|rtt|unreachable' | tr '\n' ' ')" ;;
         esac
+}
+
+it_ping() {
+        it_ping_with it_fail "$1" "$2" "${3:-5}" "${4:-0.2}"
+}
+
+it_ping_soft() {
+        it_ping_with it_soft_fail "$1" "$2" "$3" "${4:-0.2}"
 }
 
 it_wait_ping() {
@@ -413,6 +528,14 @@ it_wait_ping() {
         done
         IT_WAITED=$(it_elapsed "$start")
         return 1
+}
+
+# it_tcp_between FROM TO SECONDS WHAT: to b's IPv4 tunnel address; WHAT names the case in the note.
+it_tcp_between() {
+        it_snap a "$1"
+        IT_TCP_MBIT=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" "$3")
+        it_snap a "$2"
+        it_note "$4: $IT_TCP_MBIT Mbit/s; tx_bytes at a: $(it_deltas a "$1" "$2" tx_bytes)"
 }
 
 # it_load_start ADDRESS SECONDS [IPERF3 CLIENT ARGS]: the client's JSON goes to
@@ -517,22 +640,4 @@ it_inject_plain() {
         after=$(lab_json b "p['p0']['drops']['$reason']")
         it_note "compat: b dropped $((after - before)) of 5 $name as $reason"
         [ $((after - before)) = 5 ] || it_soft_fail "compat: expected 5 $reason drops at b, got $((after - before))"
-}
-
-# ---- topology ----
-
-# it_add_path_pair I [RATE]: the lab's IPv4 addresses, up, shaped like lab_topology does (RATE
-# "none": unshaped).
-it_add_path_pair() {
-        local i=$1 rate=${2:-none}
-        ip link add "pa$i" netns "$(lab_ns a)" type veth peer name "pb$i" netns "$(lab_ns b)" ||
-                it_fail "cannot create veth pair $i"
-        lab_exec a ip addr add "$(lab_path_addr a "$i" 4)/24" dev "pa$i"
-        lab_exec b ip addr add "$(lab_path_addr b "$i" 4)/24" dev "pb$i"
-        lab_exec a ip link set "pa$i" up
-        lab_exec b ip link set "pb$i" up
-        if [ "$rate" != none ]; then
-                lab_shape a "pa$i" "$rate"
-                lab_shape b "pb$i" "$rate"
-        fi
 }
