@@ -43,20 +43,6 @@ lab_start b
 fams=$tfam
 [ "$tfam" = 46 ] && fams="4 6"
 
-# drops_between SIDE FROM TO: the drop counters (tunnel and paths) that grew, or nothing.
-drops_between() {
-        python3 - "$LAB_DIR/snap-$1-$2.json" "$LAB_DIR/snap-$1-$3.json" <<'EOF'
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-out = ["%s=%d" % (k, v - a["drops"][k]) for k, v in b["drops"].items() if v != a["drops"][k]]
-pa = {x["name"]: x for x in a["paths"]}
-for x in b["paths"]:
-    out += ["%s:%s=%d" % (x["name"], k, v - pa[x["name"]]["drops"][k])
-            for k, v in x["drops"].items() if v != pa[x["name"]]["drops"][k]]
-print(" ".join(out))
-EOF
-}
-
 it_snap_both start
 
 for f in $fams; do
@@ -73,7 +59,7 @@ for f in $fams; do
         read -r causes why <<< "$(it_loss_causes "udp$f-0" "udp$f-1")"
         it_note "UDP 50 Mbit/s over the IPv$f tunnel: $sent datagrams sent, $lost missing, $bytes bytes received; dropped and counted: $causes ${why:-}"
         # mptd itself must not have discarded anything on the receiving side.
-        mptd_drops=$(drops_between b "udp$f-0" "udp$f-1")
+        mptd_drops=$(it_drops b "udp$f-0" "udp$f-1")
         [ -z "$mptd_drops" ] || it_fail "UDP over the IPv$f tunnel: expected no drops in mptd at b, counted: $mptd_drops"
         # A datagram no counter accounts for is a loss nobody saw. (Counted ones may happen on a
         # loaded 2-CPU machine: a descheduled receiver overflows its socket buffer.)

@@ -47,6 +47,8 @@
 #     it_snap_value SIDE NAME PATH F   prints field F of PATH (PATH "": the tunnel) in a snapshot
 #     it_delta SIDE FROM TO F PATH     prints how much counter F of PATH grew between two snapshots
 #     it_deltas SIDE FROM TO F [PATH...]  "p0=N p1=N ..." (every path when none is named)
+#     it_drops SIDE FROM TO [REASON...]   the drop counters that grew (tunnel and paths summed):
+#                                      "reason=N ..." (only REASONs when given), empty when none
 #     it_expect_delta SIDE FROM TO F PATH TEST N WHAT   the growth passes `[ D TEST N ]`, else it_fail
 #     it_expect_grew FROM TO PATH WHAT [SIDE:F...]  each counter grew (default: both ends' tx and rx
 #                                      bytes), else it_soft_fail
@@ -82,7 +84,8 @@ it_on_error() {
         # Once: the shell is on its way out, and the exit trap's status would report again.
         [ -z "$IT_ERROR_SEEN" ] || return 0
         IT_ERROR_SEEN=1
-        lab_log "FAIL: '$3' exited with status $1 (${BASH_SOURCE[1]##*/}:$2)"
+        local src=${BASH_SOURCE[1]:-?}
+        lab_log "FAIL: '$3' exited with status $1 (${src##*/}:$2)"
 }
 trap 'it_on_error $? $LINENO "$BASH_COMMAND"' ERR
 
@@ -329,7 +332,8 @@ it_snap_both() {
 }
 
 # it_snapshots_py MODE SIDE FROM TO FIELD PATH...: the snapshots' reader behind it_snap_value,
-# it_delta and it_deltas (one Python for any number of paths).
+# it_delta, it_deltas and it_drops (one Python for any number of paths; for "drops", the PATHs
+# are the reasons to report).
 it_snapshots_py() {
         python3 - "$LAB_DIR" "$@" <<'EOF'
 import json, sys
@@ -345,6 +349,13 @@ def value(t, path):
         rec = rec["drops" if group == "drop" else group]
     return rec[member]
 
+def drops(t):
+    d = dict(t["drops"])
+    for x in t["paths"]:
+        for k, v in x["drops"].items():
+            d[k] = d.get(k, 0) + v
+    return d
+
 a = load(frm)
 if mode == "value":
     print(value(a, paths[0]))
@@ -352,6 +363,10 @@ if mode == "value":
 b = load(to)
 if mode == "delta":
     print(value(b, paths[0]) - value(a, paths[0]))
+elif mode == "drops":
+    da, db = drops(a), drops(b)
+    print(" ".join("%s=%d" % (k, db[k] - da.get(k, 0)) for k in sorted(db)
+                   if db[k] != da.get(k, 0) and (not paths or k in paths)))
 else:
     paths = paths or [x["name"] for x in b["paths"]]
     print(" ".join("%s=%d" % (p, value(b, p) - value(a, p)) for p in paths))
@@ -369,6 +384,12 @@ it_delta() {
 
 it_deltas() {
         it_snapshots_py deltas "$@" || it_fail "no field $4 in snapshots $2 and $3 of $1"
+}
+
+it_drops() {
+        local side=$1 from=$2 to=$3
+        shift 3
+        it_snapshots_py drops "$side" "$from" "$to" "" "$@" || it_fail "cannot read snapshots $from and $to of $side"
 }
 
 # it_expect_delta SIDE FROM TO FIELD PATH TEST N WHAT: WHAT completes "expected FIELD ...", e.g.
