@@ -33,9 +33,7 @@ lab_profiles 3 4 4
 for side in a b; do
         sed -i 's/^Name=p0$/Name=1/; s/^Name=p1$/Name=yes/; s/^Name=p2$/Name=0x10/' "$LAB_DIR/$side.conf"
 done
-lab_start a
-lab_start b
-it_wait_ping a 10.77.0.2 10 || it_fail "no ping through the tunnel"
+it_start_pinging 10.77.0.2
 it_load_start 10.77.0.2 2
 it_load_wait
 it_note "TCP for 2 s: $IT_LOAD_MBIT Mbit/s"

@@ -60,9 +60,7 @@ in_range() { # VALUE LOW HIGH
 
 # ---- 1. the split follows the paths' rates ----
 lab_profiles 2 4 4
-lab_start a
-lab_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
+it_start_pinging "$b_tun"
 it_load_start "$b_tun" 8
 sleep 3
 it_snap a l0
@@ -132,9 +130,7 @@ lab_stop b
 lab_profiles 2 4 4
 it_set_path_key a p0 Weight 1
 it_set_path_key a p1 Weight 4
-lab_start a
-lab_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
+it_start_pinging "$b_tun"
 sleep 1
 it_snap a u0
 read -r lost sent _ <<<"$(it_iperf_udp "$b_tun" 4 8M)"
@@ -162,9 +158,7 @@ lab_stop b
 
 # ---- 4. compat mode has no feedback ----
 MPT_LAB_MODE=compat lab_profiles 2 4 4
-lab_start a
-lab_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the compat tunnel"
+it_start_pinging "$b_tun"
 sched=$(lab_json a 't["scheduler"]')
 [ "$sched" = weighted ] || it_soft_fail "compat mode: a's scheduler is '$sched', expected 'weighted'"
 has=$(lab_json a '"learned_rate_bps" in p["p0"] or "split" in t')

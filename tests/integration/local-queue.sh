@@ -32,9 +32,7 @@ lab_log "local-queue: a shaped path is seen queueing locally and gets short send
 lab_topology 2 none 4
 lab_shape a pa0 30mbit
 lab_profiles 2 4 4 'Scheduler=weighted'
-lab_start a
-lab_start b
-it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
+it_start_pinging 10.77.0.2
 
 queued() {
         # JSON has true/false for the protocol's yes/no.

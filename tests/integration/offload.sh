@@ -25,9 +25,7 @@ it_require iperf3 python3
 lab_log "offload: UDP GSO and small-MSS TCP through a 2-path tunnel"
 lab_topology 2 none 4
 lab_profiles 2 4 4
-lab_start a
-lab_start b
-it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
+it_start_pinging 10.77.0.2
 it_snap_loss before
 
 # Receiver at b: counts datagrams per size class and checks each one's content (its first 8

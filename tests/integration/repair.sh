@@ -48,9 +48,7 @@ udp_run() {
 
 # ---- 1. with repair ----
 lab_profiles 2 4 4
-lab_start a
-lab_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
+it_start_pinging "$b_tun"
 udp_run "repair"
 sleep 0.5 # what is still on its way
 read -r b_asked _ _ _ <<<"$(repair b)"
@@ -84,9 +82,7 @@ lab_stop b
 
 # ---- 3. compat mode: no repair ----
 MPT_LAB_MODE=compat lab_profiles 2 4 4
-lab_start a
-lab_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the compat tunnel"
+it_start_pinging "$b_tun"
 has=$(lab_json a '"repair" in t')
 [ "$has" = False ] || it_soft_fail "compat mode: a shows repair counters"
 it_inject_plain repair bad-repair "repair requests"

@@ -21,6 +21,7 @@
 #   Profiles and start
 #     it_set_path_key SIDE PATH K V    appends K=V to the [Path] Name=PATH of $LAB_DIR/SIDE.conf
 #     it_start_both MS [PATH...]       lab_start a and b; each PATH (default: all) up at both within MS
+#     it_start_pinging ADDRESS         lab_start a and b; a ping a -> ADDRESS answered within 10 s
 #   Time
 #     it_now                           prints the wall clock in seconds (six decimals)
 #     it_elapsed START [END]           seconds between two it_now stamps (three decimals)
@@ -164,6 +165,13 @@ it_start_both() {
                 it_expect a "$p" up "$timeout" "after start"
                 it_expect b "$p" up "$timeout" "after start"
         done
+}
+
+# it_start_pinging ADDRESS: for tests that need the tunnel to carry traffic, whatever its paths.
+it_start_pinging() {
+        lab_start a
+        lab_start b
+        it_wait_ping a "$1" 10 || it_fail "no ping a -> $1 through the tunnel within 10 s of the start"
 }
 
 # ---- time ----
