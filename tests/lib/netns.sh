@@ -348,18 +348,6 @@ p = {x["name"]: x for x in t["paths"]}
 print(eval(sys.argv[1]))' "$2"
 }
 
-# lab_wait_state SIDE PATH STATE TIMEOUT_SECONDS: polls until the path is in STATE.
-lab_wait_state() {
-        local side=$1 path=$2 state=$3 timeout=$4 s
-        local end=$((SECONDS + timeout))
-        while [ "$SECONDS" -le "$end" ]; do
-                s=$(lab_json "$side" "p['$path']['state']" 2>/dev/null) || s=
-                [ "$s" = "$state" ] && return 0
-                sleep 0.05
-        done
-        return 1
-}
-
 # lab_baseline_tcp SECONDS [PATH_INDEX]: single-path TCP goodput in Mbit/s without the tunnel.
 lab_baseline_tcp() {
         local secs=$1 i=${2:-0} addr
