@@ -7,7 +7,11 @@
 # does. 2 unshaped veth paths, Mode=compat, KeepaliveInterval=0 (orig-peer sends none).
 #
 # Asserts, for a TCP stream at 300 Mbit/s (iperf3 -b 300M) for 5 s:
-#   - no datagram overflowed a receive buffer at b (Udp RcvbufErrors in b's /proc/net/snmp);
+#   - at most 1 in 10,000 of the datagrams orig-peer received overflowed a receive buffer at b
+#     (Udp RcvbufErrors in b's /proc/net/snmp): on a quiet machine it is 0, now and then 1 (the
+#     receiver's thread was not scheduled for a moment, also before mptd's batching: dbddfdf
+#     measured 1 in 4 runs); bursts too large for the default buffer overflow hundreds and more
+#     (a 64 KiB buffer: about 300 of 130,000; 16 KiB: most of them);
 #   - the stream's goodput is at least 270 Mbit/s (90 % of its rate);
 #   - both paths carried a share (orig-peer's counts).
 # TCP's retransmissions are only printed: orig-peer, like the original with reorder_window=0,
@@ -55,13 +59,16 @@ kill -TERM "$peer_pid"
 wait "$peer_pid" 2>/dev/null || true
 overflow=$((after - before))
 it_note "TCP at 300 Mbit/s to orig-peer: goodput $goodput Mbit/s, $retrans retransmissions, $overflow datagrams overflowed b's receive buffers"
-[ "$overflow" = 0 ] || it_soft_fail "expected no receive-buffer overflow at the original-like receiver, counted $overflow"
 python3 -c "import sys; sys.exit(0 if float('$goodput') >= 270 else 1)" ||
         it_soft_fail "expected at least 270 Mbit/s of the 300 Mbit/s stream, got $goodput"
+received=0
 for i in 0 1; do
         n=$(sed -n "s/^path $i: received \([0-9]*\) datagrams.*/\1/p" "$LAB_DIR/orig-peer.out")
         it_note "orig-peer's path $i: ${n:-?} datagrams"
         [ "${n:-0}" -gt 1000 ] || it_soft_fail "expected path $i to carry part of the stream, orig-peer received ${n:-no} datagrams on it"
+        received=$((received + ${n:-0}))
 done
+[ $((overflow * 10000)) -le "$received" ] ||
+        it_soft_fail "expected at most 1 in 10,000 of the $received datagrams to overflow a receive buffer at the original-like receiver, counted $overflow"
 
 it_finish compat-orig
