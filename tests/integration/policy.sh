@@ -143,6 +143,7 @@ run() { # MODE_KEYS DESCRIPTION
         # 300 datagrams to port 5003 arrives, once; the same over the aggregate rule (port 5002)
         # for comparison (not judged: the learned scheduler may avoid the lossy path by itself).
         lab_emu_respec 0 'delay=1ms,loss=30%'
+        it_snap_both "red0-$what"
         dup0=$(lab_json b "sum(x['drops']['duplicate'] for x in t['paths'])")
         n=$(lab_json a "t['policy_copies']['3']")
         read -r brx bdup < <(lab_json b "t['policy_received']['3'], t['policy_duplicates']['3']" | tr -d '(),')
@@ -151,7 +152,8 @@ run() { # MODE_KEYS DESCRIPTION
         dup1=$(lab_json b "sum(x['drops']['duplicate'] for x in t['paths'])")
         copies=$(($(lab_json a "t['policy_copies']['3']") - n))
         read -r brx1 bdup1 < <(lab_json b "t['policy_received']['3'], t['policy_duplicates']['3']" | tr -d '(),')
-        it_note "$what: p0 losing 30 %: redundant: $got of 300 datagrams arrived ($dups twice), a sent $copies copies, b dropped $((dup1 - dup0)) duplicates (rule 3 at b: $((brx1 - brx)) received, $((bdup1 - bdup)) duplicates); aggregate: $agg of 300"
+        it_snap_both "red1-$what"
+        it_note "$what: p0 losing 30 %: redundant: $got of 300 datagrams arrived ($dups twice), a sent $copies copies, b dropped $((dup1 - dup0)) duplicates (rule 3 at b: $((brx1 - brx)) received, $((bdup1 - bdup)) duplicates); aggregate: $agg of 300; drops meanwhile at a: $(it_drops a "red0-$what" "red1-$what"), at b: $(it_drops b "red0-$what" "red1-$what")"
         [ "$got" = 300 ] && [ "$dups" = 0 ] || it_soft_fail "$what: redundant: $got of 300 datagrams arrived, $dups of them twice"
         [ "$copies" = 300 ] || it_soft_fail "$what: redundant: a sent $copies copies, expected 300"
         [ $((dup1 - dup0)) -ge 150 ] || it_soft_fail "$what: b dropped only $((dup1 - dup0)) copies as duplicates"
