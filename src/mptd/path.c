@@ -199,6 +199,7 @@ static void steer_path(Path *p, const int *fds) {
 
 static int bind_path(Path *p, const MptAddress *local, bool startup) {
         Tunnel *t = p->tunnel;
+        Peer *peer = t->peers[0];
         char buf[MPT_ADDRESS_STRLEN];
         MptSockaddr sa;
         int *fds, r;
@@ -207,8 +208,8 @@ static int bind_path(Path *p, const MptAddress *local, bool startup) {
 
         /* Paths that share a local socket address share the socket group of the first of them
          * (the receive side tells them apart by source address). */
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *o = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *o = peer->paths[i];
                 if (o == p || !o->fds || o->shares_fds || o->ifindex != p->ifindex || !address_equal(&o->local, local))
                         continue;
                 fds = calloc(t->n_workers, sizeof(int));
@@ -500,7 +501,9 @@ static const char *peer_reason(const Path *p) {
 }
 
 static void notify_status(Tunnel *t) {
-        (void) sd_notifyf(false, "STATUS=%s: %u of %zu paths up", t->name, t->paths_up, t->n_paths);
+        Peer *peer = t->peers[0];
+
+        (void) sd_notifyf(false, "STATUS=%s: %u of %zu paths up", t->name, peer->paths_up, peer->n_paths);
 }
 
 static PathState compute_state(const Path *p) {
@@ -555,6 +558,7 @@ static void reset_rtt(Path *p) {
 
 void path_update_state(Path *p, const char *reason) {
         Tunnel *t = p->tunnel;
+        Peer *peer = t->peers[0];
         PathState s = compute_state(p), before = p->state;
 
         if (s == before)
@@ -575,13 +579,13 @@ void path_update_state(Path *p, const char *reason) {
                 feedback_path_up(p);
         }
 
-        if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && t->reorder_enabled) {
+        if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && peer->reorder_enabled) {
                 /* Its packets stop: it must not hold back the receive side's loss inference (nor
                  * its stragglers make it count again) until it is up again. */
                 if (s == PATH_STATE_UP)
-                        rx_shared_path_up(t->rx, p->index);
+                        rx_shared_path_up(peer->rx, p->index);
                 else
-                        rx_shared_path_down(t->rx, p->index);
+                        rx_shared_path_down(peer->rx, p->index);
         }
         (void) tunnel_publish(t);
         notify_status(t);
@@ -629,7 +633,7 @@ void path_send_feedback(Path *p, const MptFeedback *fb) {
         size_t len = mpt_feedback_encode(buf, sizeof buf, t->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP, fb);
 
         if (len > 0 && send_frame(p, buf, len))
-                t->feedback_tx++;
+                t->peers[0]->feedback_tx++;
 }
 
 void path_send_keepalive(Path *p) {
@@ -676,6 +680,7 @@ static void send_keepalive(Path *p) {
 
 static void send_path_status(Path *about) {
         Tunnel *t = about->tunnel;
+        Peer *peer = t->peers[0];
         uint8_t buf[MPT_PATH_STATUS_SIZE];
         MptPathStatus ps = {
                 .ip_version = t->ip_version,
@@ -688,11 +693,11 @@ static void send_path_status(Path *about) {
         size_t len;
 
         /* Only peers that speak our extension know what to do with it; the original would log it. */
-        if (t->peer_session == 0)
+        if (peer->peer_session == 0)
                 return;
         len = mpt_path_status_encode(buf, sizeof buf, &ps);
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *o = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *o = peer->paths[i];
                 if (o == about || !locally_usable(o) || o->peer_session == 0)
                         continue;
                 if (send_frame(o, buf, len))
@@ -895,18 +900,18 @@ static void handle_peer_session(Path *p, uint32_t session) {
                 p->ka_rx_count = 0; /* counts the keepalives of the peer's current session */
                 p->peer_session = session;
         }
-        if (t->peer_session != 0 && session != t->peer_session) {
+        if (t->peers[0]->peer_session != 0 && session != t->peers[0]->peer_session) {
                 log_tunnel_notice(t, "The other end restarted (new session %08x); resetting the reorder buffer.",
                                   session);
-                t->peer_restarts++;
+                t->peers[0]->peer_restarts++;
                 tunnel_reset_reorder(t);
-        } else if (t->peer_session == 0 && tunnel_reorder_has_delivered(t)) {
+        } else if (t->peers[0]->peer_session == 0 && tunnel_reorder_has_delivered(t)) {
                 /* Data arrived before the first keepalive told us who sends it: it may belong to a
                  * predecessor that has since restarted. Start the sequence space over rather than
                  * dropping the new session's packets as stale until the buffer notices. */
                 tunnel_reset_reorder(t);
         }
-        t->peer_session = session;
+        t->peers[0]->peer_session = session;
 }
 
 void path_note_peer(Path *p, const ControlEvent *ev) {
@@ -995,7 +1000,7 @@ static void handle_keepalive(Path *p, const ControlEvent *ev) {
 static void handle_path_status(Tunnel *t, const ControlEvent *ev) {
         Path *p;
 
-        if (!addresses_match(t, &ev->ps.src_tun, &ev->ps.dst_tun) || ev->ps.session != t->peer_session)
+        if (!addresses_match(t, &ev->ps.src_tun, &ev->ps.dst_tun) || ev->ps.session != t->peers[0]->peer_session)
                 return;
         p = tunnel_path_by_peer_token(t, ev->ps.path_token);
         if (!p)
@@ -1059,11 +1064,13 @@ void path_handle_event(Path *p, const ControlEvent *ev) {
 }
 
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token) {
+        Peer *peer = t->peers[0];
+
         if (token == 0)
                 return NULL;
-        for (size_t i = 0; i < t->n_paths; i++)
-                if (t->paths[i]->peer_token == token)
-                        return t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++)
+                if (peer->paths[i]->peer_token == token)
+                        return peer->paths[i];
         return NULL;
 }
 
@@ -1123,10 +1130,10 @@ void path_retire(Path *p) {
         p->dead_timer = sd_event_source_disable_unref(p->dead_timer);
         p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
         unbind(p);
-        if (p->tunnel->reorder_enabled) {
-                rx_shared_path_down(p->tunnel->rx, p->index);
+        if (p->tunnel->peers[0]->reorder_enabled) {
+                rx_shared_path_down(p->tunnel->peers[0]->rx, p->index);
                 /* A path added later in its place starts without the delay this one waited. */
-                rx_shared_set_path_extra(p->tunnel->rx, p->index, 0);
+                rx_shared_set_path_extra(p->tunnel->peers[0]->rx, p->index, 0);
         }
         log_path_info(p, "Removed by a reload.");
 }

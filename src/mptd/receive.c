@@ -68,8 +68,12 @@ static void pool_released_flush(Worker *w) {
 
 int worker_pool_setup(Tunnel *t) {
         unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
+        bool reorder = false;
 
-        if (!t->reorder_enabled)
+        /* one pool for the tunnel, lent to the reorder buffers of every peer that has them */
+        for (size_t k = 0; k < t->n_peers; k++)
+                reorder = reorder || t->peers[k]->reorder_enabled;
+        if (!reorder)
                 return 0;
         t->rx_pool_per_worker = MAX(TUNNEL_RX_POOL / MAX(receivers, 1u), TUNNEL_RX_POOL_MIN);
         t->rx_pool_n = t->rx_pool_per_worker * MAX(receivers, 1u);
@@ -85,11 +89,13 @@ int worker_pool_setup(Tunnel *t) {
         /* (volatile: a malloc() followed by memset(0) may become a lazily zeroed calloc()) */
         for (size_t o = 0; o < (size_t) t->rx_pool_n * WORKER_BUFFER_SIZE; o += 4096)
                 ((volatile uint8_t *) t->rx_pool)[o] = 0;
-        rx_shared_set_lender(t->rx, &(RxLender) {
-                .retain = pool_retain,
-                .release = pool_release,
-                .userdata = t,
-        });
+        for (size_t k = 0; k < t->n_peers; k++)
+                if (t->peers[k]->reorder_enabled)
+                        rx_shared_set_lender(t->peers[k]->rx, &(RxLender) {
+                                .retain = pool_retain,
+                                .release = pool_release,
+                                .userdata = t,
+                        });
         return 0;
 }
 
@@ -219,7 +225,6 @@ static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
  * a lane at a time, under its lock, and what a lane delivers is written before it is let go
  * (another worker may deliver its next packets right after). */
 static void deliver_pending(Worker *w) {
-        Tunnel *t = w->tunnel;
         uint64_t lanes = 0;
 
         for (unsigned i = 0; i < w->n_pending; i++)
@@ -228,7 +233,7 @@ static void deliver_pending(Worker *w) {
         gro_flush(w);
         for (; lanes != 0; lanes &= lanes - 1) {
                 unsigned lane = (unsigned) __builtin_ctzll(lanes);
-                RxLane *l = rx_shared_lane(t->rx, lane);
+                RxLane *l = rx_shared_lane(w->peer->rx, lane);
 
                 if (l)
                         rx_lane_lock(l, w, &w->contention);
@@ -270,11 +275,10 @@ int worker_policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
 
 /* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
 static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame *f, usec_t arrival) {
-        Tunnel *t = w->tunnel;
         const Snapshot *s = w->rx_snapshot;
         int rule;
 
-        if (!t->reorder_enabled || !f->has_seq) {
+        if (!w->peer->reorder_enabled || !f->has_seq) {
                 tun_deliver(w, f->payload, f->payload_len);
                 return;
         }
@@ -492,7 +496,7 @@ static void repair_ask_add(Worker *w, unsigned path_id, unsigned lane, uint64_t 
         const Snapshot *s;
 
         if (w->repair_ask.n == MPT_REPAIR_ENTRIES_MAX) {
-                s = __atomic_load_n(&w->tunnel->snapshot, __ATOMIC_ACQUIRE);
+                s = __atomic_load_n(&w->peer->snapshot, __ATOMIC_ACQUIRE);
                 repair_ask_flush(w, s);
         }
         w->repair_ask.entries[w->repair_ask.n++] = (MptRepairEntry) {
@@ -530,7 +534,7 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
                 uint64_t more = r->lane_top[lane] == 0 ? 1 : MIN(counter - r->lane_top[lane], (uint64_t) UINT32_MAX);
 
                 /* A gap in a data lane: ask for it (a long one is an outage, not worth it). */
-                if (w->tunnel->repair && lane != MPT_SECURE_LANE_CONTROL && r->lane_top[lane] != 0 && more > 1 &&
+                if (w->peer->repair && lane != MPT_SECURE_LANE_CONTROL && r->lane_top[lane] != 0 && more > 1 &&
                     more - 1 <= MPT_REPAIR_COUNT_MAX)
                         repair_ask_add(w, header[MPT_SECURE_OFF_PATH_ID] % MPT_PATHS_MAX, lane, r->lane_top[lane] + 1, (unsigned) more - 1);
 
@@ -621,7 +625,7 @@ void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret) {
 /* Holds the lock of sender path id `id`'s receive state, and no other (-1: none); *held says which
  * is held. A run of datagrams is normally of one sender path: one lock for all of it. */
 static void secure_hold(Worker *w, int *held, int id) {
-        RxShared *rs = w->tunnel->rx;
+        RxShared *rs = w->peer->rx;
 
         if (*held == id)
                 return;
@@ -691,7 +695,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] < 0) {
                                 secure_hold(w, &held, h[i].path_id);
-                                reason[i] = mpt_secure_rx_check(t->rx->secure, &h[i], paths);
+                                reason[i] = mpt_secure_rx_check(w->peer->rx->secure, &h[i], paths);
                         }
                 secure_hold(w, &held, -1);
 
@@ -713,7 +717,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                                          * newest snapshot may have it; it stays valid while this
                                          * worker works on this batch (it has not said that it saw a
                                          * newer generation, so the snapshot is not freed). */
-                                        const Snapshot *newest = __atomic_load_n(&t->snapshot, __ATOMIC_ACQUIRE);
+                                        const Snapshot *newest = __atomic_load_n(&w->peer->snapshot, __ATOMIC_ACQUIRE);
 
                                         if (newest != ks) {
                                                 ks = newest;
@@ -761,7 +765,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                         if (reason[i] >= 0)
                                 continue;
                         secure_hold(w, &held, h[i].path_id);
-                        reason[i] = mpt_secure_rx_accept(t->rx->secure, &h[i], paths, &new_epoch);
+                        reason[i] = mpt_secure_rx_accept(w->peer->rx->secure, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
                         if (path < 0 && reason[i] < 0 && resolved != -2) {
                                 int b = -1;
@@ -782,7 +786,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                         }
         }
         if (new_epochs > 0)
-                __atomic_add_fetch(&t->peer_epochs, new_epochs, __ATOMIC_RELAXED);
+                __atomic_add_fetch(&w->peer->peer_epochs, new_epochs, __ATOMIC_RELAXED);
         /* The initiator of the responder's new session sends under it: it may become current (once
          * per worker and set of keys is enough; the main thread republishes). */
         if (confirm != 0 && w->confirmed_generation != ks->generation) {
@@ -888,7 +892,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const
         deliver_pending(w);
         gro_flush(w);
         repair_ask_flush(w, s);
-        if (t->reorder_enabled) {
+        if (w->peer->reorder_enabled) {
                 /* Written: what the reorder buffers delivered out of the pool may be reused. */
                 pool_released_flush(w);
                 for (unsigned m = 0; m < n; m++)
@@ -995,12 +999,11 @@ void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsigned n_r
 }
 
 void worker_rx_expire(Worker *w, usec_t now) {
-        Tunnel *t = w->tunnel;
 
-        if (!t->reorder_enabled)
+        if (!w->peer->reorder_enabled)
                 return;
-        for (uint64_t m = rx_shared_lanes(t->rx) & w->expire_lanes; m != 0; m &= m - 1) {
-                RxLane *l = rx_shared_lane_get(t->rx, (unsigned) __builtin_ctzll(m));
+        for (uint64_t m = rx_shared_lanes(w->peer->rx) & w->expire_lanes; m != 0; m &= m - 1) {
+                RxLane *l = rx_shared_lane_get(w->peer->rx, (unsigned) __builtin_ctzll(m));
 
                 if (rx_lane_deadline(l) > now)
                         continue;
@@ -1014,6 +1017,6 @@ void worker_rx_expire(Worker *w, usec_t now) {
 }
 
 void worker_expire_reorder(Worker *w) {
-        if (w->tunnel->reorder_enabled)
+        if (w->peer->reorder_enabled)
                 worker_rx_expire(w, now_usec());
 }

@@ -6,7 +6,7 @@
 
 #include "worker-internal.h"
 
-static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len);
+static void pace_charge(Peer *peer, unsigned p, uint64_t now, size_t len);
 
 /* ---- loss repair (mptd(8), LOSS REPAIR) ---- */
 
@@ -74,7 +74,7 @@ size_t worker_repair_send(Worker *w, const Snapshot *s, unsigned q, const uint8_
 
 /* The repair path now: the main thread's choice, if this snapshot has it. */
 int worker_repair_path(const Worker *w, const Snapshot *s) {
-        int q = __atomic_load_n(&w->tunnel->repair_via, __ATOMIC_RELAXED);
+        int q = __atomic_load_n(&w->peer->repair_via, __ATOMIC_RELAXED);
 
         return q >= 0 && (unsigned) q < s->n_paths && s->paths[q].fds[w->id] >= 0 ? q : -1;
 }
@@ -123,7 +123,7 @@ void worker_repair_serve(Worker *w, const Snapshot *s) {
         pthread_mutex_unlock(&w->repair_lock);
 
         via = worker_repair_path(w, s);
-        if (__atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) != 0)
+        if (__atomic_load_n(&w->peer->pace_paths, __ATOMIC_RELAXED) != 0)
                 paced_now = now_nsec();
         for (unsigned i = 0; i < n; i++)
                 for (uint64_t c = q[i].first; c < q[i].first + q[i].count; c++) {
@@ -139,7 +139,7 @@ void worker_repair_serve(Worker *w, const Snapshot *s) {
                         }
                         COUNTER_ADD(w->tunnel_counters.repair_sent, 1);
                         if (paced_now != 0)
-                                pace_charge(w->tunnel, (unsigned) via, paced_now, dl);
+                                pace_charge(w->peer, (unsigned) via, paced_now, dl);
                 }
         if (first != 0)
                 worker_tx_mark(w, (unsigned) via, first, last, now_usec());
@@ -251,12 +251,12 @@ void worker_tun_pause(Worker *w, bool pause, uint64_t until) {
 
 /* The paced paths (of paced) more than PACE_BURST_NSEC ahead of their pace at now, and when the
  * first of those of the vector is no longer (*ret_until, unless NULL; 0 when none is ahead). */
-static uint64_t pace_ahead(const Tunnel *t, uint64_t paced, uint64_t vector_paths, uint64_t now, uint64_t *ret_until) {
+static uint64_t pace_ahead(const Peer *peer, uint64_t paced, uint64_t vector_paths, uint64_t now, uint64_t *ret_until) {
         uint64_t ahead = 0, until = UINT64_MAX;
 
         for (uint64_t m = paced; m != 0; m &= m - 1) {
                 unsigned p = (unsigned) __builtin_ctzll(m);
-                uint64_t next = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
+                uint64_t next = __atomic_load_n(&peer->pace_next[p], __ATOMIC_RELAXED);
 
                 if (next <= now + PACE_BURST_NSEC)
                         continue;
@@ -270,16 +270,16 @@ static uint64_t pace_ahead(const Tunnel *t, uint64_t paced, uint64_t vector_path
 }
 
 /* Charges path p's pace with len bytes sent now. */
-static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len) {
-        uint64_t rate = __atomic_load_n(&t->pace_rate[p], __ATOMIC_RELAXED), cost, old, next;
+static void pace_charge(Peer *peer, unsigned p, uint64_t now, size_t len) {
+        uint64_t rate = __atomic_load_n(&peer->pace_rate[p], __ATOMIC_RELAXED), cost, old, next;
 
         if (rate == 0)
                 return;
         cost = (uint64_t) len * UINT64_C(1000000000) / rate;
-        old = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
+        old = __atomic_load_n(&peer->pace_next[p], __ATOMIC_RELAXED);
         do
                 next = MIN(MAX(old, now) + cost, now + PACE_AHEAD_MAX_NSEC);
-        while (!__atomic_compare_exchange_n(&t->pace_next[p], &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        while (!__atomic_compare_exchange_n(&peer->pace_next[p], &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
 /* Sends path p's datagrams of this TUN packet in one sendmmsg(): as UDP GSO sends (at most
@@ -434,7 +434,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                 seq = w->tx_seq;
                 w->tx_seq += (uint32_t) n;
         } else if (s->sequence)
-                seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
+                seq = (uint32_t) __atomic_fetch_add(&w->peer->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
         __atomic_store_n(&w->tx_segments, w->tx_segments + (uint64_t) n, __ATOMIC_RELAXED);
         if (forced >= 0)
                 for (int i = 0; i < n; i++)
@@ -444,11 +444,11 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else {
                 /* Paths ahead of their pace get no run now: the vector's next path does. */
-                uint64_t paced = __atomic_load_n(&t->pace_paths, __ATOMIC_RELAXED) & w->vector_paths, skip = 0;
+                uint64_t paced = __atomic_load_n(&w->peer->pace_paths, __ATOMIC_RELAXED) & w->vector_paths, skip = 0;
 
                 if (paced != 0) {
                         paced_now = now_nsec();
-                        skip = pace_ahead(t, paced, w->vector_paths, paced_now, NULL);
+                        skip = pace_ahead(w->peer, paced, w->vector_paths, paced_now, NULL);
                 }
                 sched_assign_runs_skip(&w->runs, s->vector, s->vector_len,
                                        dataplane_options.batch > 1 ? w->quantum : 1, (size_t) n, skip, w->seg_path);
@@ -507,7 +507,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                         iov[1] = (struct iovec) {};
                                         w->path_segs[p]++;
                                         if (paced_now != 0)
-                                                pace_charge(t, p, paced_now, dl);
+                                                pace_charge(w->peer, p, paced_now, dl);
                                 }
                         }
                 } else {
@@ -515,7 +515,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
                         w->path_segs[p]++;
                         if (paced_now != 0)
-                                pace_charge(t, p, paced_now, iov[0].iov_len + iov[1].iov_len);
+                                pace_charge(w->peer, p, paced_now, iov[0].iov_len + iov[1].iov_len);
                 }
                 for (uint64_t c = pc->copies; c != 0; c &= c - 1)
                         send_copy(w, s, sg, hl, (unsigned) __builtin_ctzll(c), cipher, pc->rule);
@@ -632,7 +632,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int
         bool lock = s->sequence && !t->secure && t->n_workers > 1;
 
         if (lock)
-                rx_lock(&t->tx_lock, &w->contention); /* (counts a wait, as for the receive locks) */
+                rx_lock(&w->peer->tx_lock, &w->contention); /* (counts a wait, as for the receive locks) */
         for (size_t done = 0;;) {
                 transmit_segments(w, s, n, flow, &pc);
                 done += (size_t) n;
@@ -645,7 +645,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int
                         break;
         }
         if (lock)
-                pthread_mutex_unlock(&t->tx_lock);
+                pthread_mutex_unlock(&w->peer->tx_lock);
 }
 
 /* Whether path p's datagrams of this worker wait in a local queue (a qdisc or the driver): the
@@ -725,7 +725,7 @@ static bool tx_behind_pace(const Worker *w, const Snapshot *s, uint64_t paced, u
 
         if (paced == 0)
                 return false;
-        ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now, &until);
+        ahead = pace_ahead(w->peer, paced, w->vector_paths, now, &until);
         for (uint64_t m = ahead; m != 0; m &= m - 1)
                 slots += w->vector_slots[__builtin_ctzll(m)];
         if (ahead == 0 || slots * 2 <= s->vector_len)
@@ -770,7 +770,7 @@ static bool hold_release(Worker *w, const Snapshot *s, uint64_t paced, uint8_t *
 void worker_tx(Worker *w, const Snapshot *s) {
         /* Headroom in front: a packet that is not split gets its GRE header right before it. */
         uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
-        uint64_t paced = __atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) & w->vector_paths;
+        uint64_t paced = __atomic_load_n(&w->peer->pace_paths, __ATOMIC_RELAXED) & w->vector_paths;
         size_t inner = w->tunnel->tun.vnet_hdr ? VNET_HDR_LEN : 0;
 
         update_quantum(w, s);

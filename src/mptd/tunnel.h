@@ -40,6 +40,7 @@
 #define TUNNEL_RX_POOL_MIN 16u
 
 typedef struct Tunnel Tunnel;
+typedef struct Peer Peer;
 typedef struct Path Path;
 typedef struct Worker Worker;
 
@@ -250,48 +251,22 @@ struct Tunnel {
         bool *address_added; /* per profile address: we added it (remove on exit) */
         bool *route_added;
 
-        Path **paths;
-        size_t n_paths;
+        /* The other ends this mptd serves (peer.h): exactly one today. */
+        Peer **peers;
+        size_t n_peers;
 
         Worker **workers;
         unsigned n_workers;
 
-        Snapshot *snapshot; /* atomic */
         uint64_t generation; /* atomic */
         Snapshot *retired;
         sd_event_source *reclaim_timer;
 
-        /* Compat mode's one sequence space (atomic): each sending worker takes a range of it per
-         * window of segments. In secure mode each worker numbers its own lane (Worker.tx_seq). */
-        uint64_t tx_seq;
-        /* Compat mode with sequence numbers and several workers: numbering and sending one TUN
-         * packet's segments happen in one step, so that every path carries its packets in
-         * sequence order (the receiver infers loss from that). Secure mode has a lane per worker
-         * instead, and never takes it. */
-        pthread_mutex_t tx_lock;
-        /* Pacing (the learned scheduler's, learn_pace_rate()): the paths paced (a bit each; the
-         * main thread sets them, see pace_update() in feedback.c), per path its rate in bytes per
-         * second and when (CLOCK_MONOTONIC, ns) what was sent on it is due at that rate. A
-         * worker sends no run on a path more than PACE_BURST_NSEC ahead of its pace, and stops
-         * reading the TUN device while every path of the vector is. All atomic. */
-        uint64_t pace_rate[MPT_PATHS_MAX];
-        uint64_t pace_next[MPT_PATHS_MAX];
-        uint64_t pace_paths; /* the paths with a pace rate, a bit each */
-        /* Loss repair (secure mode with reordering; MPT_DEBUG_REPAIR=0: none; mptd(8), LOSS
-         * REPAIR): our path with the shortest round trip, for repair requests and what we send
-         * again (the main thread sets it every FEEDBACK_INTERVAL_USEC; -1: none). Atomic. */
-        bool repair;
-        int repair_via;
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
-        bool reorder_enabled;
         /* Receiving and sending workers apart (see path_rx_worker()): the paths are received
          * by workers 0 .. rx_workers - 1 and the flows sent by the others; 0: every worker
          * does both. Set before the paths bind. */
         unsigned rx_workers;
-        /* What the receiving workers share: reorder buffers, secure receive state. */
-        RxShared *rx;
-        usec_t reorder_hold;     /* what it waits for a missing packet now (feedback.c) */
-        usec_t reorder_spread;   /* and at least, before it infers that one is lost */
         /* Receive buffers the reorder buffers may hold packets in without copying them (see
          * receive.c), rx_pool_n of them, each receiving worker its own rx_pool_per_worker; a
          * buffer's references (atomic) are its receiving worker's (while it receives into it) and
@@ -313,8 +288,6 @@ struct Tunnel {
         uint64_t drops_main[_MPT_DROP_MAX]; /* counted by the main thread, not tied to a path */
 
         uint32_t session;
-        uint32_t peer_session;
-        uint64_t peer_restarts;
 
         /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
          * and lane has its own counter (the nonce is path id, lane and counter): the workers'
@@ -324,17 +297,9 @@ struct Tunnel {
          * each worker from the PSK and cached. */
         bool secure;
         bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
-        uint64_t epoch;
-        MptSecureKeys tx_keys;
-        uint64_t tx_counter[MPT_PATHS_MAX]; /* next counter per path on the control lane */
-        uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
         /* The handshake (session.c; NULL: the pre-shared key alone, t->tx_keys and t->epoch).
          * Main thread, except handshake (set at start) and hs_queued (under control_lock). */
         bool handshake;
-        MptHandshake *hs;
-        sd_event_source *hs_timer;
-        uint64_t hs_version;   /* mpt_handshake_keys_version() the last snapshot has */
-        uint64_t hs_current;   /* the current key pair's receive epoch then (0: none) */
         /* handshake messages waiting in the control queue: initiations, and the others (the
          * replies to this end's initiations) */
         unsigned hs_queued;
@@ -342,23 +307,6 @@ struct Tunnel {
         /* this end's mac1 key (mpt_handshake_mac1_key()), set before the workers start: they
          * screen handshake messages with it (mpt_handshake_screen()) before queueing them */
         uint8_t hs_mac1_key[MPT_NOISE_KEY_SIZE];
-        uint64_t hs_initiations, hs_sessions; /* initiations sent; sessions that became current */
-        usec_t hs_session_at;  /* when the current one did (session_now()) */
-
-        /* The learned scheduler and feedback (feedback.c). */
-        sd_event_source *feedback_timer;
-        uint64_t feedback_rx, feedback_tx;           /* frames */
-        uint64_t feedback_reported[MPT_PATHS_MAX];   /* per path id of the other end: the last marker told */
-        uint8_t feedback_reported_lane[MPT_PATHS_MAX]; /* and its lane */
-        uint32_t feedback_reported_packets[MPT_PATHS_MAX]; /* and the datagrams received then */
-        usec_t learn_saturated_at;                   /* when a path was last saturated; 0: never */
-        bool learn_light;                            /* none was for LEARN_LIGHT_AFTER_USEC (at the last publishing) */
-        bool learn_by_rates;                         /* the last published weights were the rates (learn_weights()) */
-        uint32_t learn_published[MPT_PATHS_MAX];     /* the weights last published, per path */
-        uint64_t learn_load;                         /* bytes per second sent lately (the larger of two windows) */
-        uint64_t learn_load_win[2];                  /* the last two windows' */
-        uint64_t learn_load_bytes;                   /* tx bytes of all paths at this window's start */
-        usec_t learn_load_since;                     /* when this window began; 0: not yet */
 
         RtnlMonitor *monitor;
         sd_event_source *refresh_event; /* coalesces kernel events into one refresh */
@@ -377,8 +325,6 @@ struct Tunnel {
 
         usec_t started;
         bool running; /* set up; events after this are news */
-        unsigned paths_up;
-        int fastest; /* Policy=: the path lowest-latency rules use now (-1: none); see tunnel_publish() */
 };
 
 /* Sets up the TUN device, addresses, routes, sockets and workers, or fails with a logged,
@@ -501,5 +447,6 @@ void tunnel_rtt_changed(Tunnel *t);
 usec_t now_usec(void);
 uint64_t now_nsec(void);
 
-/* The Path API (path.c) needs the types above. */
+/* The Peer (peer.h) and the Path API (path.c) need the types above. */
+#include "peer.h"
 #include "path.h"

@@ -13,6 +13,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         if (!w)
                 return -ENOMEM;
         w->tunnel = t;
+        w->peer = t->peers[0];
         w->id = id;
         w->tun_fd = tun_fd;
         w->epoll_fd = w->wake_fd = -EBADF;
@@ -47,7 +48,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         /* Touched only as far as used (a reload may add rules: not only when there are some). */
         if (hold_init(&w->hold, WORKER_HOLD_BYTES) < 0)
                 goto oom;
-        if (t->reorder_enabled) {
+        if (w->peer->reorder_enabled) {
                 unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
 
                 w->pending = calloc(WORKER_PENDING_MAX, sizeof(RxPending));
@@ -68,7 +69,7 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                                 goto oom;
                 }
         }
-        if (t->repair) {
+        if (w->peer->repair) {
                 /* Touched only as far as used. */
                 w->keep = malloc(WORKER_KEEP_BYTES);
                 /* For every path number: a reload may add paths (calloc: untouched pages cost
@@ -228,8 +229,8 @@ void worker_policy_wait(Worker *w, size_t class, uint64_t waited) {
 static usec_t expire_deadline(const Worker *w) {
         usec_t deadline = USEC_INFINITY;
 
-        for (uint64_t m = rx_shared_lanes(w->tunnel->rx) & w->expire_lanes; m != 0; m &= m - 1)
-                deadline = MIN(deadline, rx_lane_deadline(rx_shared_lane_get(w->tunnel->rx,
+        for (uint64_t m = rx_shared_lanes(w->peer->rx) & w->expire_lanes; m != 0; m &= m - 1)
+                deadline = MIN(deadline, rx_lane_deadline(rx_shared_lane_get(w->peer->rx,
                                                                              (unsigned) __builtin_ctzll(m))));
         return deadline;
 }
@@ -237,7 +238,7 @@ static usec_t expire_deadline(const Worker *w) {
 static int timeout_ms(const Worker *w) {
         usec_t deadline = USEC_INFINITY, now;
 
-        if (w->tunnel->reorder_enabled)
+        if (w->peer->reorder_enabled)
                 deadline = expire_deadline(w);
         if (w->tun_paused)
                 deadline = MIN(deadline, w->tun_resume / NSEC_PER_USEC);
@@ -253,7 +254,6 @@ static int timeout_ms(const Worker *w) {
 
 static void *worker_main(void *userdata) {
         Worker *w = userdata;
-        Tunnel *t = w->tunnel;
         struct epoll_event events[MPT_PATHS_MAX + 2];
         sigset_t all;
 
@@ -277,7 +277,7 @@ static void *worker_main(void *userdata) {
 
                 /* Pick up the newest snapshot; announcing its generation tells the main thread that
                  * older ones (and the sockets they name) are no longer used here (see tunnel.h). */
-                s = __atomic_load_n(&t->snapshot, __ATOMIC_ACQUIRE);
+                s = __atomic_load_n(&w->peer->snapshot, __ATOMIC_ACQUIRE);
                 if (s->generation != w->seen_generation)
                         reconcile(w, s);
 

@@ -126,6 +126,9 @@ typedef enum WorkerPolicyCounter {
 
 struct Worker {
         Tunnel *tunnel;
+        /* The peer whose datagrams it sends and receives: the tunnel's one peer (tunnel->peers[0]),
+         * kept here so that the per-packet code reaches it with one load, as it did the Tunnel. */
+        Peer *peer;
         unsigned id;
         pthread_t thread;
         bool started;
