@@ -365,7 +365,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "workers", "%u", t->n_workers);
         ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
         ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
-        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
+        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(peer_tx_cipher(t->peers[0])) : "none");
         write_keys(t, w);
         ctl_writer_field(w, "local_port", "%u", c->local_port);
         ctl_writer_field(w, "remote_port", "%u", c->remote_port);

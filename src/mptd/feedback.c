@@ -12,8 +12,7 @@ static bool learned(const Tunnel *t) {
 /* ---- as the receiver: what arrived of the other end's paths ---- */
 
 /* Our usable path with the smallest round-trip time (unknown counts as long), for feedback. */
-static Path *fastest_path(Tunnel *t) {
-        Peer *peer = t->peers[0];
+static Path *fastest_path(Peer *peer) {
         Path *best = NULL;
 
         for (size_t i = 0; i < peer->n_paths; i++) {
@@ -26,9 +25,9 @@ static Path *fastest_path(Tunnel *t) {
         return best;
 }
 
-static void send_feedback(Tunnel *t, usec_t now) {
-        Peer *peer = t->peers[0];
-        Path *via = fastest_path(t);
+static void send_feedback(Peer *peer, usec_t now) {
+        Tunnel *t = peer->tunnel;
+        Path *via = fastest_path(peer);
         MptFeedback fb = { .now = now };
 
         /* The workers send repair requests and repairs there too. */
@@ -84,8 +83,7 @@ static void send_feedback(Tunnel *t, usec_t now) {
 /* ---- as the sender: what our paths delivered ---- */
 
 /* The paths the vector has now (up; the normal ones, or the backups when no normal one is). */
-static size_t candidates(const Tunnel *t, uint8_t ids[static MPT_PATHS_MAX]) {
-        Peer *peer = t->peers[0];
+static size_t candidates(const Peer *peer, uint8_t ids[static MPT_PATHS_MAX]) {
         size_t n = 0;
 
         for (int pass = 0; pass < 2 && n == 0; pass++)
@@ -97,12 +95,11 @@ static size_t candidates(const Tunnel *t, uint8_t ids[static MPT_PATHS_MAX]) {
         return n;
 }
 
-static bool light_now(const Tunnel *t, usec_t now) {
-        return t->peers[0]->learn_saturated_at + LEARN_LIGHT_AFTER_USEC < now;
+static bool light_now(const Peer *peer, usec_t now) {
+        return peer->learn_saturated_at + LEARN_LIGHT_AFTER_USEC < now;
 }
 
-void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret) {
-        Peer *peer = t->peers[0];
+void feedback_weights(Peer *peer, const uint8_t *ids, size_t n, uint32_t *ret) {
         const LearnPath *lp[MPT_PATHS_MAX] = {};
         uint32_t pref[MPT_PATHS_MAX] = {};
 
@@ -110,7 +107,7 @@ void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret) {
                 lp[i] = &peer->paths[ids[i]]->learn;
                 pref[i] = MAX(path_effective_weight(peer->paths[ids[i]]), 1u);
         }
-        peer->learn_light = light_now(t, now_usec());
+        peer->learn_light = light_now(peer, now_usec());
         bool capped[MPT_PATHS_MAX] = {};
 
         peer->learn_by_rates = learn_weights(lp, pref, n, peer->learn_load, ret, capped);
@@ -128,8 +125,8 @@ void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret) {
  * it, and the others with it, from ever looking saturated, which is what lets a path the
  * learner starved on a shared bottleneck (the hosts' CPUs, tbf on the veths of tests/lab's
  * equal paths) grow back (mptd(8), SCHEDULING). */
-static void pace_update(Tunnel *t, const uint8_t *ids, size_t n) {
-        Peer *peer = t->peers[0];
+static void pace_update(Peer *peer, const uint8_t *ids, size_t n) {
+        Tunnel *t = peer->tunnel;
         uint64_t paced = 0;
 
         for (size_t i = 0; i < n && dataplane_options.pace; i++) {
@@ -143,12 +140,12 @@ static void pace_update(Tunnel *t, const uint8_t *ids, size_t n) {
 
 /* Publishes the vector again when a share moved by more than 1/FEEDBACK_REPUBLISH_DIV (or the
  * paths in it changed weight from or to nothing). */
-static void republish(Tunnel *t) {
-        Peer *peer = t->peers[0];
+static void republish(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         uint8_t ids[MPT_PATHS_MAX];
         uint32_t w[MPT_PATHS_MAX];
         uint64_t sum_new = 0, sum_old = 0;
-        size_t n = candidates(t, ids);
+        size_t n = candidates(peer, ids);
         const LearnPath *lp[MPT_PATHS_MAX] = {};
         uint32_t pref[MPT_PATHS_MAX] = {};
         bool moved = false;
@@ -158,7 +155,7 @@ static void republish(Tunnel *t) {
                 pref[i] = MAX(path_effective_weight(peer->paths[ids[i]]), 1u);
         }
         bool by_rates = learn_weights(lp, pref, n, peer->learn_load, w, NULL);
-        pace_update(t, ids, n);
+        pace_update(peer, ids, n);
         for (size_t i = 0; i < n; i++) {
                 sum_new += w[i];
                 sum_old += peer->learn_published[ids[i]];
@@ -169,7 +166,7 @@ static void republish(Tunnel *t) {
                 unsigned __int128 d = a > b ? a - b : b - a;
                 moved = peer->learn_published[ids[i]] == 0 || d * FEEDBACK_REPUBLISH_DIV > b;
         }
-        if (moved || by_rates != peer->learn_by_rates || light_now(t, now_usec()) != peer->learn_light)
+        if (moved || by_rates != peer->learn_by_rates || light_now(peer, now_usec()) != peer->learn_light)
                 (void) tunnel_publish(t);
 }
 
@@ -222,7 +219,7 @@ void feedback_handle(Tunnel *t, const ControlEvent *ev) {
         }
         /* The queues moved too (learn_weights()): republish() checks whether a share did. */
         (void) changed;
-        republish(t);
+        republish(peer);
 }
 
 void feedback_path_up(Path *p) {
@@ -231,10 +228,10 @@ void feedback_path_up(Path *p) {
 }
 
 /* Paths we keep sending on while nothing of them arrives (and news of others does). */
-static bool check_silence(Tunnel *t, usec_t now) {
-        Peer *peer = t->peers[0];
+static bool check_silence(Peer *peer, usec_t now) {
+        Tunnel *t = peer->tunnel;
         uint8_t ids[MPT_PATHS_MAX];
-        size_t n = candidates(t, ids);
+        size_t n = candidates(peer, ids);
         bool changed = false, news = false;
 
         for (size_t i = 0; i < n; i++)
@@ -269,8 +266,8 @@ static bool check_silence(Tunnel *t, usec_t now) {
         return changed;
 }
 
-usec_t feedback_reorder_hold(const Tunnel *t, usec_t *ret_spread) {
-        Peer *peer = t->peers[0];
+usec_t feedback_reorder_hold(const Peer *peer, usec_t *ret_spread) {
+        const Tunnel *t = peer->tunnel;
         usec_t lo = USEC_INFINITY, hi = 0, var = 0, max = t->profile->tunnel.reorder_max_delay, spread;
         size_t n = 0;
 
@@ -301,8 +298,8 @@ usec_t feedback_reorder_hold(const Tunnel *t, usec_t *ret_spread) {
 
 /* What the tunnel sends now (all paths), over windows of FEEDBACK_LOAD_WINDOW_USEC: the larger
  * of the last two, so that a burst counts for a while. Returns true when a window ended. */
-static bool update_load(Tunnel *t, usec_t now) {
-        Peer *peer = t->peers[0];
+static bool update_load(Peer *peer, usec_t now) {
+        Tunnel *t = peer->tunnel;
         uint64_t bytes = 0;
 
         for (size_t i = 0; i < peer->n_paths; i++) {
@@ -325,8 +322,8 @@ static bool update_load(Tunnel *t, usec_t now) {
         return true;
 }
 
-void feedback_equalize(Tunnel *t, usec_t now) {
-        Peer *peer = t->peers[0];
+void feedback_equalize(Peer *peer, usec_t now) {
+        Tunnel *t = peer->tunnel;
         usec_t slowest = 0;
 
         for (size_t i = 0; i < peer->n_paths; i++) {
@@ -356,47 +353,46 @@ void feedback_equalize(Tunnel *t, usec_t now) {
                 if (extra != 0 && p->reorder_extra != 0 &&
                     (extra > p->reorder_extra ? extra - p->reorder_extra : p->reorder_extra - extra) < FEEDBACK_EQ_STEP_USEC)
                         continue;
-                tunnel_set_reorder_extra(t, i, extra);
+                peer_set_reorder_extra(peer, i, extra);
         }
 }
 
 static int on_feedback_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Tunnel *t = userdata;
-        Peer *peer = t->peers[0];
+        Peer *peer = userdata;
+        Tunnel *t = peer->tunnel;
         usec_t now = now_usec();
 
         if (t->secure)
-                send_feedback(t, now);
+                send_feedback(peer, now);
         if (learned(t)) {
-                bool window = update_load(t, now);
+                bool window = update_load(peer, now);
                 /* A new load matters where preferences shape the split. */
-                if (check_silence(t, now) || (window && !peer->learn_by_rates) || light_now(t, now) != peer->learn_light)
-                        republish(t);
+                if (check_silence(peer, now) || (window && !peer->learn_by_rates) || light_now(peer, now) != peer->learn_light)
+                        republish(peer);
         }
         if (peer->reorder_enabled) {
-                usec_t spread, hold = feedback_reorder_hold(t, &spread);
-                tunnel_set_reorder_hold(t, hold, spread);
-                feedback_equalize(t, now);
+                usec_t spread, hold = feedback_reorder_hold(peer, &spread);
+                peer_set_reorder_hold(peer, hold, spread);
+                feedback_equalize(peer, now);
         }
         (void) sd_event_source_set_time(s, usec + FEEDBACK_INTERVAL_USEC);
         return 0;
 }
 
-int feedback_start(Tunnel *t) {
-        Peer *peer = t->peers[0];
+int feedback_start(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         int r;
 
         if (!t->secure && !peer->reorder_enabled)
                 return 0;
         r = sd_event_add_time_relative(t->event, &peer->feedback_timer, CLOCK_MONOTONIC, FEEDBACK_INTERVAL_USEC,
-                                       USEC_PER_MSEC, on_feedback_timer, t);
+                                       USEC_PER_MSEC, on_feedback_timer, peer);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to add the feedback timer: %m");
         return sd_event_source_set_enabled(peer->feedback_timer, SD_EVENT_ON);
 }
 
-void feedback_stop(Tunnel *t) {
-        Peer *peer = t->peers[0];
+void feedback_stop(Peer *peer) {
 
         peer->feedback_timer = sd_event_source_disable_unref(peer->feedback_timer);
 }

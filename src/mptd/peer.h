@@ -22,7 +22,7 @@ struct Peer {
 
         Snapshot *snapshot; /* atomic: what the workers send to and receive from this peer with */
 
-        /* Compat mode's one sequence space (atomic): each sending worker takes a range of it per
+        /* Compat mode's sequence space towards the peer (atomic): each sending worker takes a range of it per
          * window of segments. In secure mode each worker numbers its own lane (Worker.tx_seq). */
         uint64_t tx_seq;
         /* Compat mode with sequence numbers and several workers: numbering and sending one TUN
@@ -49,17 +49,17 @@ struct Peer {
         usec_t reorder_hold;     /* what it waits for a missing packet now (feedback.c) */
         usec_t reorder_spread;   /* and at least, before it infers that one is lost */
 
-        uint32_t peer_session;
-        uint64_t peer_restarts;
+        uint32_t peer_session;  /* the other end's session, from its keepalives (0: none heard yet) */
+        uint64_t peer_restarts; /* how often it changed (the other end restarted) */
 
         /* Secure mode (secure.h): this end's epoch and sending key towards the peer, fixed at
-         * start; the control lane's counters per path (tunnel_seal()); the peer's epochs accepted. */
+         * start; the control lane's counters per path (peer_seal()); the peer's epochs accepted. */
         uint64_t epoch;
         MptSecureKeys tx_keys;
         uint64_t tx_counter[MPT_PATHS_MAX]; /* next counter per path on the control lane */
         uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
-        /* The handshake with the peer (session.c; NULL: the pre-shared key alone, tx_keys and epoch).
-         * Main thread. */
+        /* The handshake with the peer (session.c; NULL: the pre-shared key alone, tx_keys and
+         * epoch). Main thread. */
         MptHandshake *hs;
         sd_event_source *hs_timer;
         uint64_t hs_version;   /* mpt_handshake_keys_version() the last snapshot has */
@@ -85,6 +85,34 @@ struct Peer {
         unsigned paths_up;
         int fastest; /* Policy=: the path lowest-latency rules use now (-1: none); see tunnel_publish() */
 };
+
+/* Builds and publishes the peer's snapshot from the current states of its paths (main thread). */
+int peer_publish(Peer *peer);
+
+/* What the peer's reorder buffer waits for a missing packet: hold at most, and spread at least
+ * before it infers that it is lost (feedback.h). */
+void peer_set_reorder_hold(Peer *peer, usec_t hold, usec_t spread);
+/* What the packets of the peer's path i wait at least in the reorder buffer
+ * (reorder_set_path_extra()). */
+void peer_set_reorder_extra(Peer *peer, size_t i, usec_t extra);
+
+/* The peer restarted: deliver what its reorder buffer holds and start a new sequence space. */
+void peer_reset_reorder(Peer *peer);
+bool peer_reorder_has_delivered(Peer *peer);
+
+/* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
+ * the tag after it) for the peer's path index path, in place, on the control lane, its length in
+ * *ret_len. Returns -1, or the drop reason for the caller to count: counter-exhausted,
+ * cipher-error. Main thread only (it owns the control lane's counters). */
+int peer_seal(Peer *peer, unsigned path, uint8_t *buf, size_t len, size_t *ret_len);
+/* The cipher datagrams to the peer are sealed with now: AES-256-GCM when both ends can do it. */
+MptCipher peer_tx_cipher(const Peer *peer);
+
+/* Policy=: a path of the peer's round-trip time changed; republishes when the path that
+ * lowest-latency rules use changes with it. */
+void peer_rtt_changed(Peer *peer);
+
+/* The functions above are in tunnel.c. */
 
 /* A new peer of t, index index, with nothing set up yet (the Tunnel's setup does that). */
 int peer_new(Tunnel *t, unsigned index, Peer **ret);

@@ -385,7 +385,7 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
                 for (size_t i = peer->n_paths; paths && i < n->n_paths; i++) {
                         Path *p;
 
-                        r = path_new(t, (unsigned) i, &n->paths[i], &p);
+                        r = path_new(peer, (unsigned) i, &n->paths[i], &p);
                         if (r < 0) {
                                 failed++;
                                 break;
@@ -402,7 +402,7 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
                 failed++;
         apply_firewall(t, &old->tunnel, &failed);
         if (n->tunnel.reorder_max_delay != old->tunnel.reorder_max_delay && peer->reorder_enabled)
-                tunnel_set_reorder_hold(t, n->tunnel.reorder_max_delay, n->tunnel.reorder_max_delay);
+                peer_set_reorder_hold(peer, n->tunnel.reorder_max_delay, n->tunnel.reorder_max_delay);
         r = tunnel_publish(t);
         if (r < 0)
                 failed++;

@@ -53,7 +53,7 @@ size_t worker_repair_send(Worker *w, const Snapshot *s, unsigned q, const uint8_
             w->tx_counter[q] >= UINT64_MAX - 1 || s->tx_keys.epoch == 0)
                 return 0;
         sp = &s->paths[q];
-        dl = mpt_secure_seal_from(out, m, len, &s->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+        dl = mpt_secure_seal_from(out, m, len, &s->tx_keys, peer_tx_cipher(w->peer), t->aes ? MPT_SECURE_FLAG_AES : 0,
                                   (MptSecureSender) { .path_id = (uint8_t) q, .lane = (uint8_t) w->id,
                                                       .counter = w->tx_counter[q] });
         if (dl == 0)
@@ -360,7 +360,7 @@ static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PAT
                         worker_tx_mark(w, p, next[p], next[p] + k - 1, now);
                 }
         }
-        return tunnel_tx_cipher(w->tunnel);
+        return peer_tx_cipher(w->peer);
 }
 
 /* Numbers w->segs[0..n), assigns them to paths and sends them. In secure mode in this worker's

@@ -31,14 +31,14 @@ MptDropReason session_drop_reason(int d) {
         }
 }
 
-const MptSecureKeys *session_tx_keys(Tunnel *t) {
-        const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(mpt_handshake_keys(t->peers[0]->hs), session_now(), 0);
+const MptSecureKeys *session_tx_keys(Peer *peer) {
+        const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(mpt_handshake_keys(peer->hs), session_now(), 0);
 
         return kp ? &kp->send : NULL;
 }
 
-void session_fill_snapshot(Tunnel *t, Snapshot *s) {
-        const MptHandshakeKeys *k = mpt_handshake_keys(t->peers[0]->hs);
+void session_fill_snapshot(Peer *peer, Snapshot *s) {
+        const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
         /* The number of messages sent under a key pair is bounded by the counters: every path and
          * lane has 2^64 - 1 of its own, and REJECT_AFTER_MESSAGES is beyond what any one reaches. */
         const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(k, session_now(), 0);
@@ -48,7 +48,7 @@ void session_fill_snapshot(Tunnel *t, Snapshot *s) {
                 s->tx_keys = kp->send;
 }
 
-static int sync_keys(Tunnel *t);
+static int sync_keys(Peer *peer);
 
 /* Sends a handshake message (in the clear: it protects itself) over path p to dst. */
 static bool send_raw(Path *p, const uint8_t *msg, size_t len, const MptSockaddr *dst, socklen_t dst_len) {
@@ -65,8 +65,8 @@ static bool send_raw(Path *p, const uint8_t *msg, size_t len, const MptSockaddr 
 
 /* A new initiation over every path that can send: the handshake must not wait for a dead path,
  * and the other end answers the first copy (and drops the others as handshake-replayed). */
-static void initiate(Tunnel *t, usec_t now, MptHandshakeWant why) {
-        Peer *peer = t->peers[0];
+static void initiate(Peer *peer, usec_t now, MptHandshakeWant why) {
+        Tunnel *t = peer->tunnel;
         uint8_t msg[MPT_HANDSHAKE_INITIATION_SIZE];
         bool created = false;
         unsigned sent = 0;
@@ -93,8 +93,7 @@ static void initiate(Tunnel *t, usec_t now, MptHandshakeWant why) {
 
 /* MPT_DEBUG_REKEY: when the initiator of the current session rekeys early (as the handshake does
  * after REKEY_AFTER_TIME; no initiation of its own under way); USEC_INFINITY: never. */
-static usec_t debug_rekey_due(Tunnel *t, usec_t now) {
-        Peer *peer = t->peers[0];
+static usec_t debug_rekey_due(Peer *peer, usec_t now) {
         const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
 
         if (dataplane_options.rekey_usec == 0 || k->current.recv.epoch == 0 || !k->current.initiator ||
@@ -103,35 +102,32 @@ static usec_t debug_rekey_due(Tunnel *t, usec_t now) {
         return k->current.created + dataplane_options.rekey_usec;
 }
 
-static void keepalives(Tunnel *t) {
-        Peer *peer = t->peers[0];
-
+static void keepalives(Peer *peer) {
         for (size_t i = 0; i < peer->n_paths; i++)
                 path_send_keepalive(peer->paths[i]);
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Tunnel *t = userdata;
-        Peer *peer = t->peers[0];
+        Peer *peer = userdata;
         usec_t now = session_now();
         uint64_t dropped[3];
         MptHandshakeWant want;
 
         (void) mpt_handshake_expire(peer->hs, now, dropped);
         want = mpt_handshake_want_initiation(peer->hs, now, 0);
-        if (want == MPT_HANDSHAKE_WANT_NOTHING && debug_rekey_due(t, now) <= now)
+        if (want == MPT_HANDSHAKE_WANT_NOTHING && debug_rekey_due(peer, now) <= now)
                 want = MPT_HANDSHAKE_WANT_REKEY_TIME;
         if (want != MPT_HANDSHAKE_WANT_NOTHING)
-                initiate(t, now, want);
+                initiate(peer, now, want);
         if (mpt_handshake_want_keepalive(peer->hs, now))
-                keepalives(t);
-        return sync_keys(t);
+                keepalives(peer);
+        return sync_keys(peer);
 }
 
 /* After anything that may have changed the key pairs or the timers: republish the keys for the
  * workers when they changed, and arm the timer for what falls due next. */
-static int sync_keys(Tunnel *t) {
-        Peer *peer = t->peers[0];
+static int sync_keys(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
         usec_t now = session_now(), next;
         uint64_t v = mpt_handshake_keys_version(peer->hs);
@@ -153,7 +149,7 @@ static int sync_keys(Tunnel *t) {
                 peer->hs_current = current;
                 (void) tunnel_publish(t);
         }
-        next = MIN(mpt_handshake_next_event(peer->hs, now), debug_rekey_due(t, now));
+        next = MIN(mpt_handshake_next_event(peer->hs, now), debug_rekey_due(peer, now));
         if (next == USEC_INFINITY)
                 return sd_event_source_set_enabled(peer->hs_timer, SD_EVENT_OFF);
         /* The timer's clock is the handshake's: absolute CLOCK_BOOTTIME. */
@@ -161,8 +157,8 @@ static int sync_keys(Tunnel *t) {
         return sd_event_source_set_enabled(peer->hs_timer, SD_EVENT_ONESHOT);
 }
 
-int session_start(Tunnel *t) {
-        Peer *peer = t->peers[0];
+int session_start(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         const MptTunnelConfig *c = &t->profile->tunnel;
         int r;
 
@@ -177,22 +173,20 @@ int session_start(Tunnel *t) {
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to set up the handshake: %m");
         mpt_handshake_mac1_key(peer->hs, t->hs_mac1_key);
-        r = sd_event_add_time(t->event, &peer->hs_timer, CLOCK_BOOTTIME, session_now(), 0, on_timer, t);
+        r = sd_event_add_time(t->event, &peer->hs_timer, CLOCK_BOOTTIME, session_now(), 0, on_timer, peer);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to add the handshake's timer: %m");
         (void) sd_event_source_set_description(peer->hs_timer, "handshake");
         return 0;
 }
 
-void session_stop(Tunnel *t) {
-        Peer *peer = t->peers[0];
-
+void session_stop(Peer *peer) {
         peer->hs_timer = sd_event_source_disable_unref(peer->hs_timer);
         peer->hs = mpt_handshake_free(peer->hs);
 }
 
 void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) {
-        Peer *peer = t->peers[0];
+        Peer *peer = t->peers[0]; /* the one peer; a hub picks it by the initiation's key */
         uint8_t reply[MPT_HANDSHAKE_REPLY_MAX];
         size_t reply_len = 0;
         MptHandshakeReply what;
@@ -218,7 +212,7 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
                                   &what);
         /* The workers get new keys before the reply goes: the other end sends under a new
          * session as soon as it has the response. */
-        (void) sync_keys(t);
+        (void) sync_keys(peer);
         if (r >= 0) {
                 COUNTER_ADD(p->counters.drops[session_drop_reason(r)], 1);
                 log_tunnel_debug(t, "Handshake message (type 0x%02x) on path %s dropped: %s", ev->hs.msg[0], p->name,
@@ -235,14 +229,14 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
         /* A session this end initiated is current now: the other end starts sending under it once a
          * datagram under it arrived, so send one at once over every path. */
         if (r < 0 && what == MPT_HANDSHAKE_REPLY_CONFIRM)
-                keepalives(t);
+                keepalives(peer);
 }
 
-void session_heard(Tunnel *t, uint64_t epoch) {
-        mpt_handshake_received(t->peers[0]->hs, session_now(), epoch);
-        (void) sync_keys(t);
+void session_heard(Peer *peer, uint64_t epoch) {
+        mpt_handshake_received(peer->hs, session_now(), epoch);
+        (void) sync_keys(peer);
 }
 
-void session_sent(Tunnel *t) {
-        mpt_handshake_sent(t->peers[0]->hs, session_now());
+void session_sent(Peer *peer) {
+        mpt_handshake_sent(peer->hs, session_now());
 }

@@ -44,25 +44,25 @@ static uint64_t now_realtime_nsec(void) {
         return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
-MptCipher tunnel_tx_cipher(Tunnel *t) {
-        return t->aes && mpt_secure_rx_peer_aes(t->peers[0]->rx->secure) ? MPT_CIPHER_AES256_GCM
-                                                                                   : MPT_CIPHER_CHACHA20_POLY1305;
+MptCipher peer_tx_cipher(const Peer *peer) {
+        return peer->tunnel->aes && mpt_secure_rx_peer_aes(peer->rx->secure) ? MPT_CIPHER_AES256_GCM
+                                                                             : MPT_CIPHER_CHACHA20_POLY1305;
 }
 
-int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len) {
-        Peer *peer = t->peers[0];
+int peer_seal(Peer *peer, unsigned path, uint8_t *buf, size_t len, size_t *ret_len) {
+        Tunnel *t = peer->tunnel;
         uint64_t counter;
 
         assert(path < MPT_PATHS_MAX);
-        const MptSecureKeys *keys = peer->hs ? session_tx_keys(t) : &peer->tx_keys;
+        const MptSecureKeys *keys = peer->hs ? session_tx_keys(peer) : &peer->tx_keys;
 
         if (!keys)
                 return MPT_DROP_NO_SESSION;
         if (mpt_secure_reserve(&peer->tx_counter[path], 1, &counter) < 0)
                 return MPT_DROP_COUNTER_EXHAUSTED;
         if (peer->hs)
-                session_sent(t);
-        *ret_len = mpt_secure_seal(buf, len, keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+                session_sent(peer);
+        *ret_len = mpt_secure_seal(buf, len, keys, peer_tx_cipher(peer), t->aes ? MPT_SECURE_FLAG_AES : 0,
                                    (MptSecureSender) {
                                            .path_id = (uint8_t) path,
                                            .lane = MPT_SECURE_LANE_CONTROL,
@@ -183,8 +183,7 @@ static int on_reclaim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* The paths that are up, normal ones first, each group by smoothed round-trip time (unknown
  * last): what lowest-latency rules take the first of and redundant rules their copies from.
  * Returns how many. */
-static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
-        Peer *peer = t->peers[0];
+static unsigned paths_by_rtt(Peer *peer, uint8_t out[static MPT_PATHS_MAX]) {
         unsigned n = 0;
 
         for (int pass = 0; pass < 2; pass++) {
@@ -212,8 +211,7 @@ static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
 /* The path for lowest-latency rules: the first of paths_by_rtt() (order, n); the current one
  * stays while it is up, of the same kind, unless the other is faster by MPT_POLICY_HYSTERESIS_USEC
  * and _PERCENT. -1: none is up. */
-static int fastest_path(Tunnel *t, const uint8_t *order, unsigned n) {
-        Peer *peer = t->peers[0];
+static int fastest_path(Peer *peer, const uint8_t *order, unsigned n) {
         int cur = peer->fastest;
         Path *c, *b;
 
@@ -241,8 +239,8 @@ static unsigned copies_max(const Tunnel *t) {
         return k;
 }
 
-void tunnel_rtt_changed(Tunnel *t) {
-        Peer *peer = t->peers[0];
+void peer_rtt_changed(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         const Snapshot *s = peer->snapshot;
         uint8_t order[MPT_PATHS_MAX];
         unsigned n, k;
@@ -250,7 +248,7 @@ void tunnel_rtt_changed(Tunnel *t) {
 
         if (t->profile->tunnel.policy.n == 0 || !s)
                 return;
-        n = paths_by_rtt(t, order);
+        n = paths_by_rtt(peer, order);
         /* Republished when the path of lowest-latency rules changes, or the set of the fastest
          * paths that redundant rules send copies over. */
         k = MIN(copies_max(t), n);
@@ -258,12 +256,12 @@ void tunnel_rtt_changed(Tunnel *t) {
                 now_set |= UINT64_C(1) << order[i];
         for (unsigned i = 0; i < MIN(k, s->n_by_rtt); i++)
                 was |= UINT64_C(1) << s->by_rtt[i];
-        if (fastest_path(t, order, n) != peer->fastest || now_set != was)
-                (void) tunnel_publish(t);
+        if (fastest_path(peer, order, n) != peer->fastest || now_set != was)
+                (void) peer_publish(peer);
 }
 
-int tunnel_publish(Tunnel *t) {
-        Peer *peer = t->peers[0];
+int peer_publish(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         uint32_t weights[MPT_PATHS_MAX];
         uint8_t ids[MPT_PATHS_MAX];
         size_t n = 0;
@@ -312,7 +310,7 @@ int tunnel_publish(Tunnel *t) {
                         n++;
                 }
         if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
-                feedback_weights(t, ids, n, weights);
+                feedback_weights(peer, ids, n, weights);
         peer->paths_up = 0;
         for (size_t i = 0; i < peer->n_paths; i++)
                 if (peer->paths[i]->state == PATH_STATE_UP)
@@ -336,11 +334,11 @@ int tunnel_publish(Tunnel *t) {
                 for (size_t i = 0; i < peer->n_paths && i < MPT_PATHS_MAX; i++)
                         if (peer->paths[i]->state == PATH_STATE_UP)
                                 s->up_paths |= UINT64_C(1) << i;
-                s->n_by_rtt = paths_by_rtt(t, s->by_rtt);
-                peer->fastest = s->fastest = fastest_path(t, s->by_rtt, s->n_by_rtt);
+                s->n_by_rtt = paths_by_rtt(peer, s->by_rtt);
+                peer->fastest = s->fastest = fastest_path(peer, s->by_rtt, s->n_by_rtt);
         }
         if (peer->hs) {
-                session_fill_snapshot(t, s);
+                session_fill_snapshot(peer, s);
                 if (s->tx_keys.epoch == 0) {
                         /* Nothing to seal with yet: the workers drop what comes (no-session). */
                         s->no_session = true;
@@ -375,6 +373,18 @@ int tunnel_publish(Tunnel *t) {
                 (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_ONESHOT);
         }
         return 0;
+}
+
+int tunnel_publish(Tunnel *t) {
+        int r = 0;
+
+        for (size_t k = 0; k < t->n_peers; k++) {
+                int q = peer_publish(t->peers[k]);
+
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        return r;
 }
 
 void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n) {
@@ -466,8 +476,7 @@ static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 
-bool tunnel_reorder_has_delivered(Tunnel *t) {
-        Peer *peer = t->peers[0];
+bool peer_reorder_has_delivered(Peer *peer) {
         ReorderStats st;
 
         if (!peer->reorder_enabled)
@@ -485,8 +494,8 @@ static bool close_to(usec_t a, usec_t b) {
         return d < USEC_PER_MSEC || d * CLOSE_TO_DIV < b;
 }
 
-void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread) {
-        Peer *peer = t->peers[0];
+void peer_set_reorder_hold(Peer *peer, usec_t hold, usec_t spread) {
+        Tunnel *t = peer->tunnel;
         usec_t cur = __atomic_load_n(&peer->reorder_hold, __ATOMIC_RELAXED),
                cur_spread = __atomic_load_n(&peer->reorder_spread, __ATOMIC_RELAXED);
 
@@ -500,8 +509,7 @@ void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread) {
                 worker_wake(t->workers[i]);
 }
 
-void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra) {
-        Peer *peer = t->peers[0];
+void peer_set_reorder_extra(Peer *peer, size_t i, usec_t extra) {
         Path *p = peer->paths[i];
 
         if (!peer->reorder_enabled || p->reorder_extra == extra)
@@ -510,12 +518,10 @@ void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra) {
         p->reorder_extra = extra;
 }
 
-void tunnel_reset_reorder(Tunnel *t) {
-        Peer *peer = t->peers[0];
-
+void peer_reset_reorder(Peer *peer) {
         if (!peer->reorder_enabled)
                 return;
-        rx_shared_reset(peer->rx, deliver_from_main, t);
+        rx_shared_reset(peer->rx, deliver_from_main, peer->tunnel);
 }
 
 bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
@@ -589,7 +595,7 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
                                 continue;
                         }
                         if (q[i].epoch != 0)
-                                session_heard(t, q[i].epoch);
+                                session_heard(peer, q[i].epoch);
                 }
                 if (q[i].kind == CONTROL_EVENT_HANDSHAKE || q[i].kind == CONTROL_EVENT_SESSION)
                         continue;
@@ -1259,7 +1265,7 @@ static int paths_setup(Tunnel *t) {
         if (!peer->paths)
                 return log_oom();
         for (size_t i = 0; i < peer->n_paths; i++) {
-                r = path_new(t, (unsigned) i, &t->profile->paths[i], &peer->paths[i]);
+                r = path_new(peer, (unsigned) i, &t->profile->paths[i], &peer->paths[i]);
                 if (r < 0)
                         return r;
         }
@@ -1392,9 +1398,11 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = workers_setup(t);
         if (r < 0)
                 return r;
-        r = feedback_start(t);
-        if (r < 0)
-                return r;
+        for (size_t k = 0; k < t->n_peers; k++) {
+                r = feedback_start(t->peers[k]);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < t->peers[0]->n_paths; i++) {
                 r = path_start(t->peers[0]->paths[i]);
                 if (r < 0)
@@ -1405,8 +1413,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (r < 0)
                         return r;
         }
-        if (t->handshake) {
-                r = session_start(t);
+        for (size_t k = 0; t->handshake && k < t->n_peers; k++) {
+                r = session_start(t->peers[k]);
                 if (r < 0)
                         return r;
         }
@@ -1466,8 +1474,10 @@ Tunnel *tunnel_free(Tunnel *t) {
 
         sd_event_source_disable_unref(t->control_source);
         sd_event_source_disable_unref(t->reclaim_timer);
-        session_stop(t);
-        feedback_stop(t);
+        for (size_t k = 0; k < t->n_peers; k++) {
+                session_stop(t->peers[k]);
+                feedback_stop(t->peers[k]);
+        }
         sd_event_source_disable_unref(t->refresh_event);
         rtnl_monitor_free(t->monitor);
         for (size_t i = 0; i < t->n_pending_close; i++)

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Runtime state of one tunnel (one mptd process runs one tunnel).
+/* Runtime state of one tunnel (one mptd process runs one tunnel): what is shared by the peers, the
+ * other ends it serves (one today; peer.h has what is each one's).
  *
  * Threads and ownership:
  * - The main thread runs the sd-event loop and owns everything in Tunnel and Path: configuration,
  *   path state machines, keepalives and dead timers, netlink, the control socket.
  * - Worker threads (worker.c; the way out send.c, the way in receive.c) own one TUN queue each and read an immutable Snapshot of the path
- *   table. The main thread publishes a new snapshot whenever something the data plane needs
+ *   table, one per peer (Peer.snapshot). The main thread publishes a new snapshot whenever something the data plane needs
  *   changes, wakes the workers, and frees an old snapshot (and closes sockets that only it still
  *   names) once every worker has announced a newer generation: a worker takes the newest
  *   snapshot at the top of each loop iteration and never looks at an older one again.
@@ -124,7 +125,7 @@ typedef struct Snapshot {
 } Snapshot;
 
 struct Path {
-        Tunnel *tunnel;
+        Peer *peer; /* whose path it is */
         unsigned index;
         const MptPathConfig *config;
         const char *name;
@@ -175,7 +176,7 @@ struct Path {
         uint32_t peer_seq;         /* last received */
         usec_t peer_seq_time;
         uint32_t peer_session;
-        usec_t rtt, rtt_var;       /* smoothed, 0: unknown (tunnel_rtt_changed() on a new sample) */
+        usec_t rtt, rtt_var;       /* smoothed, 0: unknown (peer_rtt_changed() on a new sample) */
         usec_t rtt_min[2];         /* the smallest sample of this half-window and of the last (0: none) */
         usec_t rtt_min_since;      /* when this half-window began (PATH_RTT_MIN_WINDOW_USEC / 2) */
         double rx_loss_lost, rx_loss_total; /* decaying counts of keepalives from the peer */
@@ -287,18 +288,20 @@ struct Tunnel {
 
         uint64_t drops_main[_MPT_DROP_MAX]; /* counted by the main thread, not tied to a path */
 
-        uint32_t session;
+        uint32_t session; /* this end's, in its keepalives (a new one at every start) */
 
-        /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
-         * and lane has its own counter (the nonce is path id, lane and counter): the workers'
+        /* Secure mode (secure.h). Each peer has its epoch and sending key, fixed at start; every
+         * path and lane has its own counter (the nonce is path id, lane and counter): the workers'
          * lanes are theirs (Worker.tx_counter), the control lane's counters are the main
-         * thread's (tx_counter, for tunnel_seal()). Receive state (the peer's epoch, anti-replay windows per sender path
-         * and lane) is in rx (rx_shared_set_secure()); keys for the peer's epochs are derived by
-         * each worker from the PSK and cached. */
+         * thread's (Peer.tx_counter, for peer_seal()). Receive state (the peer's epoch,
+         * anti-replay windows per sender path and lane) is in the peer's rx
+         * (rx_shared_set_secure()); keys for the peer's epochs are derived by each worker from the
+         * PSK and cached. */
         bool secure;
         bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
-        /* The handshake (session.c; NULL: the pre-shared key alone, t->tx_keys and t->epoch).
-         * Main thread, except handshake (set at start) and hs_queued (under control_lock). */
+        /* The handshake (session.c; with one MptHandshake per peer, Peer.hs; without, the
+         * pre-shared key alone, Peer.tx_keys and Peer.epoch). Set at start. The rest is the
+         * main thread's, except hs_queued and hs_replies_queued (under control_lock). */
         bool handshake;
         /* handshake messages waiting in the control queue: initiations, and the others (the
          * replies to this end's initiations) */
@@ -334,7 +337,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
 Tunnel *tunnel_free(Tunnel *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Tunnel *, tunnel_free);
 
-/* Builds and publishes a snapshot from the current path states (main thread). */
+/* Builds and publishes every peer's snapshot from the current path states (main thread):
+ * peer_publish() for each. */
 int tunnel_publish(Tunnel *t);
 void tunnel_reclaim(Tunnel *t);
 
@@ -391,23 +395,6 @@ int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len)
 /* The TUN queue to write a received packet through (by symmetric flow hash). */
 int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);
 
-/* What the reorder buffer waits for a missing packet: hold at most, and spread at least before it
- * infers that it is lost (feedback.h). */
-void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread);
-/* What the packets of path i wait at least in the reorder buffer (reorder_set_path_extra()). */
-void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra);
-
-/* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
-void tunnel_reset_reorder(Tunnel *t);
-bool tunnel_reorder_has_delivered(Tunnel *t);
-
-/* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
- * the tag after it) for path index path, in place, on the control lane, its length in *ret_len.
- * Returns -1, or the drop reason for the caller to count: counter-exhausted, cipher-error. Main
- * thread only (it owns the control lane's counters). */
-int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len);
-/* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
-MptCipher tunnel_tx_cipher(Tunnel *t);
 
 /* Called by workers: hands a control event to the main thread. false: the queue is full (a
  * handshake message: more initiations, or more of the other messages, wait than
@@ -440,9 +427,6 @@ Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 /* A listening path (no Remote=) for the source of ev, an ENDPOINT event of a keepalive that
  * authenticated with a token no path knows, on the socket of path ev->socket_path; NULL: none. */
 Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev);
-/* Policy=: a path's round-trip time changed; republishes when the path that lowest-latency rules
- * use changes with it. */
-void tunnel_rtt_changed(Tunnel *t);
 
 usec_t now_usec(void);
 uint64_t now_nsec(void);

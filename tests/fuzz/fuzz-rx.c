@@ -1704,8 +1704,8 @@ static void op_expire(Fuzz *fz, usec_t by) {
 }
 
 /* What the main thread does to the reorder buffers (all lanes): a path goes down or up, the other end
- * restarted; the learned scheduler's settings (tunnel_set_reorder_extra(),
- * tunnel_set_reorder_hold()): a path's extra delay (v / 128 of the maximum delay, which caps
+ * restarted; the learned scheduler's settings (peer_set_reorder_extra(),
+ * peer_set_reorder_hold()): a path's extra delay (v / 128 of the maximum delay, which caps
  * it), or the maximum delay (delays[v & 3]) and the minimum hold (min_hold_of(v >> 2 & 3)). how:
  * bits 0-1 which (3: a setting, with v), 2-3 the path, 4 (a setting) the hold, else an extra
  * delay. */
@@ -1736,7 +1736,7 @@ static void op_main(Fuzz *fz, Input *in) {
                 break;
         default:
                 fz->resets++;
-                tunnel_reset_reorder(t);
+                peer_reset_reorder(t->peers[0]);
                 fz->main_delivered += fz->sink_packets - before;
                 check_seqs(fz, &m);
                 break;
