@@ -23,7 +23,7 @@ struct Peer {
         Snapshot *snapshot; /* atomic: what the workers send to and receive from this peer with */
 
         /* Compat mode's sequence space towards the peer (atomic): each sending worker takes a range of it per
-         * window of segments. In secure mode each worker numbers its own lane (Worker.tx_seq). */
+         * window of segments. In secure mode each worker numbers its own lane (WorkerPeer.tx_seq). */
         uint64_t tx_seq;
         /* Compat mode with sequence numbers and several workers: numbering and sending one TUN
          * packet's segments happen in one step, so that every path carries its packets in

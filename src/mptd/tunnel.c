@@ -690,10 +690,11 @@ void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_
         const Worker *w = t->workers && worker < t->n_workers ? t->workers[worker] : NULL;
 
         *ret_rx = *ret_tx = 0;
-        for (size_t i = 0; w && i < t->peers[0]->n_paths; i++) {
-                *ret_rx += COUNTER_READ(w->path_counters[i].rx_packets);
-                *ret_tx += COUNTER_READ(w->path_counters[i].tx_packets);
-        }
+        for (size_t k = 0; w && k < w->n_peers; k++)
+                for (size_t i = 0; i < t->peers[k]->n_paths; i++) {
+                        *ret_rx += COUNTER_READ(w->peers[k].path_counters[i].rx_packets);
+                        *ret_tx += COUNTER_READ(w->peers[k].path_counters[i].tx_packets);
+                }
 }
 
 void tunnel_worker_contention(Tunnel *t, unsigned worker, uint64_t *ret_waits, uint64_t *ret_wait_ns) {
@@ -733,7 +734,7 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
 
         for (unsigned w = 0; w < t->n_workers; w++) {
                 if (path >= 0)
-                        ADD(sum, t->workers[w]->path_counters[path]);
+                        ADD(sum, t->workers[w]->peers[0].path_counters[path]);
                 else
                         ADD(sum, t->workers[w]->tunnel_counters);
         }

@@ -44,6 +44,7 @@ typedef struct Tunnel Tunnel;
 typedef struct Peer Peer;
 typedef struct Path Path;
 typedef struct Worker Worker;
+typedef struct WorkerPeer WorkerPeer;
 
 /* See compute_state() in path.c for the precedence between them (admin-down first, then the
  * local conditions, dead, probing, peer-down). */
@@ -292,7 +293,7 @@ struct Tunnel {
 
         /* Secure mode (secure.h). Each peer has its epoch and sending key, fixed at start; every
          * path and lane has its own counter (the nonce is path id, lane and counter): the workers'
-         * lanes are theirs (Worker.tx_counter), the control lane's counters are the main
+         * lanes are theirs (WorkerPeer.tx_counter), the control lane's counters are the main
          * thread's (Peer.tx_counter, for peer_seal()). Receive state (the peer's epoch,
          * anti-replay windows per sender path and lane) is in the peer's rx
          * (rx_shared_set_secure()); keys for the peer's epochs are derived by each worker from the

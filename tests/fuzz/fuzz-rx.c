@@ -1324,7 +1324,7 @@ static Sums sums(const Fuzz *fz) {
                 const Worker *w = fz->workers[k];
 
                 for (unsigned p = 0; p < fz->n_paths; p++) {
-                        const PathCounters *c = &w->path_counters[p];
+                        const PathCounters *c = &w->peers[0].path_counters[p];
 
                         s.rx_packets += c->rx_packets;
                         s.units += c->rx_packets + c->keepalives_rx;
@@ -1753,7 +1753,7 @@ static void summary(const Fuzz *fz) {
                 fz->events, fz->feedback_events);
         for (unsigned k = 0; k < fz->n_workers; k++)
                 for (unsigned p = 0; p < fz->n_paths; p++) {
-                        const PathCounters *c = &fz->workers[k]->path_counters[p];
+                        const PathCounters *c = &fz->workers[k]->peers[0].path_counters[p];
 
                         fprintf(stderr, "  worker %u, path %u: rx %" PRIu64 ", keepalives %" PRIu64, k, p,
                                 c->rx_packets, c->keepalives_rx);
