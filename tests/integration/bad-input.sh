@@ -26,13 +26,13 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require python3 ss setpriv timeout
 lab_topology 2 none 4
-it_profiles 2 4 4
+lab_profiles 2 4 4
 P="$LAB_DIR/bad"
 mkdir -p "$P"
 
@@ -302,8 +302,8 @@ MPTD=$LAB_DIR/pub/mptd run_mptd a "$LAB_DIR/pub/a.conf" "$LAB_DIR/pub/run" setpr
 expect_refusal "not root" "CAP_NET_ADMIN"
 
 # ---- (e) a second mptd for the same tunnel ----
-it_start a
-it_start b
+lab_start a
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 3
 run_mptd a "$LAB_DIR/a.conf" "$LAB_DIR/run-a"
 expect_refusal "second mptd, same runtime directory" "another mptd already runs"

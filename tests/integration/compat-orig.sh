@@ -17,14 +17,12 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require python3
-lk_require iperf3
+it_require python3
+it_require iperf3
 [ -n "${MPT_ORIG_PEER:-}" ] && [ -x "$MPT_ORIG_PEER" ] || lab_skip "needs orig-peer (MPT_ORIG_PEER=)"
 [ -z "${MPT_SANITIZED:-}" ] || lab_skip "a sanitized mptd does not send at 300 Mbit/s on this machine"
 
@@ -48,7 +46,7 @@ rcvbuf_errors() {
 }
 
 # Warm up (ARP, TCP's first window), then measure.
-lab_exec a ping -n -q -c 3 -i 0.1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || lk_fail "no ping through the tunnel to orig-peer"
+lab_exec a ping -n -q -c 3 -i 0.1 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_fail "no ping through the tunnel to orig-peer"
 before=$(rcvbuf_errors)
 goodput=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 5 -b 300M)
 after=$(rcvbuf_errors)
@@ -56,14 +54,14 @@ retrans=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["end"
 kill -TERM "$peer_pid"
 wait "$peer_pid" 2>/dev/null || true
 overflow=$((after - before))
-lk_note "TCP at 300 Mbit/s to orig-peer: goodput $goodput Mbit/s, $retrans retransmissions, $overflow datagrams overflowed b's receive buffers"
-[ "$overflow" = 0 ] || lk_soft_fail "expected no receive-buffer overflow at the original-like receiver, counted $overflow"
+it_note "TCP at 300 Mbit/s to orig-peer: goodput $goodput Mbit/s, $retrans retransmissions, $overflow datagrams overflowed b's receive buffers"
+[ "$overflow" = 0 ] || it_soft_fail "expected no receive-buffer overflow at the original-like receiver, counted $overflow"
 python3 -c "import sys; sys.exit(0 if float('$goodput') >= 270 else 1)" ||
-        lk_soft_fail "expected at least 270 Mbit/s of the 300 Mbit/s stream, got $goodput"
+        it_soft_fail "expected at least 270 Mbit/s of the 300 Mbit/s stream, got $goodput"
 for i in 0 1; do
         n=$(sed -n "s/^path $i: received \([0-9]*\) datagrams.*/\1/p" "$LAB_DIR/orig-peer.out")
-        lk_note "orig-peer's path $i: ${n:-?} datagrams"
-        [ "${n:-0}" -gt 1000 ] || lk_soft_fail "expected path $i to carry part of the stream, orig-peer received ${n:-no} datagrams on it"
+        it_note "orig-peer's path $i: ${n:-?} datagrams"
+        [ "${n:-0}" -gt 1000 ] || it_soft_fail "expected path $i to carry part of the stream, orig-peer received ${n:-no} datagrams on it"
 done
 
-lk_finish compat-orig
+it_finish compat-orig

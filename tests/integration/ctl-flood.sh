@@ -15,15 +15,15 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require python3
 lab_topology 1 none 4
-it_profiles 1 4 4
-it_start a
-it_start b
+lab_profiles 1 4 4
+lab_start a
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 3
 sock="$LAB_DIR/run-a/lab.sock"
 fds_before=$(ls /proc/"$LAB_PID_a"/fd | wc -l)

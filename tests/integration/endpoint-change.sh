@@ -33,16 +33,14 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require python3
+it_require python3
 lab_topology 2 50mbit 4
-lk_require_nft
-lk_profiles 2 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
+it_require_nft
+lab_profiles 2 4 4 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
 
 a0=$(lab_path_addr a 0 4)
 nat_port=40000
@@ -62,109 +60,67 @@ table ip mpt_nat {
 EOF
 }
 
-# ping_all COUNT: pings a -> b through the tunnel; every one must be answered.
-ping_all() {
-        local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.005 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
-        case "$out" in
-        *"$1 packets transmitted, $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
-        *) lk_soft_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
-        esac
-}
-
 start_both() {
-        lk_start a
-        lk_start b
-        for p in p0 p1; do
-                lk_expect a "$p" up 3000 "after start"
-                lk_expect b "$p" up 3000 "after start"
-        done
-        port=$(lk_get a "" local_port)
+        it_start_both 3000
+        port=$(it_get a "" local_port)
 }
 
 # ================= run 1: b follows =================
 lab_log "run 1: default (b follows the new port)"
 start_both
-rc0=$(lk_get b p0 remote_changes)
-[ "$rc0" = 0 ] || lk_fail "p0 at b: expected remote_changes 0 before the NAT, it is $rc0"
+rc0=$(it_get b p0 remote_changes)
+[ "$rc0" = 0 ] || it_fail "p0 at b: expected remote_changes 0 before the NAT, it is $rc0"
 
-lk_now
-t_nat=$LK_NOW
+it_now_us
+t_nat=$IT_NOW_US
 add_nat
-end=$((t_nat + 1000000))
-while :; do
-        lk_dump b
-        lk_field_of "$LK_DUMP" p0 remote || true
-        remote=$LK_V
-        lk_field_of "$LK_DUMP" p0 remote_changes || true
-        changes=$LK_V
-        [ "$remote" = "$a0:$nat_port" ] && [ "$changes" -ge 1 ] && break
-        [ "$LK_DUMP_T" -lt "$end" ] ||
-                lk_fail "p0 at b: expected remote $a0:$nat_port and remote_changes >= 1 within 1 s of the NAT, mptctl shows remote '$remote', remote_changes $changes"
-        sleep 0.005
-done
-lk_note "p0 at b follows: remote $remote, remote_changes $changes, seen $(lk_ms $((LK_DUMP_T - t_nat))) ms after the NAT"
+it_expect_remote p0 "$a0:$nat_port" 1000 "$t_nat" "the NAT"
 
-lk_snap a n0
-lk_snap b n0
-ping_all 100
-lk_snap a n1
-lk_snap b n1
-lk_note "during the pings: tx_bytes at a $(lk_deltas a n0 n1 tx_bytes p0 p1), at b $(lk_deltas b n0 n1 tx_bytes p0 p1)"
-for spec in "a tx_bytes" "b rx_bytes" "b tx_bytes" "a rx_bytes"; do
-        read -r side field <<<"$spec"
-        d=$(lk_delta "$side" n0 n1 "$field" p0)
-        [ "$d" -gt 0 ] || lk_soft_fail "p0 at $side: expected $field to grow during 100 pings behind the NAT, grew by $d"
-done
-for side in a b; do
-        lk_dump "$side"
-        lk_field_of "$LK_DUMP" p0 state || true
-        st=$LK_V
-        lk_field_of "$LK_DUMP" p0 state_age_us || true
-        since=$((LK_DUMP_T - LK_V - t_nat))
-        if [ "$st" != up ] || [ "$since" -gt 0 ]; then
-                lk_soft_fail "p0 at $side: expected it to stay 'up' through the port change, it is '$st' since $(lk_ms "$since") ms after the NAT"
-        fi
-done
-d=$(lk_get b p0 drop.unknown-source)
-[ "$d" = 0 ] || lk_soft_fail "p0 at b: expected no unknown-source drops without PinRemote=, counted $d"
-[ "$LK_SOFT_FAILURES" = 0 ] || lk_fail "run 1 (following) failed, see above"
+it_snap_both n0
+it_ping_soft a "$(lab_tunnel_addr b 4)" 100 0.005
+it_snap_both n1
+it_note "during the pings: tx_bytes at a $(it_deltas a n0 n1 tx_bytes p0 p1), at b $(it_deltas b n0 n1 tx_bytes p0 p1)"
+it_expect_grew n0 n1 p0 "100 pings behind the NAT"
+it_stayed_up p0 "$t_nat" "the port change"
+d=$(it_get b p0 drop.unknown-source)
+[ "$d" = 0 ] || it_soft_fail "p0 at b: expected no unknown-source drops without PinRemote=, counted $d"
+[ "$IT_SOFT_FAILURES" = 0 ] || it_fail "run 1 (following) failed, see above"
 
 # ================= run 2: b pins p0 =================
 lab_log "run 2: PinRemote=yes on b's p0"
 lab_stop a
 lab_stop b
 lab_exec a nft delete table ip mpt_nat
-lk_set_path_key b p0 PinRemote yes
+it_set_path_key b p0 PinRemote yes
 start_both
-pin=$(lk_get b p0 pin_remote)
-[ "$pin" = yes ] || lk_fail "p0 at b: expected pin_remote yes after restarting with PinRemote=yes, mptctl shows '$pin'"
-lk_snap b m0
+pin=$(it_get b p0 pin_remote)
+[ "$pin" = yes ] || it_fail "p0 at b: expected pin_remote yes after restarting with PinRemote=yes, mptctl shows '$pin'"
+it_snap b m0
 
-lk_now
-t_nat=$LK_NOW
+it_now_us
+t_nat=$IT_NOW_US
 add_nat
 # The rule is in place by the time nft returns: from then on no keepalive of a's reaches b's p0,
 # so b's dead timer (armed at the last accepted one) fires no later than DeadTime after that.
-lk_now
-t_done=$LK_NOW
-lk_expect b p0 dead 2000 "PinRemote=yes and the other end's port changed" "$t_done"
-lk_note "p0 dead at b $(lk_ms "$LK_AT_US") ms after the NAT was in place ($(lk_ms $((LK_AT_US + t_done - t_nat))) ms after nft was started; DeadTime=300ms)"
+it_now_us
+t_done=$IT_NOW_US
+it_expect b p0 dead 2000 "PinRemote=yes and the other end's port changed" "$t_done"
+it_note "p0 dead at b $(it_ms "$IT_AT_US") ms after the NAT was in place ($(it_ms $((IT_AT_US + t_done - t_nat))) ms after nft was started; DeadTime=300ms)"
 # Sanitizer builds (tests/run-tests --sanitize) are several times slower: more slack there.
 dead_max=350000
 [ -z "${MPT_SANITIZED:-}" ] || dead_max=1000000
-[ "$LK_AT_US" -le "$dead_max" ] ||
-        lk_soft_fail "p0 at b: expected 'dead' within DeadTime + $(((dead_max - 300000) / 1000)) ms = $((dead_max / 1000)) ms of the NAT, took $(lk_ms "$LK_AT_US") ms"
-lk_expect a p0 peer-down 1000 "b no longer hears p0"
-lk_note "p0 at a: peer-down (reason: ${LK_REASON:-none})"
-lk_snap b m1
-d=$(lk_delta b m0 m1 drop.unknown-source p0)
-lk_note "p0 at b: $d datagrams dropped as unknown-source"
-[ "$d" -gt 0 ] || lk_soft_fail "p0 at b: expected unknown-source drops to grow with PinRemote=yes, grew by $d"
-remote=$(lk_get b p0 remote)
-[ "$remote" = "$a0:$port" ] || lk_soft_fail "p0 at b: expected remote to stay $a0:$port with PinRemote=yes, it is '$remote'"
-changes=$(lk_get b p0 remote_changes)
-[ "$changes" = 0 ] || lk_soft_fail "p0 at b: expected remote_changes 0 with PinRemote=yes, it is $changes"
-ping_all 50
+[ "$IT_AT_US" -le "$dead_max" ] ||
+        it_soft_fail "p0 at b: expected 'dead' within DeadTime + $(((dead_max - 300000) / 1000)) ms = $((dead_max / 1000)) ms of the NAT, took $(it_ms "$IT_AT_US") ms"
+it_expect a p0 peer-down 1000 "b no longer hears p0"
+it_note "p0 at a: peer-down (reason: ${IT_REASON:-none})"
+it_snap b m1
+d=$(it_delta b m0 m1 drop.unknown-source p0)
+it_note "p0 at b: $d datagrams dropped as unknown-source"
+[ "$d" -gt 0 ] || it_soft_fail "p0 at b: expected unknown-source drops to grow with PinRemote=yes, grew by $d"
+remote=$(it_get b p0 remote)
+[ "$remote" = "$a0:$port" ] || it_soft_fail "p0 at b: expected remote to stay $a0:$port with PinRemote=yes, it is '$remote'"
+changes=$(it_get b p0 remote_changes)
+[ "$changes" = 0 ] || it_soft_fail "p0 at b: expected remote_changes 0 with PinRemote=yes, it is $changes"
+it_ping_soft a "$(lab_tunnel_addr b 4)" 50 0.005
 
-lk_finish endpoint-change
+it_finish endpoint-change

@@ -20,8 +20,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 tfam=${1:-4}
 pfam=${2:-4}
@@ -36,29 +36,14 @@ lab_init
 it_require iperf3 python3
 lab_log "families: tunnel IPv$tfam over $n paths ($pfam)"
 lab_topology "$n" none "$pfam"
-it_profiles "$n" "$tfam" "$pfam" 'Scheduler=weighted'
-it_start a
-it_start b
+lab_profiles "$n" "$tfam" "$pfam" 'Scheduler=weighted'
+lab_start a
+lab_start b
 
 fams=$tfam
 [ "$tfam" = 46 ] && fams="4 6"
 
-# drops_between SIDE FROM TO: the drop counters (tunnel and paths) that grew, or nothing.
-drops_between() {
-        python3 - "$LAB_DIR/snap-$1-$2.json" "$LAB_DIR/snap-$1-$3.json" <<'EOF'
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-out = ["%s=%d" % (k, v - a["drops"][k]) for k, v in b["drops"].items() if v != a["drops"][k]]
-pa = {x["name"]: x for x in a["paths"]}
-for x in b["paths"]:
-    out += ["%s:%s=%d" % (x["name"], k, v - pa[x["name"]]["drops"][k])
-            for k, v in x["drops"].items() if v != pa[x["name"]]["drops"][k]]
-print(" ".join(out))
-EOF
-}
-
-it_snap a start
-it_snap b start
+it_snap_both start
 
 for f in $fams; do
         it_ping a "$(lab_tunnel_addr b "$f")" 5
@@ -68,19 +53,13 @@ for f in $fams; do
         it_note "TCP over the IPv$f tunnel: $mbit Mbit/s"
         it_lt 10 "$mbit" || it_fail "TCP over the IPv$f tunnel: expected more than 10 Mbit/s, measured $mbit"
 
-        it_snap a "udp$f-0"
-        it_snap b "udp$f-0"
-        it_ksnap a "udp$f-0"
-        it_ksnap b "udp$f-0"
+        it_snap_loss "udp$f-0"
         read -r lost sent bytes <<< "$(it_iperf_udp "$(lab_tunnel_addr b "$f")" 3 50M)"
-        it_snap a "udp$f-1"
-        it_snap b "udp$f-1"
-        it_ksnap a "udp$f-1"
-        it_ksnap b "udp$f-1"
+        it_snap_loss "udp$f-1"
         read -r causes why <<< "$(it_loss_causes "udp$f-0" "udp$f-1")"
         it_note "UDP 50 Mbit/s over the IPv$f tunnel: $sent datagrams sent, $lost missing, $bytes bytes received; dropped and counted: $causes ${why:-}"
         # mptd itself must not have discarded anything on the receiving side.
-        mptd_drops=$(drops_between b "udp$f-0" "udp$f-1")
+        mptd_drops=$(it_drops b "udp$f-0" "udp$f-1")
         [ -z "$mptd_drops" ] || it_fail "UDP over the IPv$f tunnel: expected no drops in mptd at b, counted: $mptd_drops"
         # A datagram no counter accounts for is a loss nobody saw. (Counted ones may happen on a
         # loaded 2-CPU machine: a descheduled receiver overflows its socket buffer.)
@@ -92,10 +71,9 @@ for f in $fams; do
         [ "$sent" -ge 14062 ] || it_fail "UDP over the IPv$f tunnel: iperf3 sent only $sent of the 15625 datagrams of 3 s at 50 Mbit/s"
 done
 
-it_snap a end
-it_snap b end
-it_note "tx_bytes at a: $(it_delta a start end tx_bytes)"
-it_note "tx_bytes at b: $(it_delta b start end tx_bytes)"
+it_snap_both end
+it_note "tx_bytes at a: $(it_deltas a start end tx_bytes)"
+it_note "tx_bytes at b: $(it_deltas b start end tx_bytes)"
 python3 - "$LAB_DIR/snap-a-start.json" "$LAB_DIR/snap-a-end.json" "$LAB_DIR/snap-b-start.json" \
         "$LAB_DIR/snap-b-end.json" <<'EOF' || it_fail "traffic was not spread over the paths (see above)"
 import json, sys

@@ -27,17 +27,17 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require nft iperf3 python3
 lab_topology 2 none mixed
 lab_exec a ip link set pa0 mtu 1280
 lab_exec b ip link set pb0 mtu 1280
-it_profiles 2 4 mixed "FirewallMark=65536"
-it_start a
-it_start b
+lab_profiles 2 4 mixed "FirewallMark=65536"
+lab_start a
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 5
 
 mtu=$(lab_exec a cat /sys/class/net/lab/mtu)
@@ -159,8 +159,8 @@ for side in a b; do
         sed -e '/^FirewallMark=/d' -e '/^Name=lab$/a Firewall=no' "$LAB_DIR/$side.conf" > "$LAB_DIR/$side-nofw.conf"
         lab_stop "$side"
 done
-it_start a "$LAB_DIR/a-nofw.conf"
-it_start b "$LAB_DIR/b-nofw.conf"
+lab_start a "$LAB_DIR/a-nofw.conf"
+lab_start b "$LAB_DIR/b-nofw.conf"
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "control: the tunnel without tables does not carry pings"
 lab_exec a nft list table inet mpt-lab >/dev/null 2>&1 && it_fail "control: a table inet mpt-lab at a with Firewall=no"
 if lab_exec c timeout 8 iperf3 -c 10.78.2.2 -p "$port" -n 5M >/dev/null 2>&1; then
@@ -170,8 +170,8 @@ else
 fi
 lab_stop a
 lab_stop b
-it_start a
-it_start b
+lab_start a
+lab_start b
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "the tunnel does not carry pings after the control"
 
 # A learned endpoint enters the set (a rewrites its table): b's IPv6 path moves to a new
@@ -199,7 +199,7 @@ fi
 # kill -9: the kernel deletes the table with its owner. (b's table went in the control above: a
 # restart writes it again.)
 lab_stop b
-it_start b
+lab_start b
 lab_exec b nft list table inet mpt-lab >/dev/null 2>&1 || it_fail "no table at b before the kill"
 kill -KILL "$LAB_PID_b"
 { wait "$LAB_PID_b"; } 2>/dev/null || true
@@ -214,7 +214,7 @@ fi
 # mptd replaces it.
 lab_exec b nft add table inet mpt-lab
 lab_exec b nft add chain inet mpt-lab stale-marker
-it_start b
+lab_start b
 after=$(lab_exec b nft list table inet mpt-lab) || it_fail "no table at b after the restart"
 if grep -q stale-marker <<<"$after"; then
         it_soft_fail "the restarted mptd kept the stale table (marker chain still there)"

@@ -23,19 +23,17 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require jq python3 iperf3
 lab_topology 3 none 4
-it_profiles 3 4 4
+lab_profiles 3 4 4
 for side in a b; do
         sed -i 's/^Name=p0$/Name=1/; s/^Name=p1$/Name=yes/; s/^Name=p2$/Name=0x10/' "$LAB_DIR/$side.conf"
 done
-it_start a
-it_start b
-it_wait_ping a 10.77.0.2 10 || it_fail "no ping through the tunnel"
+it_start_pinging 10.77.0.2
 it_load_start 10.77.0.2 2
 it_load_wait
 it_note "TCP for 2 s: $IT_LOAD_MBIT Mbit/s"

@@ -26,8 +26,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 : "${MPT_INJECT:=}"
 lab_init
@@ -59,10 +59,8 @@ in_range() { # VALUE LOW HIGH
 }
 
 # ---- 1. the split follows the paths' rates ----
-it_profiles 2 4 4
-it_start a
-it_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
+lab_profiles 2 4 4
+it_start_pinging "$b_tun"
 it_load_start "$b_tun" 8
 sleep 3
 it_snap a l0
@@ -129,12 +127,10 @@ lab_stop a
 lab_stop b
 
 # ---- 3. Weight= is a preference ----
-it_profiles 2 4 4
+lab_profiles 2 4 4
 it_set_path_key a p0 Weight 1
 it_set_path_key a p1 Weight 4
-it_start a
-it_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
+it_start_pinging "$b_tun"
 sleep 1
 it_snap a u0
 read -r lost sent _ <<<"$(it_iperf_udp "$b_tun" 4 8M)"
@@ -161,10 +157,8 @@ lab_stop a
 lab_stop b
 
 # ---- 4. compat mode has no feedback ----
-MPT_LAB_MODE=compat it_profiles 2 4 4
-it_start a
-it_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the compat tunnel"
+MPT_LAB_MODE=compat lab_profiles 2 4 4
+it_start_pinging "$b_tun"
 sched=$(lab_json a 't["scheduler"]')
 [ "$sched" = weighted ] || it_soft_fail "compat mode: a's scheduler is '$sched', expected 'weighted'"
 has=$(lab_json a '"learned_rate_bps" in p["p0"] or "split" in t')

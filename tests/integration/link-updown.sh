@@ -20,76 +20,56 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require iperf3 python3 ss
+it_require iperf3 python3 ss
 lab_topology 4 50mbit 4
-lk_profiles 4 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
-lk_start a
-lk_start b
-for p in p0 p1 p2 p3; do
-        lk_expect a "$p" up 3000 "after start"
-        lk_expect b "$p" up 3000 "after start"
-done
+lab_profiles 4 4 4 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
+it_start_both 3000
 
-lk_load_start 12
-lk_wait_flow 1000000 5000 p0 p1 p2 p3
+it_load_start "$(lab_tunnel_addr b 4)" 12
+it_wait_flow 1000000 5000 p0 p1 p2 p3
 
 # ---- link down ----
-lk_now
-t_down=$LK_NOW
-lab_exec a ip link set pa1 down
-lk_expect a p1 link-down 1000 "after ip link set pa1 down" "$t_down"
-lk_note "p1 link-down at a: state changed $(lk_ms "$LK_AT_US") ms after the command started, seen by the poll after $(lk_ms "$LK_SEEN_US") ms (reason: $LK_REASON)"
-[ "$LK_AT_US" -le 100000 ] ||
-        lk_fail "p1 at a: expected 'link-down' within 100 ms of the command, mptd changed the state after $(lk_ms "$LK_AT_US") ms"
-[ "$LK_SEEN_US" -le 500000 ] ||
-        lk_fail "p1 at a: expected the poll to see 'link-down' within 500 ms, it took $(lk_ms "$LK_SEEN_US") ms"
+it_timed "ip link set pa1 down" lab_exec a ip link set pa1 down
+t_down=$IT_T0_US
+it_expect a p1 link-down 1000 "after ip link set pa1 down" "$t_down"
+it_note "p1 link-down at a: state changed $(it_ms "$IT_AT_US") ms after the command started, seen by the poll after $(it_ms "$IT_SEEN_US") ms (reason: $IT_REASON)"
+[ "$IT_AT_US" -le 100000 ] ||
+        it_fail "p1 at a: expected 'link-down' within 100 ms of the command, mptd changed the state after $(it_ms "$IT_AT_US") ms"
+[ "$IT_SEEN_US" -le 500000 ] ||
+        it_fail "p1 at a: expected the poll to see 'link-down' within 500 ms, it took $(it_ms "$IT_SEEN_US") ms"
 
-lk_expect b p1 'peer-down|link-down' 1500 "the other end of a link that went down" "$t_down"
-lk_note "p1 at b: '$LK_STATE' $(lk_ms "$LK_AT_US") ms after the command (reason: $LK_REASON)"
+it_expect b p1 'peer-down|link-down' 1500 "the other end of a link that went down" "$t_down"
+it_note "p1 at b: '$IT_STATE' $(it_ms "$IT_AT_US") ms after the command (reason: $IT_REASON)"
 
-lk_snap a d0
+it_snap a d0
 sleep 2
-lk_snap a d1
-s=$(lk_get a p1 state)
-[ "$s" = link-down ] || lk_fail "p1 at a: expected it to stay 'link-down' while the link is down, it is '$s'"
-lk_note "while pa1 is down, tx_bytes at a over 2 s: $(lk_deltas a d0 d1 tx_bytes p0 p1 p2 p3)"
-d=$(lk_delta a d0 d1 tx_bytes p1)
-[ "$d" = 0 ] || lk_fail "p1 at a: expected tx_bytes not to grow while its link is down, grew by $d"
+it_snap a d1
+s=$(it_get a p1 state)
+[ "$s" = link-down ] || it_fail "p1 at a: expected it to stay 'link-down' while the link is down, it is '$s'"
+it_note "while pa1 is down, tx_bytes at a over 2 s: $(it_deltas a d0 d1 tx_bytes p0 p1 p2 p3)"
+it_expect_delta a d0 d1 tx_bytes p1 -eq 0 "not to grow while its link is down"
 for p in p0 p2 p3; do
-        d=$(lk_delta a d0 d1 tx_bytes "$p")
-        [ "$d" -gt 2000000 ] ||
-                lk_fail "path $p at a: expected tx_bytes to grow by more than 2 MB in 2 s while p1 is down, grew by $d"
+        it_expect_delta a d0 d1 tx_bytes "$p" -gt 2000000 "to grow by more than 2 MB in 2 s while p1 is down"
 done
 
 # ---- link up again, about 3 s after it went down ----
-lk_sleep_until $((t_down + 3000000))
-lk_now
-t_up=$LK_NOW
-lab_exec a ip link set pa1 up
-lk_expect a p1 up 2000 "after ip link set pa1 up" "$t_up"
-lk_note "p1 up at a $(lk_ms "$LK_AT_US") ms after ip link set pa1 up"
-lk_expect b p1 up 2000 "after ip link set pa1 up" "$t_up"
-lk_note "p1 up at b $(lk_ms "$LK_AT_US") ms after ip link set pa1 up"
+it_sleep_until $((t_down + 3000000))
+it_timed "ip link set pa1 up" lab_exec a ip link set pa1 up
+it_expect_up p1 2000 "$IT_T0_US" "ip link set pa1 up"
 
-lk_snap a u0
-lk_snap b u0
+it_snap_both u0
 sleep 1
-lk_snap a u1
-lk_snap b u1
-lk_note "after the link came back, tx_bytes at a over 1 s: $(lk_deltas a u0 u1 tx_bytes p0 p1 p2 p3)"
-d=$(lk_delta a u0 u1 tx_bytes p1)
-[ "$d" -gt 1000000 ] || lk_fail "p1 at a: expected tx_bytes to grow by more than 1 MB in 1 s after the link came back, grew by $d"
-d=$(lk_delta b u0 u1 rx_bytes p1)
-[ "$d" -gt 1000000 ] || lk_fail "p1 at b: expected rx_bytes to grow by more than 1 MB in 1 s after the link came back, grew by $d"
+it_snap_both u1
+it_note "after the link came back, tx_bytes at a over 1 s: $(it_deltas a u0 u1 tx_bytes p0 p1 p2 p3)"
+it_expect_delta a u0 u1 tx_bytes p1 -gt 1000000 "to grow by more than 1 MB in 1 s after the link came back"
+it_expect_delta b u0 u1 rx_bytes p1 -gt 1000000 "to grow by more than 1 MB in 1 s after the link came back"
 
-lk_load_wait
-lk_note "iperf3 TCP a -> b: $LK_LOAD_MBIT Mbit/s, $LK_LOAD_BYTES bytes, $LK_LOAD_RETRANS retransmissions"
-[ "$LK_LOAD_BYTES" -gt 10000000 ] || lk_fail "iperf3: expected more than 10 MB moved, got $LK_LOAD_BYTES bytes"
+it_load_wait
+it_note "iperf3 TCP a -> b: $IT_LOAD_MBIT Mbit/s, $IT_LOAD_BYTES bytes, $IT_LOAD_RETRANS retransmissions"
+[ "$IT_LOAD_BYTES" -gt 10000000 ] || it_fail "iperf3: expected more than 10 MB moved, got $IT_LOAD_BYTES bytes"
 
-lab_log "PASS: link-updown"
+it_finish link-updown

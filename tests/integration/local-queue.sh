@@ -23,18 +23,16 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3 strace tc
 lab_log "local-queue: a shaped path is seen queueing locally and gets short sends; a bare one is not"
 lab_topology 2 none 4
 lab_shape a pa0 30mbit
-it_profiles 2 4 4 'Scheduler=weighted'
-it_start a
-it_start b
-it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
+lab_profiles 2 4 4 'Scheduler=weighted'
+it_start_pinging 10.77.0.2
 
 queued() {
         # JSON has true/false for the protocol's yes/no.

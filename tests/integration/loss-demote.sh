@@ -28,45 +28,38 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require iperf3 python3 ss
+it_require iperf3 python3 ss
 lab_topology 3 50mbit 4
-lk_require_nft
-lk_profiles 3 'Scheduler=weighted' 'KeepaliveInterval=100ms\nDeadTime=1s'
-lk_set_path_key a p1 LossThreshold 10%
-lk_start a
-lk_start b
-for p in p0 p1 p2; do
-        lk_expect a "$p" up 3000 "after start"
-        lk_expect b "$p" up 3000 "after start"
-done
-th=$(lk_get a p1 loss_threshold_permille)
-[ "$th" = 100 ] || lk_fail "p1 at a: expected loss_threshold_permille 100 for LossThreshold=10%, got '$th'"
-port=$(lk_get b "" local_port)
+it_require_nft
+lab_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=100ms\nDeadTime=1s'
+it_set_path_key a p1 LossThreshold 10%
+it_start_both 3000
+th=$(it_get a p1 loss_threshold_permille)
+[ "$th" = 100 ] || it_fail "p1 at a: expected loss_threshold_permille 100 for LossThreshold=10%, got '$th'"
+port=$(it_get b "" local_port)
 
-lk_load_start 30 -u -b 30M -l 1200
+it_load_start "$(lab_tunnel_addr b 4)" 30 -u -b 30M -l 1200
 # before the loss: iperf3 sets its UDP stream up with single datagrams that must not be lost
-lk_wait_flow 300000 5000 p0 p1 p2
+it_wait_flow 300000 5000 p0 p1 p2
 
-# wait_demoted SIDE WANT(yes|no) TIMEOUT_MS: polls p1's "demoted"; LK_SEEN_US is the time.
+# wait_demoted SIDE WANT(yes|no) TIMEOUT_MS: polls p1's "demoted"; IT_SEEN_US is the time.
 wait_demoted() {
         local t0=${EPOCHREALTIME/./}
         while :; do
-                lk_dump "$1"
-                lk_field_of "$LK_DUMP" p1 demoted || true
-                [ "$LK_V" = "$2" ] && { LK_SEEN_US=$((LK_DUMP_T - t0)); return 0; }
-                [ $((LK_DUMP_T - t0)) -lt $(($3 * 1000)) ] || return 1
+                it_dump "$1"
+                it_field_of "$IT_DUMP" p1 demoted || true
+                [ "$IT_V" = "$2" ] && { IT_SEEN_US=$((IT_DUMP_T - t0)); return 0; }
+                [ $((IT_DUMP_T - t0)) -lt $(($3 * 1000)) ] || return 1
                 sleep 0.02
         done
 }
 
 loss_text() {
-        printf 'loss_rx %s, loss_tx %s' "$(lk_get a p1 loss_rx)" "$(lk_get a p1 loss_tx)"
+        printf 'loss_rx %s, loss_tx %s' "$(it_get a p1 loss_rx)" "$(it_get a p1 loss_tx)"
 }
 
 # ---- 40 % loss on p1, a -> b ----
@@ -79,54 +72,51 @@ table inet mpt_loss {
 }
 EOF
 wait_demoted a yes 6000 ||
-        lk_fail "p1 at a: expected \"demoted\": true within 6 s of 40 % loss (LossThreshold=10%), it is '$(lk_get a p1 demoted)' with $(loss_text)"
-lk_note "p1 demoted at a $(lk_ms "$LK_SEEN_US") ms after the loss started; $(loss_text)"
+        it_fail "p1 at a: expected \"demoted\": true within 6 s of 40 % loss (LossThreshold=10%), it is '$(it_get a p1 demoted)' with $(loss_text)"
+it_note "p1 demoted at a $(it_ms "$IT_SEEN_US") ms after the loss started; $(loss_text)"
 # The loss estimate is a decaying average of random drops: it crosses the threshold and then
 # climbs towards 0.4, with noise. Poll (2 s at most) until a value above 0.1 shows.
 end=$((${EPOCHREALTIME/./} + 2000000))
 while :; do
-        read -r lrx ltx <<<"$(lk_get a p1 loss_rx) $(lk_get a p1 loss_tx)"
+        read -r lrx ltx <<<"$(it_get a p1 loss_rx) $(it_get a p1 loss_tx)"
         awk -v r="$lrx" -v t="$ltx" 'BEGIN { exit !(r > 0.1 || t > 0.1) }' && break
         [ "${EPOCHREALTIME/./}" -lt "$end" ] ||
-                lk_fail "p1 at a: expected loss_rx or loss_tx above 0.1 while demoted, got loss_rx $lrx, loss_tx $ltx for 2 s"
+                it_fail "p1 at a: expected loss_rx or loss_tx above 0.1 while demoted, got loss_rx $lrx, loss_tx $ltx for 2 s"
         sleep 0.05
 done
-lk_note "p1 at a while demoted: loss_rx $lrx, loss_tx $ltx"
-read -r bk st <<<"$(lk_get a p1 backup) $(lk_get a p1 state)"
-[ "$bk" = yes ] || lk_fail "p1 at a: expected \"backup\": true while demoted, got '$bk'"
-[ "$st" = up ] || lk_fail "p1 at a: expected state 'up' while demoted (a backup path), got '$st'"
-d=$(lk_get b p1 demoted)
-[ "$d" = no ] || lk_fail "p1 at b: expected not demoted (b has no LossThreshold=), got '$d'"
+it_note "p1 at a while demoted: loss_rx $lrx, loss_tx $ltx"
+read -r bk st <<<"$(it_get a p1 backup) $(it_get a p1 state)"
+[ "$bk" = yes ] || it_fail "p1 at a: expected \"backup\": true while demoted, got '$bk'"
+[ "$st" = up ] || it_fail "p1 at a: expected state 'up' while demoted (a backup path), got '$st'"
+d=$(it_get b p1 demoted)
+[ "$d" = no ] || it_fail "p1 at b: expected not demoted (b has no LossThreshold=), got '$d'"
 
-lk_snap a m0
+it_snap a m0
 sleep 1
-lk_snap a m1
-lk_note "while p1 is demoted, tx_bytes at a over 1 s: $(lk_deltas a m0 m1 tx_bytes p0 p1 p2)"
-d=$(lk_delta a m0 m1 tx_bytes p1)
-[ "$d" = 0 ] || lk_fail "p1 at a: expected no new data on a demoted path while others are up, tx_bytes grew by $d"
+it_snap a m1
+it_note "while p1 is demoted, tx_bytes at a over 1 s: $(it_deltas a m0 m1 tx_bytes p0 p1 p2)"
+it_expect_delta a m0 m1 tx_bytes p1 -eq 0 "not to grow (no new data on a demoted path while others are up)"
 for p in p0 p2; do
-        d=$(lk_delta a m0 m1 tx_bytes "$p")
-        [ "$d" -gt 625000 ] || lk_fail "path $p at a: expected tx_bytes to grow by more than 625 kB in 1 s while p1 is demoted, grew by $d"
+        it_expect_delta a m0 m1 tx_bytes "$p" -gt 625000 "to grow by more than 625 kB in 1 s while p1 is demoted"
 done
-d=$(lk_get a p1 demoted)
-[ "$d" = yes ] || lk_fail "p1 at a: expected it to stay demoted while the loss goes on, got '$d' with $(loss_text)"
+d=$(it_get a p1 demoted)
+[ "$d" = yes ] || it_fail "p1 at a: expected it to stay demoted while the loss goes on, got '$d' with $(loss_text)"
 
 # ---- loss gone ----
 lab_exec b nft delete table inet mpt_loss
 wait_demoted a no 8000 ||
-        lk_fail "p1 at a: expected \"demoted\": false within 8 s of the loss ending, it is '$(lk_get a p1 demoted)' with $(loss_text)"
-lk_note "p1 no longer demoted at a $(lk_ms "$LK_SEEN_US") ms after the loss ended; $(loss_text)"
-bk=$(lk_get a p1 backup)
-[ "$bk" = no ] || lk_fail "p1 at a: expected \"backup\": false once no longer demoted, got '$bk'"
+        it_fail "p1 at a: expected \"demoted\": false within 8 s of the loss ending, it is '$(it_get a p1 demoted)' with $(loss_text)"
+it_note "p1 no longer demoted at a $(it_ms "$IT_SEEN_US") ms after the loss ended; $(loss_text)"
+bk=$(it_get a p1 backup)
+[ "$bk" = no ] || it_fail "p1 at a: expected \"backup\": false once no longer demoted, got '$bk'"
 
-lk_snap a p0
+it_snap a p0
 sleep 1
-lk_snap a p1
-lk_note "after promotion, tx_bytes at a over 1 s: $(lk_deltas a p0 p1 tx_bytes p0 p1 p2)"
-d=$(lk_delta a p0 p1 tx_bytes p1)
-[ "$d" -gt 417000 ] || lk_fail "p1 at a: expected tx_bytes to grow by more than 417 kB in 1 s once promoted again, grew by $d"
+it_snap a p1
+it_note "after promotion, tx_bytes at a over 1 s: $(it_deltas a p0 p1 tx_bytes p0 p1 p2)"
+it_expect_delta a p0 p1 tx_bytes p1 -gt 417000 "to grow by more than 417 kB in 1 s once promoted again"
 
 # the UDP load only carried traffic; it runs long enough for the slowest pass (6 + 1 + 8 + 1 s)
-lk_load_stop
+it_load_stop
 
-lab_log "PASS: loss-demote"
+it_finish loss-demote

@@ -42,15 +42,13 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require python3
-lk_require nft
-lk_require conntrack
+it_require python3
+it_require nft
+it_require conntrack
 
 server=203.0.113.1
 n1_out=100.64.1.2
@@ -156,17 +154,17 @@ chmod 600 "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
 # ---- configuration errors ----
 bad=$LAB_DIR/bad.conf
 printf '[Tunnel]\nName=bad\nMode=compat\nAddress=10.9.0.1/24\n\n[Path]\nName=x\nLocalAddress=%s\n' "$server" > "$bad"
-out=$("$MPTD" --check "$bad" 2>&1) && lk_fail "a compat-mode path without Remote= was accepted"
+out=$("$MPTD" --check "$bad" 2>&1) && it_fail "a compat-mode path without Remote= was accepted"
 case "$out" in
-*"$bad:6: path 'x' has no Remote= address (only a secure tunnel"*) lk_note "compat mode, no Remote=: $out" ;;
-*) lk_fail "compat mode, no Remote=: expected '$bad:6: path 'x' has no Remote= address (only a secure tunnel...', got: $out" ;;
+*"$bad:6: path 'x' has no Remote= address (only a secure tunnel"*) it_note "compat mode, no Remote=: $out" ;;
+*) it_fail "compat mode, no Remote=: expected '$bad:6: path 'x' has no Remote= address (only a secure tunnel...', got: $out" ;;
 esac
 printf '[Tunnel]\nName=bad\nKey=%s\nAddress=10.9.0.1/24\n\n[Path]\nName=x\nInterface=pa0\n' "$(lab_key)" > "$bad"
 chmod 600 "$bad"
-out=$("$MPTD" --check "$bad" 2>&1) && lk_fail "a path with neither Remote= nor LocalAddress= was accepted"
+out=$("$MPTD" --check "$bad" 2>&1) && it_fail "a path with neither Remote= nor LocalAddress= was accepted"
 case "$out" in
-*"$bad:6: path 'x' has no Remote= address (a path without one listens for the other end, and then needs LocalAddress="*) lk_note "no Remote=, no LocalAddress=: $out" ;;
-*) lk_fail "no Remote= nor LocalAddress=: expected '$bad:6: path 'x' has no Remote= address (a path without one listens ... needs LocalAddress=...', got: $out" ;;
+*"$bad:6: path 'x' has no Remote= address (a path without one listens for the other end, and then needs LocalAddress="*) it_note "no Remote=, no LocalAddress=: $out" ;;
+*) it_fail "no Remote= nor LocalAddress=: expected '$bad:6: path 'x' has no Remote= address (a path without one listens ... needs LocalAddress=...', got: $out" ;;
 esac
 
 # The server's host firewall drops what it does not know: only datagrams that mptd's table
@@ -184,12 +182,12 @@ EOF
 
 # start_client WHAT: starts mptd at a; all four paths must come up within 5 s.
 start_client() {
-        lk_start a
+        lab_start a
         for p in p0 p1; do
-                lk_expect a "$p" up 5000 "$1"
+                it_expect a "$p" up 5000 "$1"
         done
         for s in s0 s1; do
-                lk_expect b "$s" up 5000 "$1"
+                it_expect b "$s" up 5000 "$1"
         done
 }
 
@@ -198,44 +196,44 @@ ping_tunnel() {
         local out
         out=$(lab_exec a ping -n -q -c 20 -i 0.02 -W 1 10.77.0.2 2>&1) || true
         case "$out" in
-        *"20 packets transmitted, 20 received"*) lk_note "ping a -> b $1: 20 of 20 answered" ;;
-        *) lk_fail "ping a -> b $1: expected 20 of 20 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
+        *"20 packets transmitted, 20 received"*) it_note "ping a -> b $1: 20 of 20 answered" ;;
+        *) it_fail "ping a -> b $1: expected 20 of 20 answered, got: $(printf '%s' "$out" | grep transmitted || printf '%s' "$out")" ;;
         esac
 }
 
 # ---- up ----
-lk_start b
+lab_start b
 for s in s0 s1; do
-        lk_expect b "$s" listening 2000 "server started, no client yet"
-        r=$(lk_get b "$s" remote)
-        [ "$r" = - ] || lk_fail "$s at b: expected remote '-' while listening, mptctl shows '$r'"
+        it_expect b "$s" listening 2000 "server started, no client yet"
+        r=$(it_get b "$s" remote)
+        [ "$r" = - ] || it_fail "$s at b: expected remote '-' while listening, mptctl shows '$r'"
 done
-lk_note "server: s0 and s1 listening on $server"
+it_note "server: s0 and s1 listening on $server"
 start_client "client started"
 remotes=
 for s in s0 s1; do
-        r=$(lk_get b "$s" remote)
-        c=$(lk_get b "$s" remote_changes)
-        [ "$c" = 1 ] || lk_fail "$s at b: expected remote_changes 1 after the client reached it, mptctl shows $c"
+        r=$(it_get b "$s" remote)
+        c=$(it_get b "$s" remote_changes)
+        [ "$c" = 1 ] || it_fail "$s at b: expected remote_changes 1 after the client reached it, mptctl shows $c"
         remotes+="${r%:*} "
-        lk_note "$s at b: learned remote $r"
+        it_note "$s at b: learned remote $r"
         case "$r" in
         "$n1_out":*) via_n1=$s ;;
         esac
 done
 case "$remotes" in
 "$n1_out $n3_out " | "$n3_out $n1_out ") ;;
-*) lk_fail "server paths: expected the remotes $n1_out and $n3_out (the NATs' outer addresses), mptctl shows $remotes" ;;
+*) it_fail "server paths: expected the remotes $n1_out and $n3_out (the NATs' outer addresses), mptctl shows $remotes" ;;
 esac
-ruleset=$(lab_exec b nft list chain inet mpt-lab input) || lk_fail "no table inet mpt-lab at b"
+ruleset=$(lab_exec b nft list chain inet mpt-lab input) || it_fail "no table inet mpt-lab at b"
 printf '%s\n' "$ruleset" | grep -Eq "udp dport 4754 counter packets [1-9][0-9]* bytes [0-9]+ meta mark set meta mark \| 0x00010000 accept" ||
-        lk_fail "b's firewall table: expected its IPv4 rule to accept (and mark) datagrams to port 4754 from any source while a path listens, and to have counted some; it is: $ruleset"
+        it_fail "b's firewall table: expected its IPv4 rule to accept (and mark) datagrams to port 4754 from any source while a path listens, and to have counted some; it is: $ruleset"
 printf '%s\n' "$ruleset" | grep -q "ip6 saddr @remote6" ||
-        lk_fail "b's firewall table: expected the IPv6 rule (no IPv6 path listens) to keep its source set; it is: $ruleset"
-lk_note "b's firewall table accepts and marks IPv4 datagrams to port 4754 from anywhere (a path listens)"
+        it_fail "b's firewall table: expected the IPv6 rule (no IPv6 path listens) to keep its source set; it is: $ruleset"
+it_note "b's firewall table accepts and marks IPv4 datagrams to port 4754 from anywhere (a path listens)"
 ping_tunnel "through the tunnel"
-sessions_a=$(lk_get a "" sessions)
-sessions_b=$(lk_get b "" sessions)
+sessions_a=$(it_get a "" sessions)
+sessions_b=$(it_get b "" sessions)
 
 # ---- a stream across remaps ----
 gap_max_ms=100
@@ -287,8 +285,8 @@ for _ in $(seq 100); do
         [ -e "$ready" ] && break
         sleep 0.05
 done
-[ -e "$ready" ] || lk_fail "the stream's receiver did not start"
-lk_snap b t0
+[ -e "$ready" ] || it_fail "the stream's receiver did not start"
+it_snap b t0
 lab_exec b python3 "$LAB_DIR/stream.py" send 10.77.0.1 "$stream_s" > "$LAB_DIR/stream.send" 2>&1 &
 send_pid=$!
 LAB_PIDS+=("$send_pid")
@@ -296,49 +294,49 @@ LAB_PIDS+=("$send_pid")
 ranges=(30000-39999 20000-29999 30000-39999)
 for i in 0 1 2; do
         sleep 4
-        before=$(lk_get b "$via_n1" remote)
-        changes_before=$(lk_get b "$via_n1" remote_changes)
+        before=$(it_get b "$via_n1" remote)
+        changes_before=$(it_get b "$via_n1" remote_changes)
         n1_nat "${ranges[$i]}"
         lab_exec n1 conntrack -D -p udp >/dev/null 2>&1 || true
-        lk_now
-        t_remap=$LK_NOW
+        it_now_us
+        t_remap=$IT_NOW_US
         lo=${ranges[$i]%-*}
         hi=${ranges[$i]#*-}
         while :; do
-                lk_dump b
-                lk_field_of "$LK_DUMP" "$via_n1" remote || true
-                r=$LK_V
+                it_dump b
+                it_field_of "$IT_DUMP" "$via_n1" remote || true
+                r=$IT_V
                 port=${r##*:}
                 if [ "${r%:*}" = "$n1_out" ] && [ "$port" -ge "$lo" ] && [ "$port" -le "$hi" ]; then
                         break
                 fi
-                [ $((LK_DUMP_T - t_remap)) -lt 1000000 ] ||
-                        lk_fail "remap $((i + 1)): expected $via_n1 at b to follow to $n1_out:$lo-$hi within 1 s, mptctl shows '$r' (before: '$before')"
+                [ $((IT_DUMP_T - t_remap)) -lt 1000000 ] ||
+                        it_fail "remap $((i + 1)): expected $via_n1 at b to follow to $n1_out:$lo-$hi within 1 s, mptctl shows '$r' (before: '$before')"
                 sleep 0.01
         done
-        changes=$(lk_get b "$via_n1" remote_changes)
+        changes=$(it_get b "$via_n1" remote_changes)
         [ "$changes" -gt "$changes_before" ] ||
-                lk_soft_fail "remap $((i + 1)): expected remote_changes of $via_n1 at b to grow, it stayed $changes"
-        lk_note "remap $((i + 1)): $via_n1 at b followed $before -> $r in $(lk_ms $((LK_DUMP_T - t_remap))) ms (remote_changes $changes)"
+                it_soft_fail "remap $((i + 1)): expected remote_changes of $via_n1 at b to grow, it stayed $changes"
+        it_note "remap $((i + 1)): $via_n1 at b followed $before -> $r in $(it_ms $((IT_DUMP_T - t_remap))) ms (remote_changes $changes)"
 done
-wait "$send_pid" || lk_fail "the stream's sender failed: $(cat "$LAB_DIR/stream.send")"
-wait "$recv_pid" || lk_fail "the stream's receiver failed: $(cat "$LAB_DIR/stream.recv")"
-lk_snap b t1
+wait "$send_pid" || it_fail "the stream's sender failed: $(cat "$LAB_DIR/stream.send")"
+wait "$recv_pid" || it_fail "the stream's receiver failed: $(cat "$LAB_DIR/stream.recv")"
+it_snap b t1
 sent=$(sed -n 's/^sent=//p' "$LAB_DIR/stream.send")
 read -r bytes gap bad < <(sed -n 's/^bytes=\([0-9]*\) gap_ms=\([0-9.]*\) bad=\([0-9]*\)$/\1 \2 \3/p' "$LAB_DIR/stream.recv")
-lk_note "stream b -> a over ${stream_s} s and 3 remaps: sent $sent bytes, received $bytes, longest gap between reads $gap ms, $bad bytes out of order"
-[ "$bytes" = "$sent" ] && [ "$bad" = 0 ] || lk_soft_fail "the stream: expected all $sent bytes in order, received $bytes ($bad out of order)"
+it_note "stream b -> a over ${stream_s} s and 3 remaps: sent $sent bytes, received $bytes, longest gap between reads $gap ms, $bad bytes out of order"
+[ "$bytes" = "$sent" ] && [ "$bad" = 0 ] || it_soft_fail "the stream: expected all $sent bytes in order, received $bytes ($bad out of order)"
 python3 -c "import sys; sys.exit(0 if float('$gap') <= $gap_max_ms else 1)" ||
-        lk_soft_fail "the stream: expected no gap longer than $gap_max_ms ms across the remaps, the longest was $gap ms"
+        it_soft_fail "the stream: expected no gap longer than $gap_max_ms ms across the remaps, the longest was $gap ms"
 for s in s0 s1; do
-        d=$(lk_delta b t0 t1 tx_bytes "$s")
-        [ "$d" -gt 100000 ] || lk_soft_fail "$s at b: expected it to carry part of the stream, tx_bytes grew by $d"
+        d=$(it_delta b t0 t1 tx_bytes "$s")
+        [ "$d" -gt 100000 ] || it_soft_fail "$s at b: expected it to carry part of the stream, tx_bytes grew by $d"
 done
-lk_note "server paths during the stream: tx_bytes $(lk_deltas b t0 t1 tx_bytes s0 s1)"
+it_note "server paths during the stream: tx_bytes $(it_deltas b t0 t1 tx_bytes s0 s1)"
 for side in a b; do
         eval "was=\$sessions_$side"
-        now=$(lk_get "$side" "" sessions)
-        [ "$now" = "$was" ] || lk_soft_fail "at $side: expected no new handshake across the remaps, hs_sessions went from $was to $now"
+        now=$(it_get "$side" "" sessions)
+        [ "$now" = "$was" ] || it_soft_fail "at $side: expected no new handshake across the remaps, hs_sessions went from $was to $now"
 done
 
 # ---- forgeries from a new address ----
@@ -376,24 +374,23 @@ for _ in range(5):
     s.sendto(bytes(forged), (server, port))
 print(f"replayed {len(payload)} bytes 5 times, forged 5")
 EOF
-lk_snap b f0
-out=$(lab_exec n1 python3 "$LAB_DIR/forge.py" n1i "$server" "$n1_out" 2>&1) || lk_fail "forge.py failed: $out"
-lk_note "from $n1_out:5555: $out"
+it_snap b f0
+out=$(lab_exec n1 python3 "$LAB_DIR/forge.py" n1i "$server" "$n1_out" 2>&1) || it_fail "forge.py failed: $out"
+it_note "from $n1_out:5555: $out"
 sleep 0.5
-lk_snap b f1
+it_snap b f1
 for s in s0 s1; do
         for f in remote remote_changes; do
-                lk_field_of "$(cat "$LAB_DIR/snap-b-f0")" "$s" "$f"
-                v0=$LK_V
-                lk_field_of "$(cat "$LAB_DIR/snap-b-f1")" "$s" "$f"
-                [ "$LK_V" = "$v0" ] || lk_soft_fail "$s at b: a forged datagram moved it: $f went from $v0 to $LK_V"
+                v0=$(it_snap_value b f0 "$s" "$f")
+                v1=$(it_snap_value b f1 "$s" "$f")
+                [ "$v1" = "$v0" ] || it_soft_fail "$s at b: a forged datagram moved it: $f went from $v0 to $v1"
         done
 done
-replayed=$(($(lk_delta b f0 f1 drop.replayed s0) + $(lk_delta b f0 f1 drop.replayed s1)))
-failed=$(($(lk_delta b f0 f1 drop.auth-failed s0) + $(lk_delta b f0 f1 drop.auth-failed s1)))
-lk_note "server: $replayed dropped as replayed, $failed as auth-failed"
-[ "$replayed" -ge 5 ] || lk_soft_fail "server: expected the 5 replayed copies dropped as replayed, counted $replayed"
-[ "$failed" -ge 5 ] || lk_soft_fail "server: expected the 5 forged datagrams dropped as auth-failed, counted $failed"
+replayed=$(($(it_delta b f0 f1 drop.replayed s0) + $(it_delta b f0 f1 drop.replayed s1)))
+failed=$(($(it_delta b f0 f1 drop.auth-failed s0) + $(it_delta b f0 f1 drop.auth-failed s1)))
+it_note "server: $replayed dropped as replayed, $failed as auth-failed"
+[ "$replayed" -ge 5 ] || it_soft_fail "server: expected the 5 replayed copies dropped as replayed, counted $replayed"
+[ "$failed" -ge 5 ] || it_soft_fail "server: expected the 5 forged datagrams dropped as auth-failed, counted $failed"
 
 # ---- the client restarts behind a NAT that gives it a new port ----
 # Its paths come back with new tokens; the server's paths were silent for DeadTime= (3 s):
@@ -403,14 +400,14 @@ lab_stop a
 n1_nat 20000-29999
 lab_exec n1 conntrack -D -p udp >/dev/null 2>&1 || true
 for s in s0 s1; do
-        lk_expect b "$s" dead 5000 "the client stopped"
+        it_expect b "$s" dead 5000 "the client stopped"
 done
 start_client "client restarted"
-r=$(lk_get b "$via_n1" remote)
+r=$(it_get b "$via_n1" remote)
 port=${r##*:}
 { [ "${r%:*}" = "$n1_out" ] && [ "$port" -ge 20000 ] && [ "$port" -le 29999 ]; } ||
-        lk_fail "client restarted: expected $via_n1 at b to take the new mapping $n1_out:20000-29999, mptctl shows '$r'"
-lk_note "client restarted: $via_n1 at b now sends to $r"
+        it_fail "client restarted: expected $via_n1 at b to take the new mapping $n1_out:20000-29999, mptctl shows '$r'"
+it_note "client restarted: $via_n1 at b now sends to $r"
 ping_tunnel "after the restart"
 
-lk_finish nat
+it_finish nat

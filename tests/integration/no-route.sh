@@ -18,79 +18,51 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require python3
+it_require python3
 lab_topology 2 50mbit 4
 far=10.77.201.2
 lab_exec b ip addr add "$far/32" dev pb1
-lk_profiles 2 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
-grep -qx "Remote=$(lab_path_addr b 1 4)" "$LAB_DIR/a.conf" || lk_fail "setup: no Remote=$(lab_path_addr b 1 4) in a.conf"
+lab_profiles 2 4 4 "" 'KeepaliveInterval=100ms\nDeadTime=300ms'
+grep -qx "Remote=$(lab_path_addr b 1 4)" "$LAB_DIR/a.conf" || it_fail "setup: no Remote=$(lab_path_addr b 1 4) in a.conf"
 sed -i "s/^Remote=$(lab_path_addr b 1 4)\$/Remote=$far/" "$LAB_DIR/a.conf"
-lk_set_path_key b p1 LocalAddress "$far"
-lk_start a
-lk_start b
-
-ping_all() { # COUNT
-        local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
-        case "$out" in
-        *"$1 packets transmitted, $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
-        *) lk_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
-        esac
-}
-
-lk_expect a p0 up 3000 "after start"
-lk_expect b p0 up 3000 "after start"
-lk_expect a p1 no-route 2000 "Remote=$far without a route through pa1"
-lk_note "p1 at a: no-route (reason: $LK_REASON)"
-case "$LK_REASON" in
+it_set_path_key b p1 LocalAddress "$far"
+it_start_both 3000 p0
+it_expect a p1 no-route 2000 "Remote=$far without a route through pa1"
+it_note "p1 at a: no-route (reason: $IT_REASON)"
+case "$IT_REASON" in
 *"$far"*) ;;
-*) lk_fail "p1 at a: expected a reason naming $far, got '$LK_REASON'" ;;
+*) it_fail "p1 at a: expected a reason naming $far, got '$IT_REASON'" ;;
 esac
-lk_expect b p1 'peer-down|dead' 2000 "the other end has no route for p1"
-lk_note "p1 at b: $LK_STATE (reason: ${LK_REASON:-none})"
+it_expect b p1 'peer-down|dead' 2000 "the other end has no route for p1"
+it_note "p1 at b: $IT_STATE (reason: ${IT_REASON:-none})"
 
 # ---- add a route through the interface ----
-lk_now
-t_add=$LK_NOW
-lab_exec a ip route add 10.77.201.0/24 dev pa1
-lk_expect a p1 up 2000 "after adding a route to $far through pa1" "$t_add"
-lk_note "p1 up at a $(lk_ms "$LK_AT_US") ms after the route was added"
-lk_expect b p1 up 2000 "after a route to $far through pa1 was added at a" "$t_add"
-lk_note "p1 up at b $(lk_ms "$LK_AT_US") ms after the route was added"
+it_timed "ip route add" lab_exec a ip route add 10.77.201.0/24 dev pa1
+it_expect_up p1 2000 "$IT_T0_US" "a route to $far through pa1 was added at a"
 
-lk_snap a r0
-lk_snap b r0
-ping_all 60
-lk_snap a r1
-lk_snap b r1
-lk_note "during the pings: tx_bytes at a $(lk_deltas a r0 r1 tx_bytes p0 p1), at b $(lk_deltas b r0 r1 tx_bytes p0 p1)"
-for spec in "a tx_bytes" "b rx_bytes" "b tx_bytes" "a rx_bytes"; do
-        read -r side field <<<"$spec"
-        d=$(lk_delta "$side" r0 r1 "$field" p1)
-        [ "$d" -gt 0 ] || lk_fail "p1 at $side: expected $field to grow during 60 pings once the route exists, grew by $d"
-done
+it_snap_both r0
+it_ping a "$(lab_tunnel_addr b 4)" 60 0.01
+it_snap_both r1
+it_note "during the pings: tx_bytes at a $(it_deltas a r0 r1 tx_bytes p0 p1), at b $(it_deltas b r0 r1 tx_bytes p0 p1)"
+it_expect_grew r0 r1 p1 "60 pings once the route exists"
 
 # ---- delete it again ----
-lk_now
-t_del=$LK_NOW
-lab_exec a ip route del 10.77.201.0/24 dev pa1
-lk_expect a p1 no-route 1000 "after deleting the route to $far" "$t_del"
-lk_note "p1 no-route at a $(lk_ms "$LK_AT_US") ms after the route was deleted (reason: $LK_REASON)"
-[ "$LK_AT_US" -le 500000 ] ||
-        lk_fail "p1 at a: expected 'no-route' within 500 ms of deleting the route, took $(lk_ms "$LK_AT_US") ms"
-lk_expect b p1 'peer-down' 1000 "the other end lost its route" "$t_del"
-lk_note "p1 at b: peer-down $(lk_ms "$LK_AT_US") ms after the route was deleted"
+it_timed "ip route del" lab_exec a ip route del 10.77.201.0/24 dev pa1
+t_del=$IT_T0_US
+it_expect a p1 no-route 1000 "after deleting the route to $far" "$t_del"
+it_note "p1 no-route at a $(it_ms "$IT_AT_US") ms after the route was deleted (reason: $IT_REASON)"
+[ "$IT_AT_US" -le 500000 ] ||
+        it_fail "p1 at a: expected 'no-route' within 500 ms of deleting the route, took $(it_ms "$IT_AT_US") ms"
+it_expect b p1 'peer-down' 1000 "the other end lost its route" "$t_del"
+it_note "p1 at b: peer-down $(it_ms "$IT_AT_US") ms after the route was deleted"
 
-lk_snap a d0
-ping_all 40
-lk_snap a d1
-d=$(lk_delta a d0 d1 tx_bytes p1)
-[ "$d" = 0 ] || lk_fail "p1 at a: expected tx_bytes not to grow without a route, grew by $d"
+it_snap a d0
+it_ping a "$(lab_tunnel_addr b 4)" 40 0.01
+it_snap a d1
+it_expect_delta a d0 d1 tx_bytes p1 -eq 0 "not to grow without a route"
 
-lab_log "PASS: no-route"
+it_finish no-route

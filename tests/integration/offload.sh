@@ -17,21 +17,16 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3
 lab_log "offload: UDP GSO and small-MSS TCP through a 2-path tunnel"
 lab_topology 2 none 4
-it_profiles 2 4 4
-it_start a
-it_start b
-it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
-it_snap a before
-it_snap b before
-it_ksnap a before
-it_ksnap b before
+lab_profiles 2 4 4
+it_start_pinging 10.77.0.2
+it_snap_loss before
 
 # Receiver at b: counts datagrams per size class and checks each one's content (its first 8
 # bytes are a sequence number, the rest a pattern of that number); stops after 3 s of silence.
@@ -90,10 +85,7 @@ wait "$rx_pid" || true
 sent=$(sed -n 's/^sent //p' "$LAB_DIR/udp-tx.txt")
 got=$(sed -n 's/^got \(.*\) bad.*/\1/p' "$LAB_DIR/udp-rx.txt")
 it_note "UDP GSO: sent $sent; received $(cat "$LAB_DIR/udp-rx.txt")"
-it_snap a udp
-it_snap b udp
-it_ksnap a udp
-it_ksnap b udp
+it_snap_loss udp
 read -r missing total late < <(python3 - "$LAB_DIR/snap-b-before.json" "$LAB_DIR/snap-b-udp.json" "$sent" "$got" <<'EOF'
 import json, sys
 a, b = (json.load(open(f))[0]["reorder"] for f in sys.argv[1:3])
@@ -125,8 +117,7 @@ else
         it_soft_fail "TCP with MSS 88 failed: '$mbit'"
 fi
 
-it_snap a after
-it_snap b after
+it_snap_both after
 python3 - "$LAB_DIR/snap-a-before.json" "$LAB_DIR/snap-a-after.json" >"$LAB_DIR/malformed.txt" <<'EOF'
 import json, sys
 a, b = (json.load(open(f))[0] for f in sys.argv[1:3])

@@ -20,18 +20,16 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../lib/netns.sh
-. "$here/../lib/netns.sh"
-# shellcheck source=links-lib.sh
-. "$here/links-lib.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
-lk_require python3
+it_require python3
 lab_topology 1 50mbit 4 # p0: pa0 <-> pb0
 # p1: pa1 <-> ma1 [bridge br1 in namespace m] mb1 <-> pb1
 lab_add_ns m
-ip link add pa1 netns "$(lab_ns a)" type veth peer name ma1 netns "$(lab_ns m)" || lk_fail "cannot create veth pa1/ma1"
-ip link add pb1 netns "$(lab_ns b)" type veth peer name mb1 netns "$(lab_ns m)" || lk_fail "cannot create veth pb1/mb1"
+ip link add pa1 netns "$(lab_ns a)" type veth peer name ma1 netns "$(lab_ns m)" || it_fail "cannot create veth pa1/ma1"
+ip link add pb1 netns "$(lab_ns b)" type veth peer name mb1 netns "$(lab_ns m)" || it_fail "cannot create veth pb1/mb1"
 lab_exec m ip link add br1 type bridge || lab_skip "needs bridge devices"
 for dev in ma1 mb1; do
         lab_exec m ip link set "$dev" master br1
@@ -43,67 +41,41 @@ lab_exec b ip addr add "$(lab_path_addr b 1 4)/24" dev pb1
 lab_exec a ip link set pa1 up
 lab_exec b ip link set pb1 up
 
-lk_profiles 2 "" 'KeepaliveInterval=200ms\nDeadTime=2s'
-lk_start a
-lk_start b
-for p in p0 p1; do
-        lk_expect a "$p" up 5000 "after start"
-        lk_expect b "$p" up 5000 "after start"
-done
-dt=$(lk_get b p1 dead_time_us)
-[ "$dt" = 2000000 ] || lk_fail "p1 at b: expected dead_time_us 2000000, got '$dt'"
+lab_profiles 2 4 4 "" 'KeepaliveInterval=200ms\nDeadTime=2s'
+it_start_both 5000 p0 p1
+dt=$(it_get b p1 dead_time_us)
+[ "$dt" = 2000000 ] || it_fail "p1 at b: expected dead_time_us 2000000, got '$dt'"
 
-ping_all() { # COUNT
-        local out
-        out=$(lab_exec a ping -n -q -c "$1" -i 0.01 -W 1 -w 20 "$(lab_tunnel_addr b 4)" 2>&1) || true
-        case "$out" in
-        *"$1 packets transmitted, $1 received"*) lk_note "ping a -> b through the tunnel: $1 of $1 answered" ;;
-        *) lk_fail "ping a -> b: expected $1 of $1 answered, got: $(printf '%s' "$out" | grep -E 'transmitted' || printf '%s' "$out")" ;;
-        esac
+# told_down STATE_AT_A WHAT COMMAND...: COMMAND takes p1 down at a (a shows STATE_AT_A); b must
+# show p1 "peer-down" no later than 400 ms after COMMAND started, with a reason, and every ping
+# through the tunnel (over p0) is answered meanwhile.
+told_down() {
+        local state=$1 what=$2 at
+        shift 2
+        it_timed "$what" "$@"
+        it_expect b p1 peer-down 1000 "after $what at a" "$IT_T0_US"
+        at=$IT_AT_US
+        it_note "$state at a: b shows p1 peer-down $(it_ms "$at") ms after $what (seen by the poll after $(it_ms "$IT_SEEN_US") ms; DeadTime 2 s; reason: ${IT_REASON:-none})"
+        [ -n "$IT_REASON" ] || it_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
+        [ "$at" -le 400000 ] ||
+                it_fail "p1 at b: expected 'peer-down' within 400 ms of $what at a, took $(it_ms "$at") ms"
+        it_expect a p1 "$state" 500 "after $what"
+        it_ping a "$(lab_tunnel_addr b 4)" 20 0.01
 }
 
 # ---- 1: admin-down by mptctl ----
-lk_now
-t0=$LK_NOW
-lab_ctl a path lab p1 down || lk_fail "mptctl path lab p1 down failed"
-lk_expect b p1 peer-down 1000 "after mptctl path lab p1 down at a" "$t0"
-at=$LK_AT_US
-lk_note "admin-down at a: b shows p1 peer-down $(lk_ms "$at") ms after the command (seen by the poll after $(lk_ms "$LK_SEEN_US") ms; DeadTime 2 s; reason: ${LK_REASON:-none})"
-[ -n "$LK_REASON" ] || lk_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
-[ "$at" -le 400000 ] ||
-        lk_fail "p1 at b: expected 'peer-down' within 400 ms of mptctl path down at a, took $(lk_ms "$at") ms"
-lk_expect a p1 admin-down 500 "after mptctl path lab p1 down"
-ping_all 20
-lk_now
-t0=$LK_NOW
-lab_ctl a path lab p1 up || lk_fail "mptctl path lab p1 up failed"
-lk_expect a p1 up 2000 "after mptctl path lab p1 up" "$t0"
-lk_expect b p1 up 2000 "after mptctl path lab p1 up at a" "$t0"
-lk_note "p1 up at b $(lk_ms "$LK_AT_US") ms after mptctl path lab p1 up"
+told_down admin-down "mptctl path lab p1 down" lab_ctl a path lab p1 down
+it_timed "mptctl path lab p1 up" lab_ctl a path lab p1 up
+it_expect_up p1 2000 "$IT_T0_US" "mptctl path lab p1 up at a"
 
 # ---- 2: link down ----
-lk_now
-t0=$LK_NOW
-lab_exec a ip link set pa1 down
-lk_expect b p1 peer-down 1000 "after ip link set pa1 down at a" "$t0"
-at=$LK_AT_US
-lk_note "link-down at a: b shows p1 peer-down $(lk_ms "$at") ms after the command (seen by the poll after $(lk_ms "$LK_SEEN_US") ms; DeadTime 2 s; reason: ${LK_REASON:-none})"
-[ -n "$LK_REASON" ] || lk_soft_fail "p1 at b: expected a reason with 'peer-down' (mptctl's reason field says why a path is not up), got none"
-[ "$at" -le 400000 ] ||
-        lk_fail "p1 at b: expected 'peer-down' within 400 ms of ip link set pa1 down at a, took $(lk_ms "$at") ms"
-lk_expect a p1 link-down 500 "after ip link set pa1 down"
-ping_all 20
-s=$(lk_get b p1 state)
+told_down link-down "ip link set pa1 down" lab_exec a ip link set pa1 down
+s=$(it_get b p1 state)
 case "$s" in
 peer-down | dead) ;;
-*) lk_fail "p1 at b: expected 'peer-down' (pb1 keeps its carrier behind the bridge), it is '$s'" ;;
+*) it_fail "p1 at b: expected 'peer-down' (pb1 keeps its carrier behind the bridge), it is '$s'" ;;
 esac
-lk_now
-t0=$LK_NOW
-lab_exec a ip link set pa1 up
-lk_expect a p1 up 3000 "after ip link set pa1 up" "$t0"
-lk_note "p1 up at a $(lk_ms "$LK_AT_US") ms after ip link set pa1 up"
-lk_expect b p1 up 3000 "after ip link set pa1 up at a" "$t0"
-lk_note "p1 up at b $(lk_ms "$LK_AT_US") ms after ip link set pa1 up"
+it_timed "ip link set pa1 up" lab_exec a ip link set pa1 up
+it_expect_up p1 3000 "$IT_T0_US" "ip link set pa1 up at a"
 
-lk_finish peer-told
+it_finish peer-told

@@ -32,8 +32,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require python3
@@ -94,14 +94,14 @@ wait_fastest() { # PATH TIMEOUT_S
 run() { # MODE_KEYS DESCRIPTION
         local what=$2 p0 p1 n
         # (DeadTime: a path that loses 30 % below must not be declared dead now and then.)
-        it_profiles 2 4 4 "$1" 'KeepaliveInterval=100ms\nDeadTime=5s'
+        lab_profiles 2 4 4 "$1" 'KeepaliveInterval=100ms\nDeadTime=5s'
         # Both ends: the echo replies come back the way b's rules say.
         sed -i '/^\[Tunnel\]$/a Policy=proto udp dport 5001 pinned p0\nPolicy=proto icmp lowest-latency\nPolicy=proto udp dport 5002 aggregate\nPolicy=proto udp dport 5003 redundant' \
                 "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
         lab_emu_respec 0 'delay=15ms'
         lab_emu_respec 1 'delay=1ms'
-        it_start a
-        it_start b
+        lab_start a
+        lab_start b
         it_wait_ping a "$b_tun" 10 || it_fail "$what: no ping through the tunnel"
 
         # Pinned: port 5001 over p0 only.
@@ -186,7 +186,7 @@ run() { # MODE_KEYS DESCRIPTION
 
         # p0 down: the pinned flow is aggregated over what is left, lowest-latency moves to p1.
         lab_ctl a path lab p0 down
-        it_wait_state b p0 peer-down 3 || it_soft_fail "$what: b did not take p0 out of use"
+        it_wait b p0 peer-down 3000 || it_soft_fail "$what: b did not take p0 out of use"
         wait_fastest p1 5 || it_soft_fail "$what: with p0 down the lowest-latency path is '$(lab_json a "t['policy_fastest']")'"
         read -r p0 p1 < <(echo "$(rx b p0) $(rx b p1)")
         send_udp 5001 100

@@ -34,8 +34,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require setpriv python3
@@ -54,10 +54,10 @@ setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups test -x "$MPTD" -a -x
         it_fail "the copies in $LAB_DIR/pub are not usable by user nobody"
 
 lab_topology 2 none 4
-it_profiles 2 4 4
+lab_profiles 2 4 4
 chmod 644 "$LAB_DIR/a.conf" "$LAB_DIR/b.conf"
-it_start a "$LAB_DIR/a.conf" --control-group="$GROUP"
-it_start b
+lab_start a "$LAB_DIR/a.conf" --control-group="$GROUP"
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 5
 
 # Capabilities: bit 12 (CAP_NET_ADMIN), and bit 13 (CAP_NET_RAW) on kernels before 5.7, where
@@ -165,7 +165,7 @@ lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
 # Only p0 may carry the pings: p1 out of use (the other end is told and stops using it too).
 nobody_ctl() { MPT_RUNTIME_DIR="$LAB_DIR/run-nobody" "$MPTCTL" "$@"; }
 nobody_ctl path lab p1 down || it_soft_fail "mptctl path lab p1 down (mptd as nobody) failed"
-it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_state b p1)'"
+it_wait b p1 peer-down 3000 || it_soft_fail "b did not take p1 out of use: it is '$(it_get b p1 state)'"
 p0_packets() { # SIDE: p0's tx and rx data packets
         python3 -c '
 import json, sys
@@ -196,7 +196,7 @@ for bad in no-such-user-mpt-test root; do
         it_note "--user=$bad: $out"
         lab_exec a ip link show lab >/dev/null 2>&1 && it_soft_fail "--user=$bad refused, but a TUN device was created"
 done
-it_start a "$LAB_DIR/a.conf" --user=nobody
+lab_start a "$LAB_DIR/a.conf" --user=nobody
 pid=$LAB_PID_a
 st=$(cat /proc/"$pid"/status)
 for f in "Uid:$NOBODY $NOBODY $NOBODY $NOBODY" "Gid:$NOBODY $NOBODY $NOBODY $NOBODY" "Groups:"; do
@@ -213,7 +213,7 @@ lab_exec a ip addr add 10.77.100.12/24 dev pa0
 bound_to "$LAB_DIR/run-a" 10.77.100.12 || it_soft_fail "mptd --user=nobody did not bind p0 to its new address: $(tail -n 3 "$LAB_DIR/mptd-a.log")"
 lab_exec a ip route add 10.77.100.0/24 dev pa0 2>/dev/null || true
 lab_ctl a path lab p1 down || it_soft_fail "mptctl path lab p1 down (root, mptd --user=nobody) failed"
-it_wait_state b p1 peer-down 3 || it_soft_fail "b did not take p1 out of use: it is '$(it_state b p1)'"
+it_wait b p1 peer-down 3000 || it_soft_fail "b did not take p1 out of use: it is '$(it_get b p1 state)'"
 read -r a_tx0 a_rx0 < <(lab_ctl a --json show lab | p0_packets)
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_soft_fail "no ping after p0 moved to a new address (mptd --user=nobody)"
 lab_exec a ping -c 10 -i 0.05 -W 1 "$(lab_tunnel_addr b 4)" >/dev/null || it_soft_fail "pings lost over the rebound p0 (--user=nobody)"

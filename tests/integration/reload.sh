@@ -31,17 +31,17 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3
 lab_log "reload: mptd applies a changed profile in place, under load"
 lab_topology 3 none 4
-it_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
+lab_profiles 3 4 4 'Scheduler=weighted' 'KeepaliveInterval=200ms\nDeadTime=2s'
 cp "$LAB_DIR/a.conf" "$LAB_DIR/a-start.conf"
-it_start a
-it_start b
+lab_start a
+lab_start b
 b_tun=$(lab_tunnel_addr b 4)
 it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
 
@@ -170,8 +170,8 @@ it_note "syncconf: $out"
 grep -qF "added path 'p2'" <<<"$out" || it_fail "syncconf with p2 again: expected \"added path 'p2'\", got: $out"
 cp "$LAB_DIR/b-start.conf" "$LAB_DIR/b.conf"
 out=$(lab_ctl b reload lab) || it_fail "reload with p2 again at b failed: $out"
-lab_wait_state a p2 up 5 || it_fail "p2 is not up at a after it came back: $(lab_json a "p['p2']['state']")"
-lab_wait_state b p2 up 5 || it_fail "p2 is not up at b after it came back: $(lab_json b "p['p2']['state']")"
+it_expect a p2 up 5000 "after it came back"
+it_expect b p2 up 5000 "after it came back"
 sleep 0.3
 it_snap a s0
 sleep 1

@@ -18,8 +18,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 : "${MPT_INJECT:=}"
 lab_init
@@ -47,10 +47,8 @@ udp_run() {
 }
 
 # ---- 1. with repair ----
-it_profiles 2 4 4
-it_start a
-it_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel"
+lab_profiles 2 4 4
+it_start_pinging "$b_tun"
 udp_run "repair"
 sleep 0.5 # what is still on its way
 read -r b_asked _ _ _ <<<"$(repair b)"
@@ -71,8 +69,8 @@ lab_stop a
 lab_stop b
 
 # ---- 2. without ----
-MPT_DEBUG_REPAIR=0 it_start a
-MPT_DEBUG_REPAIR=0 it_start b
+MPT_DEBUG_REPAIR=0 lab_start a
+MPT_DEBUG_REPAIR=0 lab_start b
 it_wait_ping a "$b_tun" 10 || it_fail "no ping through the tunnel (no repair)"
 udp_run "no repair"
 python3 -c "import sys; sys.exit(0 if $LOST * 1000 >= 3 * $SENT else 1)" ||
@@ -83,10 +81,8 @@ lab_stop a
 lab_stop b
 
 # ---- 3. compat mode: no repair ----
-MPT_LAB_MODE=compat it_profiles 2 4 4
-it_start a
-it_start b
-it_wait_ping a "$b_tun" 10 || it_fail "no ping through the compat tunnel"
+MPT_LAB_MODE=compat lab_profiles 2 4 4
+it_start_pinging "$b_tun"
 has=$(lab_json a '"repair" in t')
 [ "$has" = False ] || it_soft_fail "compat mode: a shows repair counters"
 it_inject_plain repair bad-repair "repair requests"

@@ -14,15 +14,15 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3
 lab_topology 3 none 4
-it_profiles 3 4 4
-it_start a
-it_start b
+lab_profiles 3 4 4
+lab_start a
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 3
 
 for round in 1 2; do
@@ -43,7 +43,7 @@ for round in 1 2; do
         [ "$rc" = 137 ] || it_fail "round $round: expected mptd at b to die of SIGKILL (status 137), got $rc"
         [ -S "$LAB_DIR/run-b/lab.sock" ] || it_note "round $round: (no stale control socket left behind)"
 
-        it_start b
+        lab_start b
         it_wait_ping a "$(lab_tunnel_addr b 4)" 3 ||
                 it_fail "round $round: expected ping a -> b through the tunnel within 3 s of the restart, none answered in $IT_WAITED s"
         it_note "round $round: first ping answered $IT_WAITED s after the new mptd at b answered mptctl"
@@ -66,7 +66,7 @@ for round in 1 2; do
         it_ping b "$(lab_tunnel_addr a 4)" 10
         for side in a b; do
                 for p in p0 p1 p2; do
-                        s=$(it_state "$side" "$p")
+                        s=$(it_get "$side" "$p" state)
                         [ "$s" = up ] || it_fail "round $round: expected path $p at $side to be up after the restart, it is '$s'"
                 done
         done

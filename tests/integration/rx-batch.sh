@@ -23,22 +23,19 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require python3 strace tc
 lab_log "rx-batch: several single-datagram receive buffers per recvmmsg() at b, reordered over 2 paths"
 lab_topology 2 none 4
-it_profiles 2 4 4
+lab_profiles 2 4 4
 lab_exec a tc qdisc replace dev pa1 root tbf rate 40mbit burst 5kb latency 200ms || it_fail "cannot shape pa1"
-MPT_DEBUG_BATCH=1 it_start a
-it_start b
+MPT_DEBUG_BATCH=1 lab_start a
+lab_start b
 it_wait_ping a 10.77.0.2 10 || it_fail "the tunnel does not answer ping"
-it_snap a before
-it_snap b before
-it_ksnap a before
-it_ksnap b before
+it_snap_loss before
 
 # strace only b's mptd (all its threads): every recvmmsg with its raw arguments and result.
 ip netns exec "$(lab_ns b)" strace -f -qq -e trace=recvmmsg -e raw=recvmmsg -o "$LAB_DIR/strace-b.out" \
@@ -96,10 +93,7 @@ EOF
 wait "$rx_pid" || true
 kill -TERM "$strace_pid" 2>/dev/null || true
 wait "$strace_pid" 2>/dev/null || true
-it_snap a after
-it_snap b after
-it_ksnap a after
-it_ksnap b after
+it_snap_loss after
 
 sent=$(sed -n 's/^sent //p' "$LAB_DIR/udp-tx.txt")
 read -r got bad reordered < <(sed -n 's/^got \([0-9]*\) bad \([0-9]*\) reordered \([0-9]*\)$/\1 \2 \3/p' "$LAB_DIR/udp-rx.txt")

@@ -27,8 +27,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require python3 iperf3
@@ -46,19 +46,18 @@ stop_both() {
 start_case() {
         local name=$1 mode=$2 side kv i=0 w
         shift 2
-        it_profiles 4 4 4 "$mode"
+        lab_profiles 4 4 4 "$mode"
         for w in ${WEIGHTS:-}; do
                 it_set_path_key a "p$i" Weight "$w"
                 i=$((i + 1))
         done
         for side in a b; do
                 for kv in "$@"; do export "${kv?}"; done
-                it_start "$side" "" --workers "${WORKERS:-2}"
+                lab_start "$side" "" --workers "${WORKERS:-2}"
                 for kv in "$@"; do unset "${kv%%=*}"; done
         done
         it_wait_ping a 10.77.0.2 10 || it_fail "$name: the tunnel does not answer ping"
-        it_snap a "$name-before"
-        it_snap b "$name-before"
+        it_snap_both "$name-before"
 }
 
 # run_case NAME MODE_LINE [ENV=VALUE...]: start_case, a 2 s TCP transfer a -> b; sets A_RX0 A_RX1
@@ -116,8 +115,7 @@ oneway_ok() {
 # since "before", as A_RX0 ... B_TX1 ....
 worker_counts() {
         local name=$1 side what="pings only"
-        it_snap a "$name-after"
-        it_snap b "$name-after"
+        it_snap_both "$name-after"
         for side in a b; do
                 python3 - "$LAB_DIR/snap-$side-$name-before.json" "$LAB_DIR/snap-$side-$name-after.json" \
                         >"$LAB_DIR/$name-$side.txt" <<'EOF'
@@ -230,8 +228,8 @@ paths_of_workers secure-4 b "0 2" "1 3" ||
 stop_both
 
 # One worker: nothing to steer, and no per-worker line.
-it_profiles 4 4 4 "Mode=compat"
-it_start a "" --workers 1
+lab_profiles 4 4 4 "Mode=compat"
+lab_start a "" --workers 1
 lab_ctl a show lab >"$LAB_DIR/show-a1.txt"
 ! grep -q 'workers (data packets)' "$LAB_DIR/show-a1.txt" || it_fail "a per-worker line with one worker"
 lab_ctl a --json show lab | python3 -c '

@@ -12,17 +12,17 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 export MPT_LAB_MODE=secure
 lab_init
 it_require python3 iperf3
 grep -qw aes /proc/cpuinfo || lab_skip "no AES instructions on this CPU"
 lab_topology 2 none 4
-it_profiles 2 4 4
-it_start a
-MPT_DEBUG_CIPHER=chacha20-poly1305 it_start b
+lab_profiles 2 4 4
+lab_start a
+MPT_DEBUG_CIPHER=chacha20-poly1305 lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 3
 
 # wait_cipher SIDE CIPHER: the side's sending cipher becomes CIPHER within 5 s.
@@ -48,7 +48,7 @@ for side in a b; do
 done
 
 lab_stop b
-it_start b
+lab_start b
 it_wait_ping a "$(lab_tunnel_addr b 4)" 5 || it_fail "no ping a -> b after b's restart"
 wait_cipher a aes-256-gcm
 wait_cipher b aes-256-gcm

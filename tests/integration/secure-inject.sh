@@ -30,8 +30,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 export MPT_LAB_MODE=secure
 : "${MPT_INJECT:=}"
@@ -39,9 +39,9 @@ lab_init
 it_require python3
 [ -x "$MPT_INJECT" ] || it_fail "mpt-inject not found (set MPT_INJECT=)"
 lab_topology 2 none 4
-it_profiles 2 4 4
-it_start a
-it_start b
+lab_profiles 2 4 4
+lab_start a
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 3
 
 a_addr=$(lab_path_addr a 0 4)

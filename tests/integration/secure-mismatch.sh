@@ -13,20 +13,20 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 export MPT_LAB_MODE=secure
 lab_init
 it_require python3
 lab_topology 2 none 4
-it_profiles 2 4 4 "" "KeepaliveInterval=200ms"
+lab_profiles 2 4 4 "" "KeepaliveInterval=200ms"
 cp "$LAB_DIR/b.conf" "$LAB_DIR/b-right.conf"
 other=$("$MPTCTL" genkey)
 sed -i "s|^Key=.*|Key=$other|" "$LAB_DIR/b.conf"
 [ "$(grep -c "^Key=$other\$" "$LAB_DIR/b.conf")" = 1 ] || it_fail "setup: could not give b another key"
-it_start a
-it_start b
+lab_start a
+lab_start b
 
 out=$(lab_exec a ping -n -q -c 5 -i 0.2 -W 1 "$(lab_tunnel_addr b 4)" 2>&1) || true
 case "$out" in *" 0 received"*) it_note "ping a -> b: none answered" ;; *) it_fail "ping a -> b with mismatched keys: expected none answered, got: $out" ;; esac
@@ -50,7 +50,7 @@ done
 
 # The same key: the tunnel works.
 lab_stop b
-it_start b "$LAB_DIR/b-right.conf"
+lab_start b "$LAB_DIR/b-right.conf"
 it_wait_ping a "$(lab_tunnel_addr b 4)" 10 || it_fail "with the same key: no ping a -> b within 10 s"
 it_ping a "$(lab_tunnel_addr b 4)" 3
 it_ping b "$(lab_tunnel_addr a 4)" 3

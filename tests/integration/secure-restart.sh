@@ -14,16 +14,16 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 export MPT_LAB_MODE=secure
 lab_init
 it_require python3
 lab_topology 2 none 4
-it_profiles 2 4 4
-it_start a
-it_start b
+lab_profiles 2 4 4
+lab_start a
+lab_start b
 it_ping a "$(lab_tunnel_addr b 4)" 3
 
 times=()
@@ -32,7 +32,7 @@ for round in 1 2 3; do
         epochs=$(lab_json a 't["peer_epochs"]')
         kill -KILL "$LAB_PID_b"
         { wait "$LAB_PID_b"; } 2>/dev/null || true
-        it_start b
+        lab_start b
         it_wait_ping a "$(lab_tunnel_addr b 4)" 5 ||
                 it_fail "round $round: no ping a -> b answered within 5 s of the restart"
         times+=("$IT_WAITED")

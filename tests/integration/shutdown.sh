@@ -18,13 +18,13 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require python3 timeout
 lab_topology 2 none 4
-it_profiles 2 46 4 'Route=10.88.0.0/16\nRoute=fd88::/64'
+lab_profiles 2 46 4 'Route=10.88.0.0/16\nRoute=fd88::/64'
 
 # stop_side SIDE SIGNAL: signals mptd and waits; it must exit 0 within 3 s.
 stop_side() {
@@ -55,8 +55,8 @@ has_link() {
 }
 
 # ---- 1. a created device ----
-it_start a
-it_start b
+lab_start a
+lab_start b
 got=$(lab_json a 't["device"]')
 [ "$got" = created ] || it_fail "fresh start: expected \"device\": \"created\", got '$got'"
 it_ping a "$(lab_tunnel_addr b 4)" 3
@@ -84,8 +84,8 @@ tun_flags() {
 }
 flags_before=$(tun_flags)
 it_note "persistent device: $flags_before"
-it_start a
-it_start b
+lab_start a
+lab_start b
 got=$(lab_json a 't["device"]')
 [ "$got" = attached ] || it_fail "persistent device: expected \"device\": \"attached\", got '$got'"
 lab_exec a ip -4 addr show dev lab | grep -qF "inet $(lab_tunnel_addr a 4)/24" ||
@@ -117,7 +117,7 @@ done
 flags_after=$(tun_flags)
 [ "$flags_before" = "$flags_after" ] ||
         it_fail "persistent device: expected its TUN flags unchanged; before: $flags_before; after: $flags_after"
-it_start a
+lab_start a
 got=$(lab_json a 't["device"]')
 [ "$got" = attached ] || it_fail "persistent device, second start: expected \"device\": \"attached\", got '$got'"
 # b sees a restarted peer: restart.sh checks that more closely; here it only has to work.
@@ -154,8 +154,8 @@ mismatch "mode tap multi_queue" "TUN device 'lab' does not match: it is a TAP de
 # offloads, and its flags stay as they were ----
 lab_exec a ip tuntap add dev lab mode tun multi_queue vnet_hdr
 flags_before=$(tun_flags)
-it_start a
-it_start b
+lab_start a
+lab_start b
 got=$(lab_json a 't["device"] + " " + str(t["vnet_hdr"]) + " " + t["offloads"]')
 case "$got" in
 "attached True csum tso4 tso6"*) it_note "virtio-net header device: $got" ;;

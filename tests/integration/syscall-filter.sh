@@ -24,8 +24,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 # A sanitizer runtime makes system calls of its own, and LeakSanitizer cannot run under ptrace.
 [ -z "${MPT_SANITIZED:-}" ] || lab_skip "mptd is built with -Db_sanitize=$MPT_SANITIZED"
@@ -101,9 +101,9 @@ pings() { # WHAT
 
 # ---- 1. root, both ends traced ----
 lab_topology 2 none 4
-it_profiles 2 4 4
-MPTD=$(traced a) it_start a
-MPTD=$(traced b) it_start b
+lab_profiles 2 4 4
+MPTD=$(traced a) lab_start a
+MPTD=$(traced b) lab_start b
 pings "start-up"
 lab_ctl a show lab >/dev/null
 lab_ctl a --json show lab >/dev/null
@@ -152,7 +152,7 @@ LAB_PID_b=
 it_note "TUN device deleted at a (a exited cleanly), b stopped"
 
 # ---- 2. a unprivileged, b plain ----
-MPTD=$real_mptd it_start b
+MPTD=$real_mptd lab_start b
 lab_exec a ip tuntap add dev lab mode tun user "$NOBODY" multi_queue
 mkdir -p "$LAB_DIR/run-nobody"
 chown "$NOBODY" "$LAB_DIR/run-nobody"

@@ -19,8 +19,8 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 tfam=${1:-46}
 pfam=${2:-4}
@@ -30,9 +30,9 @@ case "$pfam" in 4 | 6) ;; *) lab_die "usage: $0 4|6|46 4|6" ;; esac
 lab_init
 it_require tshark python3
 lab_topology 1 none "$pfam"
-it_profiles 1 "$tfam" "$pfam" "" 'KeepaliveInterval=200ms'
-it_start a
-it_start b
+lab_profiles 1 "$tfam" "$pfam" "" 'KeepaliveInterval=200ms'
+lab_start a
+lab_start b
 
 cap="$LAB_DIR/pb0.pcapng"
 ip netns exec "$(lab_ns b)" tshark -i pb0 -a duration:6 -w "$cap" > "$LAB_DIR/tshark.out" 2> "$LAB_DIR/tshark.err" &

@@ -20,55 +20,44 @@
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../lib/netns.sh"
-. "$here/common.sh"
+# shellcheck source=../lib/integration.sh
+. "$here/../lib/integration.sh"
 
 lab_init
 it_require iperf3 python3
 lab_topology 4 none 4
 
 # ---- 1. weights 1:2:3:4 ----
-it_profiles 4 4 4 'Scheduler=weighted'
+lab_profiles 4 4 4 'Scheduler=weighted'
 for i in 0 1 2 3; do
         it_set_path_key a "p$i" Weight $((i + 1))
 done
-it_start a
-it_start b
+lab_start a
+lab_start b
 
 got=$(lab_json a '" ".join("%s=%s/%s" % (n, x["weight"], x["weight_source"]) for n, x in p.items())')
 [ "$got" = "p0=1/profile p1=2/profile p2=3/profile p3=4/profile" ] ||
         it_fail "weights at a: expected 'p0=1/profile p1=2/profile p2=3/profile p3=4/profile', mptctl shows '$got'"
 
-it_snap a w0
-mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 4)
-it_snap a w1
-it_note "TCP load: $mbit Mbit/s; tx_bytes at a: $(it_delta a w0 w1 tx_bytes)"
+it_tcp_between w0 w1 4 "TCP load"
 it_shares a w0 w1 "p0=1 p1=2 p2=3 p3=4" 0.05 || it_fail "path shares do not follow the weights 1:2:3:4 within ±5 %"
 
 lab_stop a
 lab_stop b
 
 # ---- 2. backup paths: p2 Weight=0, p3 Backup=yes ----
-it_profiles 4 4 4 'Scheduler=weighted'
+lab_profiles 4 4 4 'Scheduler=weighted'
 it_set_path_key a p2 Weight 0
 it_set_path_key a p3 Backup yes
-it_start a
-it_start b
+lab_start a
+lab_start b
 
 got=$(lab_json a '" ".join("%s=%s" % (n, x["backup"]) for n, x in p.items())')
 [ "$got" = "p0=False p1=False p2=True p3=True" ] ||
         it_fail "backup flags at a: expected 'p0=False p1=False p2=True p3=True', mptctl shows '$got'"
 
-it_snap a b0
-mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 3)
-it_snap a b1
-it_note "normal paths up: $mbit Mbit/s; tx_bytes at a: $(it_delta a b0 b1 tx_bytes)"
-python3 - "$LAB_DIR/snap-a-b0.json" "$LAB_DIR/snap-a-b1.json" <<'EOF' || it_fail "backup paths carried traffic while normal paths were up"
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-pa = {x["name"]: x["tx_bytes"] for x in a["paths"]}
-d = {x["name"]: x["tx_bytes"] - pa[x["name"]] for x in b["paths"]}
-total = sum(d.values())
+it_tcp_between b0 b1 3 "normal paths up"
+it_check_growth a b0 b1 tx_bytes <<'EOF' || it_fail "backup paths carried traffic while normal paths were up"
 ok = total > 0 and d["p0"] > 0.4 * total and d["p1"] > 0.4 * total
 for n in ("p2", "p3"):
     if d[n] > 0.001 * total:
@@ -82,19 +71,11 @@ EOF
 # ---- 3. normal paths down: the backups take over ----
 lab_ctl a path lab p0 down
 lab_ctl a path lab p1 down
-it_expect_state a p0 admin-down 1 "after 'mptctl path lab p0 down'"
-it_expect_state a p1 admin-down 1 "after 'mptctl path lab p1 down'"
-it_snap a b2
-mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 3)
-it_snap a b3
-it_note "normal paths down: $mbit Mbit/s; tx_bytes at a: $(it_delta a b2 b3 tx_bytes)"
-it_lt 10 "$mbit" || it_fail "over the backup paths: expected more than 10 Mbit/s, measured $mbit"
-python3 - "$LAB_DIR/snap-a-b2.json" "$LAB_DIR/snap-a-b3.json" <<'EOF' || it_fail "backup paths did not take over"
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-pa = {x["name"]: x["tx_bytes"] for x in a["paths"]}
-d = {x["name"]: x["tx_bytes"] - pa[x["name"]] for x in b["paths"]}
-total = sum(d.values())
+it_expect a p0 admin-down 1000 "after 'mptctl path lab p0 down'"
+it_expect a p1 admin-down 1000 "after 'mptctl path lab p1 down'"
+it_tcp_between b2 b3 3 "normal paths down"
+it_lt 10 "$IT_TCP_MBIT" || it_fail "over the backup paths: expected more than 10 Mbit/s, measured $IT_TCP_MBIT"
+it_check_growth a b2 b3 tx_bytes <<'EOF' || it_fail "backup paths did not take over"
 ok = total > 0
 for n in ("p0", "p1"):
     if d[n] != 0:
@@ -109,17 +90,9 @@ EOF
 
 # ---- 4. one normal path back: the backups go idle ----
 lab_ctl a path lab p0 up
-it_expect_state a p0 up 1 "after 'mptctl path lab p0 up'"
-it_snap a b4
-mbit=$(lab_iperf_tcp "$(lab_tunnel_addr b 4)" 2)
-it_snap a b5
-it_note "p0 back up: $mbit Mbit/s; tx_bytes at a: $(it_delta a b4 b5 tx_bytes)"
-python3 - "$LAB_DIR/snap-a-b4.json" "$LAB_DIR/snap-a-b5.json" <<'EOF' || it_fail "traffic did not return to the normal path"
-import json, sys
-a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
-pa = {x["name"]: x["tx_bytes"] for x in a["paths"]}
-d = {x["name"]: x["tx_bytes"] - pa[x["name"]] for x in b["paths"]}
-total = sum(d.values())
+it_expect a p0 up 1000 "after 'mptctl path lab p0 up'"
+it_tcp_between b4 b5 2 "p0 back up"
+it_check_growth a b4 b5 tx_bytes <<'EOF' || it_fail "traffic did not return to the normal path"
 ok = total > 0 and d["p0"] >= 0.998 * total
 if not ok:
     print("  expected p0 to carry >= 99.8 %% of %d bytes, measured %s" % (total, d), file=sys.stderr)

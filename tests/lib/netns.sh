@@ -174,28 +174,34 @@ lab_path_family() {
 # lab_topology N RATE FAMILYSPEC: namespaces a and b, N veth pairs pa<i> (in a) <-> pb<i> (in b).
 # RATE is a tc rate ("100mbit") applied with tbf on both ends' egress, or "none".
 lab_topology() {
-        local n=$1 rate=$2 fam=$3 i f
+        local n=$1 i
         LAB_PATHS=$n
         lab_add_ns a
         lab_add_ns b
         for ((i = 0; i < n; i++)); do
-                ip link add "pa$i" netns "$(lab_ns a)" type veth peer name "pb$i" netns "$(lab_ns b)" ||
-                        lab_die "cannot create veth pair $i"
-                f=$(lab_path_family "$i" "$fam")
-                if [ "$f" = 6 ]; then
-                        lab_exec a ip addr add "$(lab_path_addr a "$i" 6)/64" dev "pa$i" nodad
-                        lab_exec b ip addr add "$(lab_path_addr b "$i" 6)/64" dev "pb$i" nodad
-                else
-                        lab_exec a ip addr add "$(lab_path_addr a "$i" 4)/24" dev "pa$i"
-                        lab_exec b ip addr add "$(lab_path_addr b "$i" 4)/24" dev "pb$i"
-                fi
-                lab_exec a ip link set "pa$i" up
-                lab_exec b ip link set "pb$i" up
-                if [ "$rate" != none ]; then
-                        lab_shape a "pa$i" "$rate"
-                        lab_shape b "pb$i" "$rate"
-                fi
+                lab_add_path "$i" "$2" "$(lab_path_family "$i" "$3")"
         done
+}
+
+# lab_add_path INDEX RATE FAMILY(4|6): the veth pair of path INDEX, as lab_topology makes it (also
+# for a test that adds a path's link later).
+lab_add_path() {
+        local i=$1 rate=$2
+        ip link add "pa$i" netns "$(lab_ns a)" type veth peer name "pb$i" netns "$(lab_ns b)" ||
+                lab_die "cannot create veth pair $i"
+        if [ "$3" = 6 ]; then
+                lab_exec a ip addr add "$(lab_path_addr a "$i" 6)/64" dev "pa$i" nodad
+                lab_exec b ip addr add "$(lab_path_addr b "$i" 6)/64" dev "pb$i" nodad
+        else
+                lab_exec a ip addr add "$(lab_path_addr a "$i" 4)/24" dev "pa$i"
+                lab_exec b ip addr add "$(lab_path_addr b "$i" 4)/24" dev "pb$i"
+        fi
+        lab_exec a ip link set "pa$i" up
+        lab_exec b ip link set "pb$i" up
+        if [ "$rate" != none ]; then
+                lab_shape a "pa$i" "$rate"
+                lab_shape b "pb$i" "$rate"
+        fi
 }
 
 # lab_shape SIDE DEV RATE: token bucket on the device's egress. The burst allows a few ms of
@@ -340,18 +346,6 @@ import json, sys
 t = json.load(sys.stdin)[0]
 p = {x["name"]: x for x in t["paths"]}
 print(eval(sys.argv[1]))' "$2"
-}
-
-# lab_wait_state SIDE PATH STATE TIMEOUT_SECONDS: polls until the path is in STATE.
-lab_wait_state() {
-        local side=$1 path=$2 state=$3 timeout=$4 s
-        local end=$((SECONDS + timeout))
-        while [ "$SECONDS" -le "$end" ]; do
-                s=$(lab_json "$side" "p['$path']['state']" 2>/dev/null) || s=
-                [ "$s" = "$state" ] && return 0
-                sleep 0.05
-        done
-        return 1
 }
 
 # lab_baseline_tcp SECONDS [PATH_INDEX]: single-path TCP goodput in Mbit/s without the tunnel.

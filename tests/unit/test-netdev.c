@@ -4,7 +4,6 @@
 
 #include "conf-parser.h"
 #include "netdev.h"
-#include "compat-fixture.h"
 
 /* After the project headers: GLib #undefs and redefines MIN(), MAX() and CLAMP() the same way. */
 #include <glib.h>
@@ -51,14 +50,9 @@ static char *to_text(const MptProfile *p) {
 static MptProfile *load_ok(const char *text, MptNetdevInfo *ret_info) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
-        unsigned inserted;
         int r;
 
-        g_autofree char *fixture = fixture_compat(text, NETDEV_TUNNEL_SECTION, &inserted);
-
-        r = netdev_load_buffer(TEST_FILE, fixture, strlen(fixture), &p, ret_info, &d);
-        fixture_unshift_diag(&d, inserted);
-        fixture_unshift_profile(p, inserted);
+        r = netdev_load_buffer(TEST_FILE, text, strlen(text), &p, ret_info, &d);
         if (r != 1) {
                 g_autofree char *e = diag_text(&d, NULL);
                 g_test_message("netdev:\n%s\nerrors:\n%s", text, e);
@@ -75,11 +69,8 @@ static char *load_errors(const char *text) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
         char *e;
-        unsigned inserted;
-        g_autofree char *fixture = fixture_compat(text, NETDEV_TUNNEL_SECTION, &inserted);
 
-        g_assert_cmpint(netdev_load_buffer(TEST_FILE, fixture, strlen(fixture), &p, NULL, &d), ==, -EINVAL);
-        fixture_unshift_diag(&d, inserted);
+        g_assert_cmpint(netdev_load_buffer(TEST_FILE, text, strlen(text), &p, NULL, &d), ==, -EINVAL);
         g_assert_null(p);
         g_assert_false(d.oom);
         e = diag_text(&d, NULL);
@@ -94,7 +85,7 @@ static char *load_errors(const char *text) {
 
 static void test_minimal(void) {
         MptNetdevInfo info = {};
-        g_autoptr(MptProfile) p = load_ok(HEAD "[X-MPT]\n" PATH, &info);
+        g_autoptr(MptProfile) p = load_ok(HEAD "[X-MPT]\nMode=compat\n" PATH, &info);
 
         g_assert_cmpstr(p->tunnel.name, ==, "mpt0");
         g_assert_true(p->from_netdev);
@@ -103,7 +94,7 @@ static void test_minimal(void) {
         g_assert_cmpuint(p->n_paths, ==, 1);
         g_assert_cmpstr(p->paths[0].interface, ==, "eth0");
         g_assert_cmpstr(p->paths[0].name, ==, "eth0");
-        g_assert_cmpuint(p->paths[0].line, ==, 9);
+        g_assert_cmpuint(p->paths[0].line, ==, 10);
         g_assert_cmpuint(p->tunnel.line, ==, 8);
         g_assert_cmpstr(info.ifname, ==, "mpt0");
         g_assert_cmpstr(info.kind, ==, "tun");
@@ -139,7 +130,7 @@ static void test_info(void) {
         MptNetdevInfo info = {};
         g_autoptr(MptProfile) p =
                 load_ok("[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=yes\nUser=mpt\nGroup=mpt\nGroup=\n"
-                        "User=nobody\n[X-MPT]\n" PATH,
+                        "User=nobody\n[X-MPT]\nMode=compat\n" PATH,
                         &info);
 
         g_assert_cmpstr(p->tunnel.name, ==, "mpt0");
@@ -149,8 +140,8 @@ static void test_info(void) {
 }
 
 static void test_x_mpt_name(void) {
-        g_autoptr(MptProfile) p = load_ok(HEAD "[X-MPT]\nName=mpt0\n" PATH, NULL);
-        g_autoptr(MptProfile) q = load_ok(HEAD "[X-MPT]\nName=other\nName=\n" PATH, NULL);
+        g_autoptr(MptProfile) p = load_ok(HEAD "[X-MPT]\nMode=compat\nName=mpt0\n" PATH, NULL);
+        g_autoptr(MptProfile) q = load_ok(HEAD "[X-MPT]\nMode=compat\nName=other\nName=\n" PATH, NULL);
 
         g_assert_cmpstr(p->tunnel.name, ==, "mpt0");
         g_assert_cmpstr(q->tunnel.name, ==, "mpt0");
@@ -161,7 +152,7 @@ static void test_networkd_sections_ignored(void) {
         g_autoptr(MptProfile) p =
                 load_ok("[Match]\nHost=foo\nBogus=1\n[NetDev]\nName=mpt0\nKind=tun\nMTUBytes=1400\n"
                         "MACAddress=none\nX-Foo=bar\n[Tun]\nMultiQueue=yes\nKeepCarrier=yes\nFoo=1\n"
-                        "[Tunnel]\nRemote=1.2.3.4\n[Peer]\nFoo=bar\n[X-Other]\nA=b\n[X-MPT]\n" PATH,
+                        "[Tunnel]\nRemote=1.2.3.4\n[Peer]\nFoo=bar\n[X-Other]\nA=b\n[X-MPT]\nMode=compat\n" PATH,
                         NULL);
 
         g_assert_cmpuint(p->n_paths, ==, 1);
@@ -171,7 +162,7 @@ static void test_networkd_sections_ignored(void) {
 static void test_networkd_merge(void) {
         g_autoptr(MptProfile) p =
                 load_ok("[NetDev]\nName=old\n[Tun]\nMultiQueue=no\n[NetDev]\nName=mpt0\nKind=tun\n[Tun]\n"
-                        "MultiQueue=yes\nPacketInfo=yes\nPacketInfo=\n[X-MPT]\n" PATH,
+                        "MultiQueue=yes\nPacketInfo=yes\nPacketInfo=\n[X-MPT]\nMode=compat\n" PATH,
                         NULL);
 
         g_assert_cmpstr(p->tunnel.name, ==, "mpt0");
@@ -217,64 +208,64 @@ typedef struct ErrorCase {
 
 static const ErrorCase error_cases[] = {
         { "kind",
-          "[NetDev]\nName=mpt0\nKind=wireguard\n[Tun]\nMultiQueue=yes\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\nKind=wireguard\n[Tun]\nMultiQueue=yes\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":3: Kind=wireguard: mpt needs Kind=tun (a multi-queue TUN device)\n" },
         { "no-kind",
-          "[NetDev]\nName=mpt0\n[Tun]\nMultiQueue=yes\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\n[Tun]\nMultiQueue=yes\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":1: missing Kind= in [NetDev]: mpt needs Kind=tun\n" },
         { "no-name",
-          "[NetDev]\nKind=tun\n[Tun]\nMultiQueue=yes\n[X-MPT]\n" PATH,
+          "[NetDev]\nKind=tun\n[Tun]\nMultiQueue=yes\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":1: missing Name= in [NetDev]: it names the TUN device and the tunnel\n" },
         { "name-invalid",
-          "[NetDev]\nName=mpt 0\nKind=tun\n[Tun]\nMultiQueue=yes\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt 0\nKind=tun\n[Tun]\nMultiQueue=yes\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":2: invalid Name= 'mpt 0': use 1 to 15 letters, digits, '_', '.' or '-', not starting with "
                     "'-' or '.'\n" },
         { "name-too-long",
-          "[NetDev]\nName=mpt0123456789abc\nKind=tun\n[Tun]\nMultiQueue=yes\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0123456789abc\nKind=tun\n[Tun]\nMultiQueue=yes\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":2: invalid Name= 'mpt0123456789abc': use 1 to 15 letters, digits, '_', '.' or '-', not "
                     "starting with '-' or '.'\n" },
         { "name-differs",
-          HEAD "[X-MPT]\nName=mpt1\n" PATH,
-          TEST_FILE ":9: Name= 'mpt1' differs from Name= 'mpt0' in [NetDev] (line 2): leave it out, or make them "
+          HEAD "[X-MPT]\nMode=compat\nName=mpt1\n" PATH,
+          TEST_FILE ":10: Name= 'mpt1' differs from Name= 'mpt0' in [NetDev] (line 2): leave it out, or make them "
                     "the same\n" },
         { "no-netdev",
-          "[Tun]\nMultiQueue=yes\n[X-MPT]\n" PATH,
+          "[Tun]\nMultiQueue=yes\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ": no [NetDev] section: networkd needs Name= and Kind=tun there\n" },
         { "no-tun",
-          "[NetDev]\nName=mpt0\nKind=tun\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\nKind=tun\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ": no [Tun] section with MultiQueue=yes: mptd attaches one queue per worker thread\n" },
         { "no-multiqueue",
-          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nUser=nobody\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nUser=nobody\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":4: missing MultiQueue=yes in [Tun]: mptd attaches one queue per worker thread\n" },
         { "multiqueue-no",
-          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=no\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=no\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":5: MultiQueue=no: mptd needs MultiQueue=yes (it attaches one queue per worker thread)\n" },
         { "multiqueue-reset",
-          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=yes\nMultiQueue=\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=yes\nMultiQueue=\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":4: missing MultiQueue=yes in [Tun]: mptd attaches one queue per worker thread\n" },
         { "multiqueue-invalid",
-          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=maybe\n[X-MPT]\n" PATH,
+          "[NetDev]\nName=mpt0\nKind=tun\n[Tun]\nMultiQueue=maybe\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":5: invalid MultiQueue= 'maybe' in [Tun]: expected yes or no\n" },
         { "packet-info",
-          HEAD "[Tun]\nPacketInfo=true\n[X-MPT]\n" PATH,
+          HEAD "[Tun]\nPacketInfo=true\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":9: PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information "
                     "header)\n" },
         { "no-x-mpt",
           HEAD PATH,
           TEST_FILE ": no [X-MPT] section: an mpt .netdev needs one (it may be empty)\n" },
         { "no-path",
-          HEAD "[X-MPT]\n",
+          HEAD "[X-MPT]\nMode=compat\n",
           TEST_FILE ": no [X-MPTPath] section: a tunnel needs at least one path\n" },
         { "second-x-mpt",
-          HEAD "[X-MPT]\n" PATH "[X-MPT]\nWorkers=2\n",
-          TEST_FILE ":12: second [X-MPT] section (the first is at line 8); a .netdev describes one tunnel\n" },
+          HEAD "[X-MPT]\nMode=compat\n" PATH "[X-MPT]\nWorkers=2\n",
+          TEST_FILE ":13: second [X-MPT] section (the first is at line 8); a .netdev describes one tunnel\n" },
         { "section-typo",
-          HEAD "[X-MPT]\n" PATH "[X-MPTPaths]\nInterface=eth1\n[X-Mpt]\nWorkers=2\n[x-mptpath]\nA=b\n",
-          TEST_FILE ":12: unknown section [X-MPTPaths]; did you mean [X-MPTPath]?\n"
-          TEST_FILE ":14: unknown section [X-Mpt]; did you mean [X-MPT]?\n"
-          TEST_FILE ":16: unknown section [x-mptpath]; did you mean [X-MPTPath]?\n" },
+          HEAD "[X-MPT]\nMode=compat\n" PATH "[X-MPTPaths]\nInterface=eth1\n[X-Mpt]\nWorkers=2\n[x-mptpath]\nA=b\n",
+          TEST_FILE ":13: unknown section [X-MPTPaths]; did you mean [X-MPTPath]?\n"
+          TEST_FILE ":15: unknown section [X-Mpt]; did you mean [X-MPT]?\n"
+          TEST_FILE ":17: unknown section [x-mptpath]; did you mean [X-MPTPath]?\n" },
         { "section-without-x",
-          HEAD "[MPT]\nWorkers=2\n[MPTPath]\nInterface=eth0\n[X-MTP]\n[X-MPT]\n" PATH,
+          HEAD "[MPT]\nWorkers=2\n[MPTPath]\nInterface=eth0\n[X-MTP]\n[X-MPT]\nMode=compat\n" PATH,
           TEST_FILE ":8: unknown section [MPT]; did you mean [X-MPT]?\n"
           TEST_FILE ":10: unknown section [MPTPath]; did you mean [X-MPTPath]?\n"
           TEST_FILE ":12: unknown section [X-MTP]; did you mean [X-MPT]?\n" },
@@ -284,30 +275,33 @@ static const ErrorCase error_cases[] = {
           TEST_FILE ": no [Tun] section with MultiQueue=yes: mptd attaches one queue per worker thread\n"
           TEST_FILE ": no [X-MPT] section: an mpt .netdev needs one (it may be empty)\n" },
         { "key-typo",
-          HEAD "[X-MPT]\nAdress=10.0.0.1/24\nFrobnicate=1\n[X-MPTPath]\nInterface=eth0\nRemote=192.0.2.1\n"
+          HEAD "[X-MPT]\nMode=compat\n"
+               "Adress=10.0.0.1/24\nFrobnicate=1\n[X-MPTPath]\nInterface=eth0\nRemote=192.0.2.1\n"
                "Wieght=2\n",
-          TEST_FILE ":9: unknown key 'Adress' in [X-MPT]; did you mean 'Address'?\n"
-          TEST_FILE ":10: unknown key 'Frobnicate' in [X-MPT]\n"
-          TEST_FILE ":14: unknown key 'Wieght' in [X-MPTPath]; did you mean 'Weight'?\n" },
+          TEST_FILE ":10: unknown key 'Adress' in [X-MPT]; did you mean 'Address'?\n"
+          TEST_FILE ":11: unknown key 'Frobnicate' in [X-MPT]\n"
+          TEST_FILE ":15: unknown key 'Wieght' in [X-MPTPath]; did you mean 'Weight'?\n" },
         { "values",
-          HEAD "[X-MPT]\nWorkers=0\nScheduler=fast\n[X-MPTPath]\nInterface=eth0\nRemote=192.0.2.1\nWeight=-1\n"
+          HEAD "[X-MPT]\nMode=compat\n"
+               "Workers=0\nScheduler=fast\n[X-MPTPath]\nInterface=eth0\nRemote=192.0.2.1\nWeight=-1\n"
                "DeadTime=1h\nKeepaliveInterval=2h\n",
-          TEST_FILE ":9: invalid Workers= '0': expected \"auto\" or 1..64\n"
-          TEST_FILE ":10: invalid Scheduler= 'fast': expected learned|weighted|flow\n"
-          TEST_FILE ":14: invalid Weight= '-1': expected 0..10000\n"
-          TEST_FILE ":16: invalid KeepaliveInterval= '2h': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", "
+          TEST_FILE ":10: invalid Workers= '0': expected \"auto\" or 1..64\n"
+          TEST_FILE ":11: invalid Scheduler= 'fast': expected learned|weighted|flow\n"
+          TEST_FILE ":15: invalid Weight= '-1': expected 0..10000\n"
+          TEST_FILE ":17: invalid KeepaliveInterval= '2h': expected a duration of 0 or 100ms..3600s (e.g. \"500ms\", "
                     "\"2s\")\n" },
         { "verify",
-          HEAD "[X-MPT]\nPeer=10.0.0.2\nPeer=10.0.0.3\n[X-MPTPath]\nInterface=eth0\n[X-MPTPath]\nName=eth0\n"
+          HEAD "[X-MPT]\nMode=compat\n"
+               "Peer=10.0.0.2\nPeer=10.0.0.3\n[X-MPTPath]\nInterface=eth0\n[X-MPTPath]\nName=eth0\n"
                "LocalAddress=192.0.2.9\nRemote=2001:db8::1\n",
-          TEST_FILE ":10: more than one IPv4 Peer= address\n"
-          TEST_FILE ":11: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)\n"
-          TEST_FILE ":14: duplicate path name 'eth0' (first at line 11); set a unique Name=\n"
-          TEST_FILE ":15: path 'eth0': LocalAddress= is IPv4 but Remote= is IPv6\n" },
+          TEST_FILE ":11: more than one IPv4 Peer= address\n"
+          TEST_FILE ":12: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)\n"
+          TEST_FILE ":15: duplicate path name 'eth0' (first at line 12); set a unique Name=\n"
+          TEST_FILE ":16: path 'eth0': LocalAddress= is IPv4 but Remote= is IPv6\n" },
         { "syntax",
-          HEAD "[X-MPT]\nno equals\n" PATH "[X-MPTPath\nRemote=192.0.2.2\n",
-          TEST_FILE ":9: missing '=' in 'no equals'\n"
-          TEST_FILE ":13: invalid section header '[X-MPTPath'\n" },
+          HEAD "[X-MPT]\nMode=compat\nno equals\n" PATH "[X-MPTPath\nRemote=192.0.2.2\n",
+          TEST_FILE ":10: missing '=' in 'no equals'\n"
+          TEST_FILE ":14: invalid section header '[X-MPTPath'\n" },
         { "peer",
           HEAD "[X-MPT]\nPrivateKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n[X-MPTPath]\nLocalAddress=192.0.2.100\n"
                "[X-MPTPeer]\nPublicKey=ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\nAllowedIPs=10.8.0.2\nAllowedIP=1\n"
@@ -317,13 +311,13 @@ static const ErrorCase error_cases[] = {
           TEST_FILE ":15: unknown key 'AllowedIP' in [X-MPTPeer]; did you mean 'AllowedIPs'?\n"
           TEST_FILE ":16: unknown section [X-MPTPeers]; did you mean [X-MPTPeer]?\n" },
         { "everything",
-          "[X-MPT]\nName=a\n[Tun]\nMultiQueue=0\nPacketInfo=on\n[NetDev]\nKind=tap\nName=b\n",
-          TEST_FILE ":2: Name= 'a' differs from Name= 'b' in [NetDev] (line 8): leave it out, or make them the "
+          "[X-MPT]\nMode=compat\nName=a\n[Tun]\nMultiQueue=0\nPacketInfo=on\n[NetDev]\nKind=tap\nName=b\n",
+          TEST_FILE ":3: Name= 'a' differs from Name= 'b' in [NetDev] (line 9): leave it out, or make them the "
                     "same\n"
-          TEST_FILE ":4: MultiQueue=no: mptd needs MultiQueue=yes (it attaches one queue per worker thread)\n"
-          TEST_FILE ":5: PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information "
+          TEST_FILE ":5: MultiQueue=no: mptd needs MultiQueue=yes (it attaches one queue per worker thread)\n"
+          TEST_FILE ":6: PacketInfo=yes: mptd needs PacketInfo=no (packets without the packet information "
                     "header)\n"
-          TEST_FILE ":7: Kind=tap: mpt needs Kind=tun (a multi-queue TUN device)\n"
+          TEST_FILE ":8: Kind=tap: mpt needs Kind=tun (a multi-queue TUN device)\n"
           TEST_FILE ": no [X-MPTPath] section: a tunnel needs at least one path\n" },
 };
 

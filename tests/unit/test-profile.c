@@ -2,7 +2,6 @@
 
 #include "devclass.h"
 #include "profile.h"
-#include "compat-fixture.h"
 
 #include <fcntl.h>
 #include <sys/inotify.h>
@@ -50,14 +49,9 @@ static void assert_strv(char **got, const char *const *expect) {
 static MptProfile *load_ok_as(const char *filename, const char *text) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
-        unsigned inserted;
         int r;
 
-        g_autofree char *fixture = fixture_compat(text, "Tunnel", &inserted);
-
-        r = profile_load_buffer(filename, fixture, strlen(fixture), &p, &d);
-        fixture_unshift_diag(&d, inserted);
-        fixture_unshift_profile(p, inserted);
+        r = profile_load_buffer(filename, text, strlen(text), &p, &d);
         if (r < 0 || d.n > 0) {
                 g_auto(GStrv) e = diag_strv(&d);
                 g_autofree char *s = g_strjoinv("\n", e);
@@ -79,12 +73,9 @@ static char **load_errors_as(const char *filename, const char *text) {
         MptDiagnostics d = {};
         MptProfile *p = NULL;
         char **e;
-        unsigned inserted;
         int r;
-        g_autofree char *fixture = fixture_compat(text, "Tunnel", &inserted);
 
-        r = profile_load_buffer(filename, fixture, strlen(fixture), &p, &d);
-        fixture_unshift_diag(&d, inserted);
+        r = profile_load_buffer(filename, text, strlen(text), &p, &d);
         g_assert_cmpint(r, ==, -EINVAL);
         g_assert_null(p);
         g_assert_false(d.oom);
@@ -171,6 +162,7 @@ static char *to_text(const MptProfile *p) {
  *   1 [Tunnel]
  *     <tunnel test lines>
  *     Name=t0
+ *     Mode=compat      (unless the test lines name Mode=, a key or a key file)
  *
  *     [Path]
  *     <path test lines>
@@ -180,7 +172,8 @@ static char *to_text(const MptProfile *p) {
  *
  * Base lines come after the test lines, so that for a bad value they restore a valid setting
  * (exactly one message is expected); for a good value the base line of the same key is left
- * out. Both Interface= and LocalAddress= are in the base, so either may be under test. */
+ * out. Both Interface= and LocalAddress= are in the base, so either may be under test. Without
+ * Mode=compat the profile would be in secure mode, which needs a key the test lines do not give. */
 typedef struct {
         const char *key;
         const char *value;
@@ -197,6 +190,12 @@ static char *build_profile(const MptConfKey *k, const char *const *test_lines, b
                            unsigned *ret_line) {
         GString *s = g_string_new(NULL);
         unsigned line = 0;
+        bool compat = true;
+
+        for (size_t i = 0; test_lines && test_lines[i]; i++)
+                if (strstr(test_lines[i], "Mode=") || strstr(test_lines[i], "Key=") ||
+                    strstr(test_lines[i], "KeyFile="))
+                        compat = false;
 
         /* Not [Peer]: a profile with one is refused ("not supported yet"); its keys have the
          * tests of test_peer_key(). */
@@ -221,6 +220,10 @@ static char *build_profile(const MptConfKey *k, const char *const *test_lines, b
                         if (!keep_base && k && k->section == sec && g_str_equal(k->name, base[i].key))
                                 continue;
                         g_string_append_printf(s, "%s=%s\n", base[i].key, base[i].value);
+                        line++;
+                }
+                if (sec == MPT_SECTION_TUNNEL && compat) {
+                        g_string_append(s, "Mode=compat\n");
                         line++;
                 }
         }
@@ -1059,6 +1062,7 @@ static void test_enums(void) {
 
 static const char minimal[] =
         "[Tunnel]\n"
+        "Mode=compat\n"
         "\n"
         "[Path]\n"
         "Interface=eth0\n"
@@ -1081,7 +1085,7 @@ static void test_defaults(void) {
 
         g_assert_cmpuint(p->n_paths, ==, 1);
         g_assert_cmpstr(path->name, ==, "eth0");
-        g_assert_cmpuint(path->line, ==, 3);
+        g_assert_cmpuint(path->line, ==, 4);
         g_assert_cmpuint(path->weight, ==, 1);
         g_assert_cmpuint(path->receive_weight, ==, 0);
         g_assert_cmpuint(path->keepalive_interval, ==, USEC_PER_SEC);
@@ -1108,7 +1112,7 @@ static void test_defaults(void) {
 
 static void test_path_helpers(void) {
         g_autoptr(MptProfile) p = load_ok(
-                "[Tunnel]\nRemotePort=5000\nReorderWindow=0\n"
+                "[Tunnel]\nMode=compat\nRemotePort=5000\nReorderWindow=0\n"
                 "[Path]\nInterface=a\nRemote=2001:db8::1\nRemotePort=6000\n"
                 "[Path]\nInterface=b\nRemote=192.0.2.1\nWeight=0\n"
                 "[Path]\nInterface=c\nRemote=192.0.2.2\nBackup=yes\nWeight=3\n");
@@ -1126,7 +1130,7 @@ static void test_path_helpers(void) {
 /* A cellular path is a backup path unless the profile says otherwise (Backup= or Weight=). */
 static void test_path_backup_by_class(void) {
         g_autoptr(MptProfile) p = load_ok(
-                "[Tunnel]\n"
+                "[Tunnel]\nMode=compat\n"
                 "[Path]\nInterface=a\nRemote=192.0.2.1\n"
                 "[Path]\nInterface=b\nRemote=192.0.2.2\nBackup=no\n"
                 "[Path]\nInterface=c\nRemote=192.0.2.3\nWeight=5\n"
@@ -1177,7 +1181,7 @@ static void test_default_tunnel_name(void) {
         /* Name= wins over the file name, whatever the file is called. */
         {
                 g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/bad name.conf",
-                                                     "[Tunnel]\nName=office\n"
+                                                     "[Tunnel]\nMode=compat\nName=office\n"
                                                      "[Path]\nInterface=eth0\nRemote=192.0.2.1\n");
                 g_assert_cmpstr(p->tunnel.name, ==, "office");
         }
@@ -1186,10 +1190,7 @@ static void test_default_tunnel_name(void) {
                 MptDiagnostics d = {};
                 MptProfile *p = NULL;
                 g_auto(GStrv) e = NULL;
-                unsigned inserted;
-                g_autofree char *fixture = fixture_compat(minimal, "Tunnel", &inserted);
-                g_assert_cmpint(profile_load_buffer(NULL, fixture, strlen(fixture), &p, &d), ==, -EINVAL);
-                fixture_unshift_diag(&d, inserted);
+                g_assert_cmpint(profile_load_buffer(NULL, minimal, strlen(minimal), &p, &d), ==, -EINVAL);
                 e = diag_strv(&d);
                 g_assert_cmpuint(g_strv_length(e), ==, 1);
                 g_assert_cmpstr(e[0], ==,
@@ -1200,7 +1201,7 @@ static void test_default_tunnel_name(void) {
 
 static void test_default_path_names(void) {
         g_autoptr(MptProfile) p = load_ok(
-                "[Tunnel]\n"
+                "[Tunnel]\nMode=compat\n"
                 "[Path]\nLocalAddress=192.0.2.10\nRemote=192.0.2.1\n"
                 "[Path]\nInterface=wan\nRemote=192.0.2.2\n"
                 "[Path]\nLocalAddress=192.0.2.12\nRemote=192.0.2.3\n"
@@ -1216,7 +1217,7 @@ static void test_default_path_names(void) {
 
 static void test_dead_time_default(void) {
         g_autoptr(MptProfile) p = load_ok(
-                "[Tunnel]\n"
+                "[Tunnel]\nMode=compat\n"
                 "[Path]\nInterface=a\nRemote=192.0.2.1\n"
                 "[Path]\nInterface=b\nRemote=192.0.2.2\nKeepaliveInterval=2s\n"
                 "[Path]\nInterface=c\nRemote=192.0.2.3\nKeepaliveInterval=0\n"
@@ -1234,7 +1235,7 @@ static void test_dead_time_default(void) {
 
 static void test_decimal_not_octal(void) {
         g_autoptr(MptProfile) p = load_ok(
-                "[Tunnel]\nReorderWindow=010\nLocalPort=0080\nMTU=01400\n"
+                "[Tunnel]\nMode=compat\nReorderWindow=010\nLocalPort=0080\nMTU=01400\n"
                 "[Path]\nInterface=a\nRemote=192.0.2.1\nWeight=010\nReceiveWeight=09\nKeepaliveInterval=010\n");
 
         g_assert_cmpuint(p->tunnel.reorder_window, ==, 10);
@@ -1247,7 +1248,7 @@ static void test_decimal_not_octal(void) {
 
 static void test_empty_value_resets(void) {
         g_autoptr(MptProfile) p = load_ok(
-                "[Tunnel]\nMTU=1400\nMTU=\nScheduler=flow\nScheduler=\nName=x\nName=\n"
+                "[Tunnel]\nMode=compat\nMTU=1400\nMTU=\nScheduler=flow\nScheduler=\nName=x\nName=\n"
                 "[Path]\nInterface=a\nRemote=192.0.2.1\nWeight=5\nWeight=\nBackup=yes\nBackup=\n"
                 "RemotePort=99\nRemotePort=\n");
 
@@ -1264,7 +1265,8 @@ static void test_address_list(void) {
         char buf[MPT_ADDRESS_STRLEN];
 
         /* Repeated Address= accumulates. */
-        p = load_ok("[Tunnel]\nAddress=10.0.0.2/24\nAddress=fd00::2/64\nRoute=10.1.0.0/16\nRoute=10.2.0.0/16\n"
+        p = load_ok("[Tunnel]\nMode=compat\n"
+                    "Address=10.0.0.2/24\nAddress=fd00::2/64\nRoute=10.1.0.0/16\nRoute=10.2.0.0/16\n"
                     "[Path]\nInterface=a\nRemote=192.0.2.1\n");
         g_assert_cmpuint(p->tunnel.addresses.n, ==, 2);
         g_assert_cmpstr(prefix_to_string(&p->tunnel.addresses.items[0], buf), ==, "10.0.0.2/24");
@@ -1274,29 +1276,31 @@ static void test_address_list(void) {
         g_clear_pointer(&p, profile_free);
 
         /* An empty value clears what came before; later values start a new list. */
-        p = load_ok("[Tunnel]\nAddress=10.0.0.2/24\nAddress=fd00::2/64\nAddress=\nAddress=10.0.0.9/30\n"
+        p = load_ok("[Tunnel]\nMode=compat\n"
+                    "Address=10.0.0.2/24\nAddress=fd00::2/64\nAddress=\nAddress=10.0.0.9/30\n"
                     "[Path]\nInterface=a\nRemote=192.0.2.1\n");
         g_assert_cmpuint(p->tunnel.addresses.n, ==, 1);
         g_assert_cmpstr(TUNNEL_VALUE(p, "Address"), ==, "10.0.0.9/30");
         g_clear_pointer(&p, profile_free);
 
-        p = load_ok("[Tunnel]\nAddress=10.0.0.2/24\nAddress=\n[Path]\nInterface=a\nRemote=192.0.2.1\n");
+        p = load_ok("[Tunnel]\nMode=compat\n"
+                    "Address=10.0.0.2/24\nAddress=\n[Path]\nInterface=a\nRemote=192.0.2.1\n");
         g_assert_cmpuint(p->tunnel.addresses.n, ==, 0);
         g_assert_null(p->tunnel.addresses.items);
         g_clear_pointer(&p, profile_free);
 
         /* The same entry twice is a mistake. */
         {
-                const char *const e[] = { TEST_FILE ":3: duplicate Address= '10.0.0.2/24'", NULL };
-                assert_errors("[Tunnel]\nAddress=10.0.0.2/24\nAddress=10.0.0.2/24\n"
+                const char *const e[] = { TEST_FILE ":4: duplicate Address= '10.0.0.2/24'", NULL };
+                assert_errors("[Tunnel]\nMode=compat\nAddress=10.0.0.2/24\nAddress=10.0.0.2/24\n"
                               "[Path]\nInterface=a\nRemote=192.0.2.1\n", e);
         }
 }
 
 static void test_list_limits(void) {
-        GString *s = g_string_new("[Tunnel]\n");
+        GString *s = g_string_new("[Tunnel]\nMode=compat\n");
         g_autofree char *text = NULL;
-        unsigned line = 1;
+        unsigned line = 2;
 
         /* MPT_ADDRESSES_MAX addresses are fine, one more is refused. */
         for (unsigned i = 0; i <= MPT_ADDRESSES_MAX; i++) {
@@ -1328,7 +1332,7 @@ typedef struct {
 #define P_OK "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
 
 static const VerifyVector verify_vectors[] = {
-        /* Secure mode and its key (these fixtures name Mode= or a key, so they load as written). */
+        /* Secure mode and its key. */
         { "secure-without-key",
           "[Tunnel]\nMode=secure\n" P_OK,
           { TEST_FILE ":2: secure mode needs keys: PrivateKey= and PublicKey= (a key pair per end: `mptctl "
@@ -1380,31 +1384,31 @@ static const VerifyVector verify_vectors[] = {
           "[Tunnel]\nMode=strict\n" P_OK,
           { TEST_FILE ":2: invalid Mode= 'strict': expected secure|compat" } },
         { "unknown-key-hint",
-          "[Tunnel]\n" P_OK "Wieght=2\n",
-          { TEST_FILE ":5: unknown key 'Wieght' in [Path]; did you mean 'Weight'?" } },
+          "[Tunnel]\nMode=compat\n" P_OK "Wieght=2\n",
+          { TEST_FILE ":6: unknown key 'Wieght' in [Path]; did you mean 'Weight'?" } },
         { "unknown-key-case",
-          "[Tunnel]\nmtu=1400\n" P_OK,
-          { TEST_FILE ":2: unknown key 'mtu' in [Tunnel]; did you mean 'MTU'?" } },
+          "[Tunnel]\nMode=compat\nmtu=1400\n" P_OK,
+          { TEST_FILE ":3: unknown key 'mtu' in [Tunnel]; did you mean 'MTU'?" } },
         { "unknown-key-no-hint",
-          "[Tunnel]\nFrobnicate=yes\n" P_OK,
-          { TEST_FILE ":2: unknown key 'Frobnicate' in [Tunnel]" } },
+          "[Tunnel]\nMode=compat\nFrobnicate=yes\n" P_OK,
+          { TEST_FILE ":3: unknown key 'Frobnicate' in [Tunnel]" } },
         { "path-key-in-tunnel",
-          "[Tunnel]\nWeight=3\n" P_OK,
-          { TEST_FILE ":2: unknown key 'Weight' in [Tunnel]" } },
+          "[Tunnel]\nMode=compat\nWeight=3\n" P_OK,
+          { TEST_FILE ":3: unknown key 'Weight' in [Tunnel]" } },
         { "unknown-section-hint",
-          "[Tunnel]\n" P_OK "[Paht]\nInterface=eth1\n",
-          { TEST_FILE ":5: unknown section [Paht]; did you mean [Path]?" } },
+          "[Tunnel]\nMode=compat\n" P_OK "[Paht]\nInterface=eth1\n",
+          { TEST_FILE ":6: unknown section [Paht]; did you mean [Path]?" } },
         { "unknown-section-case",
-          "[tunnel]\nName=x\n[Tunnel]\n" P_OK,
+          "[tunnel]\nName=x\n[Tunnel]\nMode=compat\n" P_OK,
           { TEST_FILE ":1: unknown section [tunnel]; did you mean [Tunnel]?" } },
         { "unknown-section-no-hint",
-          "[Tunnel]\n[Network]\nAddress=10.0.0.1/24\n" P_OK,
-          { TEST_FILE ":2: unknown section [Network]; expected [Tunnel], [Path] or [Peer]" } },
+          "[Tunnel]\nMode=compat\n[Network]\nAddress=10.0.0.1/24\n" P_OK,
+          { TEST_FILE ":3: unknown section [Network]; expected [Tunnel], [Path] or [Peer]" } },
         { "second-tunnel",
-          "[Tunnel]\nName=one\n" P_OK "[Tunnel]\nName=two\nBogus=1\n",
-          { TEST_FILE ":6: second [Tunnel] section (the first is at line 1); a profile describes one tunnel" } },
+          "[Tunnel]\nMode=compat\nName=one\n" P_OK "[Tunnel]\nName=two\nBogus=1\n",
+          { TEST_FILE ":7: second [Tunnel] section (the first is at line 1); a profile describes one tunnel" } },
         { "no-path",
-          "[Tunnel]\nName=t\n",
+          "[Tunnel]\nMode=compat\nName=t\n",
           { TEST_FILE ": no [Path] section: a tunnel needs at least one path" } },
         { "no-tunnel",
           P_OK,
@@ -1416,8 +1420,8 @@ static const VerifyVector verify_vectors[] = {
           "# nothing\n\n",
           { TEST_FILE ": no [Tunnel] and no [Path] section: not an mpt profile" } },
         { "missing-remote",
-          "[Tunnel]\n\n[Path]\nInterface=eth0\n",
-          { TEST_FILE ":3: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)" } },
+          "[Tunnel]\nMode=compat\n\n[Path]\nInterface=eth0\n",
+          { TEST_FILE ":4: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)" } },
         /* A rejected value is one problem, not also a missing key. */
         /* Without Remote= a path listens: secure mode, with LocalAddress=, not pinned. */
         { "listening-without-local-address",
@@ -1428,79 +1432,80 @@ static const VerifyVector verify_vectors[] = {
           "[Tunnel]\nKey=" KEY1 "\n[Path]\nLocalAddress=192.0.2.10\nPinRemote=yes\n",
           { TEST_FILE ":5: path 'path0': PinRemote=yes needs Remote= (a path without it learns where the other end is)" } },
         { "bad-remote-once",
-          "[Tunnel]\n\n[Path]\nInterface=eth0\nRemote=10.77.300.2\n",
-          { TEST_FILE ":5: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address" } },
+          "[Tunnel]\nMode=compat\n\n[Path]\nInterface=eth0\nRemote=10.77.300.2\n",
+          { TEST_FILE ":6: invalid Remote= '10.77.300.2': not an IPv4 or IPv6 address" } },
         { "bad-name-once",
-          "[Tunnel]\nName=-x\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n",
-          { TEST_FILE ":2: invalid Name= '-x': use 1 to 15 letters, digits, '_', '.' or '-', not starting with '-' or '.'" } },
+          "[Tunnel]\nMode=compat\nName=-x\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n",
+          { TEST_FILE ":3: invalid Name= '-x': use 1 to 15 letters, digits, '_', '.' or '-', not starting with '-' or '.'" } },
         { "missing-interface-and-local",
-          "[Tunnel]\n[Path]\nRemote=192.0.2.1\n",
-          { TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },
+          "[Tunnel]\nMode=compat\n[Path]\nRemote=192.0.2.1\n",
+          { TEST_FILE ":3: path 'path0' needs Interface= or LocalAddress=" } },
         { "missing-everything",
-          "[Tunnel]\n[Path]\n",
-          { TEST_FILE ":2: path 'path0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)",
-            TEST_FILE ":2: path 'path0' needs Interface= or LocalAddress=" } },
+          "[Tunnel]\nMode=compat\n[Path]\n",
+          { TEST_FILE ":3: path 'path0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)",
+            TEST_FILE ":3: path 'path0' needs Interface= or LocalAddress=" } },
         { "family-mismatch",
-          "[Tunnel]\n[Path]\nInterface=eth0\nLocalAddress=192.0.2.10\nRemote=2001:db8::1\n",
-          { TEST_FILE ":4: path 'eth0': LocalAddress= is IPv4 but Remote= is IPv6" } },
+          "[Tunnel]\nMode=compat\n[Path]\nInterface=eth0\nLocalAddress=192.0.2.10\nRemote=2001:db8::1\n",
+          { TEST_FILE ":5: path 'eth0': LocalAddress= is IPv4 but Remote= is IPv6" } },
         { "family-mismatch-v6",
-          "[Tunnel]\n[Path]\nName=p\nRemote=192.0.2.1\nLocalAddress=2001:db8::5\n",
-          { TEST_FILE ":5: path 'p': LocalAddress= is IPv6 but Remote= is IPv4" } },
+          "[Tunnel]\nMode=compat\n[Path]\nName=p\nRemote=192.0.2.1\nLocalAddress=2001:db8::5\n",
+          { TEST_FILE ":6: path 'p': LocalAddress= is IPv6 but Remote= is IPv4" } },
         { "duplicate-name",
-          "[Tunnel]\n[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
+          "[Tunnel]\nMode=compat\n[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
           "[Path]\nInterface=eth1\nName=a\nRemote=192.0.2.2\n",
-          { TEST_FILE ":8: duplicate path name 'a' (first at line 2); set a unique Name=" } },
+          { TEST_FILE ":9: duplicate path name 'a' (first at line 3); set a unique Name=" } },
         { "duplicate-name-from-interface",
-          "[Tunnel]\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
+          "[Tunnel]\nMode=compat\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
           "[Path]\nInterface=eth0\nRemote=192.0.2.2\n",
-          { TEST_FILE ":5: duplicate path name 'eth0' (first at line 2); set a unique Name=" } },
+          { TEST_FILE ":6: duplicate path name 'eth0' (first at line 3); set a unique Name=" } },
         { "duplicate-path",
-          "[Tunnel]\n[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
+          "[Tunnel]\nMode=compat\n[Path]\nName=a\nInterface=eth0\nRemote=192.0.2.1\n"
           "[Path]\nName=b\nInterface=eth0\nRemote=192.0.2.1\n",
-          { TEST_FILE ":6: path 'b' duplicates path 'a' (same interface, local and remote address and port)" } },
+          { TEST_FILE ":7: path 'b' duplicates path 'a' (same interface, local and remote address and port)" } },
         { "dead-time-equal",
-          "[Tunnel]\n" P_OK "KeepaliveInterval=2s\nDeadTime=2s\n",
-          { TEST_FILE ":6: path 'eth0': DeadTime= must be longer than KeepaliveInterval=" } },
+          "[Tunnel]\nMode=compat\n" P_OK "KeepaliveInterval=2s\nDeadTime=2s\n",
+          { TEST_FILE ":7: path 'eth0': DeadTime= must be longer than KeepaliveInterval=" } },
         { "dead-time-shorter-than-default-interval",
-          "[Tunnel]\n" P_OK "DeadTime=500ms\n",
-          { TEST_FILE ":5: path 'eth0': DeadTime= must be longer than KeepaliveInterval=" } },
+          "[Tunnel]\nMode=compat\n" P_OK "DeadTime=500ms\n",
+          { TEST_FILE ":6: path 'eth0': DeadTime= must be longer than KeepaliveInterval=" } },
         { "dead-time-without-keepalives",
-          "[Tunnel]\n" P_OK "DeadTime=5s\nKeepaliveInterval=0\n",
-          { TEST_FILE ":5: path 'eth0': DeadTime= needs keepalives, but KeepaliveInterval=0" } },
+          "[Tunnel]\nMode=compat\n" P_OK "DeadTime=5s\nKeepaliveInterval=0\n",
+          { TEST_FILE ":6: path 'eth0': DeadTime= needs keepalives, but KeepaliveInterval=0" } },
         { "mtu-ipv6",
-          "[Tunnel]\nAddress=10.0.0.1/24\nMTU=1000\nAddress=fd00::1/64\n" P_OK,
-          { TEST_FILE ":3: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address" } },
+          "[Tunnel]\nMode=compat\nAddress=10.0.0.1/24\nMTU=1000\nAddress=fd00::1/64\n" P_OK,
+          { TEST_FILE ":4: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address" } },
         { "two-ipv4-peers",
-          "[Tunnel]\nPeer=10.0.0.3\nPeer=fd00::3\nPeer=10.0.0.4\n" P_OK,
-          { TEST_FILE ":4: more than one IPv4 Peer= address" } },
+          "[Tunnel]\nMode=compat\nPeer=10.0.0.3\nPeer=fd00::3\nPeer=10.0.0.4\n" P_OK,
+          { TEST_FILE ":5: more than one IPv4 Peer= address" } },
         { "two-ipv6-peers",
-          "[Tunnel]\nPeer=fd00::3\nPeer=fd00::4\n" P_OK,
-          { TEST_FILE ":3: more than one IPv6 Peer= address" } },
+          "[Tunnel]\nMode=compat\nPeer=fd00::3\nPeer=fd00::4\n" P_OK,
+          { TEST_FILE ":4: more than one IPv6 Peer= address" } },
         { "peer-prefix",
-          "[Tunnel]\nPeer=10.0.0.0/24\n" P_OK,
-          { TEST_FILE ":2: invalid Peer= '10.0.0.0/24': takes an address without a prefix length" } },
+          "[Tunnel]\nMode=compat\nPeer=10.0.0.0/24\n" P_OK,
+          { TEST_FILE ":3: invalid Peer= '10.0.0.0/24': takes an address without a prefix length" } },
         /* Parse and verify problems together, reported in line order. */
         { "all-errors-in-order",
           "[Tunnel]\n"                 /* 1 */
-          "MTU=1000\n"                 /* 2: below 1280 (verify) */
-          "Address=fd00::1/64\n"       /* 3 */
-          "Workers=0\n"                /* 4: bad value (parse) */
-          "[Path]\n"                   /* 5: no Remote (verify) */
-          "Interface=eth0\n"           /* 6 */
-          "Weight=-3\n"                /* 7: bad value (parse) */
-          "[Bogus]\n"                  /* 8: unknown section (parse) */
-          "[Path]\n"                   /* 9 */
-          "Name=eth0\n"                /* 10: duplicate name (verify) */
-          "LocalAddress=192.0.2.9\n"   /* 11 */
-          "Remote=192.0.2.1\n"         /* 12 */
-          "Colour=blue\n",             /* 13: unknown key (parse) */
-          { TEST_FILE ":2: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address",
-            TEST_FILE ":4: invalid Workers= '0': expected \"auto\" or 1..64",
-            TEST_FILE ":5: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)",
-            TEST_FILE ":7: invalid Weight= '-3': expected 0..10000",
-            TEST_FILE ":8: unknown section [Bogus]; expected [Tunnel], [Path] or [Peer]",
-            TEST_FILE ":10: duplicate path name 'eth0' (first at line 5); set a unique Name=",
-            TEST_FILE ":13: unknown key 'Colour' in [Path]" } },
+          "Mode=compat\n"              /* 2 */
+          "MTU=1000\n"                 /* 3: below 1280 (verify) */
+          "Address=fd00::1/64\n"       /* 4 */
+          "Workers=0\n"                /* 5: bad value (parse) */
+          "[Path]\n"                   /* 6: no Remote (verify) */
+          "Interface=eth0\n"           /* 7 */
+          "Weight=-3\n"                /* 8: bad value (parse) */
+          "[Bogus]\n"                  /* 9: unknown section (parse) */
+          "[Path]\n"                   /* 10 */
+          "Name=eth0\n"                /* 11: duplicate name (verify) */
+          "LocalAddress=192.0.2.9\n"   /* 12 */
+          "Remote=192.0.2.1\n"         /* 13 */
+          "Colour=blue\n",             /* 14: unknown key (parse) */
+          { TEST_FILE ":3: MTU=1000 is below 1280, the minimum for a tunnel with an IPv6 address",
+            TEST_FILE ":5: invalid Workers= '0': expected \"auto\" or 1..64",
+            TEST_FILE ":6: path 'eth0' has no Remote= address (only a secure tunnel, Mode=secure, may leave it out and learn the other end's address)",
+            TEST_FILE ":8: invalid Weight= '-3': expected 0..10000",
+            TEST_FILE ":9: unknown section [Bogus]; expected [Tunnel], [Path] or [Peer]",
+            TEST_FILE ":11: duplicate path name 'eth0' (first at line 6); set a unique Name=",
+            TEST_FILE ":14: unknown key 'Colour' in [Path]" } },
 };
 
 static void test_verify(const void *data) {
@@ -1513,14 +1518,15 @@ static void test_verify_ok_cases(void) {
         g_autoptr(MptProfile) a = NULL, b = NULL, c = NULL, d = NULL;
 
         /* One peer per family is fine; MTU below 1280 is fine without an IPv6 address. */
-        a = load_ok("[Tunnel]\nPeer=10.0.0.3\nPeer=fd00::3\nMTU=1000\nAddress=10.0.0.2/24\n" P_OK);
+        a = load_ok("[Tunnel]\nMode=compat\n"
+                    "Peer=10.0.0.3\nPeer=fd00::3\nMTU=1000\nAddress=10.0.0.2/24\n" P_OK);
         g_assert_cmpuint(a->tunnel.peers.n, ==, 2);
         /* DeadTime=0 with keepalives off, and 0 with keepalives on, are both allowed. */
-        b = load_ok("[Tunnel]\n" P_OK "KeepaliveInterval=0\nDeadTime=0\n");
-        c = load_ok("[Tunnel]\n" P_OK "DeadTime=0\n");
+        b = load_ok("[Tunnel]\nMode=compat\n" P_OK "KeepaliveInterval=0\nDeadTime=0\n");
+        c = load_ok("[Tunnel]\nMode=compat\n" P_OK "DeadTime=0\n");
         g_assert_cmpuint(c->paths[0].dead_time, ==, 0);
         /* Two paths may share a remote address when their interfaces differ. */
-        d = load_ok("[Tunnel]\n"
+        d = load_ok("[Tunnel]\nMode=compat\n"
                     "[Path]\nInterface=eth0\nRemote=192.0.2.1\n"
                     "[Path]\nInterface=eth1\nRemote=192.0.2.1\n");
         g_assert_cmpuint(d->n_paths, ==, 2);
@@ -1802,9 +1808,9 @@ static void test_key_private(void) {
 }
 
 static void test_too_many_paths(void) {
-        GString *s = g_string_new("[Tunnel]\n");
+        GString *s = g_string_new("[Tunnel]\nMode=compat\n");
         g_autofree char *text = NULL, *expect = NULL;
-        unsigned line = 1, line_65 = 0;
+        unsigned line = 2, line_65 = 0;
 
         for (unsigned i = 0; i < MPT_PATHS_MAX + 2; i++) {
                 g_string_append_printf(s, "[Path]\nLocalAddress=192.0.2.%u\nRemote=198.51.100.1\n", i + 1);
@@ -1849,6 +1855,7 @@ static void test_diagnostics_reused(void) {
 
 static const char rich[] =
         "[Tunnel]\n"
+        "Mode=compat\n"
         "Name=office\n"
         "Address=10.0.0.2/24\n"
         "Address=fd00::2/64\n"
@@ -1905,7 +1912,8 @@ static void test_to_text_roundtrip(void) {
 
 static void test_to_text_exact(void) {
         g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/mpt0.conf",
-                                             "[Tunnel]\nAddress=10.0.0.2/30\nReorderMaxDelay=250ms\n\n"
+                                             "[Tunnel]\nMode=compat\n"
+                                             "Address=10.0.0.2/30\nReorderMaxDelay=250ms\n\n"
                                              "[Path]\nRemote=192.0.2.1\nInterface=eth0\nWeight=2\nWeight=\n"
                                              "KeepaliveInterval=2s\n");
         g_autofree char *t = to_text(p);
@@ -1914,6 +1922,7 @@ static void test_to_text_exact(void) {
         g_assert_cmpstr(t, ==,
                         "[Tunnel]\n"
                         "Name=mpt0\n"
+                        "Mode=compat\n"
                         "Address=10.0.0.2/30\n"
                         "ReorderMaxDelay=250ms\n"
                         "\n"
@@ -1940,13 +1949,13 @@ static char *foreach_text(const MptProfile *p, size_t path_index, unsigned flags
 
 static void test_foreach_key(void) {
         g_autoptr(MptProfile) p = load_ok_as("/etc/mpt/mpt0.conf",
-                                             "[Tunnel]\nAddress=10.0.0.2/30\n\n"
+                                             "[Tunnel]\nMode=compat\nAddress=10.0.0.2/30\n\n"
                                              "[Path]\nRemote=192.0.2.1\nInterface=eth0\nWeight=2\nWeight=\n");
         g_autofree char *tunnel = foreach_text(p, SIZE_MAX, 0), *path = foreach_text(p, 0, 0);
         g_autofree char *named = foreach_text(p, 0, PROFILE_KEYS_PATH_NAMES);
 
         /* The tunnel's name always; a path's derived name only when asked for. */
-        g_assert_cmpstr(tunnel, ==, "Name=mpt0\nAddress=10.0.0.2/30\n");
+        g_assert_cmpstr(tunnel, ==, "Name=mpt0\nMode=compat\nAddress=10.0.0.2/30\n");
         g_assert_cmpstr(path, ==, "Interface=eth0\nRemote=192.0.2.1\n");
         g_assert_cmpstr(named, ==, "Name=eth0\nInterface=eth0\nRemote=192.0.2.1\n");
 }
@@ -2212,7 +2221,7 @@ static void add_golden_tests(void) {
 /* A list key takes several entries on one line too, so that profile_format_value() output
  * (space-separated) reads back to the same list. */
 static void test_list_one_line(void) {
-        MptProfile *p = load_ok("[Tunnel]\nAddress=10.0.0.1/24 fd00::1/64\nAddress=10.1.0.1\n\n"
+        MptProfile *p = load_ok("[Tunnel]\nMode=compat\nAddress=10.0.0.1/24 fd00::1/64\nAddress=10.1.0.1\n\n"
                                 "[Path]\nInterface=eth0\nRemote=192.0.2.1\n");
         const MptConfKey *k = conf_key_lookup(MPT_SECTION_TUNNEL, "Address");
         MptProfile *q;
@@ -2222,7 +2231,8 @@ static void test_list_one_line(void) {
         g_assert_cmpint(p->tunnel.addresses.items[1].family, ==, AF_INET6);
         g_assert_cmpint(profile_format_value(k, &p->tunnel, &v), ==, 0);
         g_assert_cmpstr(v, ==, "10.0.0.1/24 fd00::1/64 10.1.0.1");
-        text = g_strdup_printf("[Tunnel]\nAddress=%s\n\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n", v);
+        text = g_strdup_printf("[Tunnel]\nMode=compat\n"
+                               "Address=%s\n\n[Path]\nInterface=eth0\nRemote=192.0.2.1\n", v);
         q = load_ok(text);
         g_assert_cmpuint(q->tunnel.addresses.n, ==, 3);
         /* Field by field: the struct's padding is not part of the value. */
