@@ -83,7 +83,8 @@ static uint64_t path_delay(const Tunnel *t, const Path *p) {
  * carry in order, and a pinned rule's flows may be on any of its paths); and the mean time they
  * waited in the hold queue (hold.h). */
 static uint64_t policy_delay(const Tunnel *t, const MptPolicyRule *r, size_t class) {
-        const Snapshot *s = t->snapshot;
+        Peer *peer = t->peers[0];
+        const Snapshot *s = peer->snapshot;
         uint64_t paths = 0, delay = 0, wait = 0;
         unsigned workers = 0;
 
@@ -91,7 +92,7 @@ static uint64_t policy_delay(const Tunnel *t, const MptPolicyRule *r, size_t cla
                 return 0;
         if (r && r->mode == MPT_POLICY_REDUNDANT) {
                 for (unsigned k = 0; k < MIN((unsigned) r->copies, s->n_by_rtt); k++) {
-                        uint64_t d = s->by_rtt[k] < t->n_paths ? path_delay(t, t->paths[s->by_rtt[k]]) : 0;
+                        uint64_t d = s->by_rtt[k] < peer->n_paths ? path_delay(t, peer->paths[s->by_rtt[k]]) : 0;
                         if (d > 0 && (delay == 0 || d < delay))
                                 delay = d;
                 }
@@ -105,8 +106,8 @@ static uint64_t policy_delay(const Tunnel *t, const MptPolicyRule *r, size_t cla
                                 paths |= UINT64_C(1) << s->vector[i];
                 for (uint64_t m = paths; m != 0; m &= m - 1) {
                         unsigned p = (unsigned) __builtin_ctzll(m);
-                        if (p < t->n_paths)
-                                delay = MAX(delay, path_delay(t, t->paths[p]));
+                        if (p < peer->n_paths)
+                                delay = MAX(delay, path_delay(t, peer->paths[p]));
                 }
         }
         if (delay == 0)
@@ -167,31 +168,33 @@ static void write_offloads(Tunnel *t, CtlWriter *w) {
 
 /* Secure mode: where the keys come from, and the epochs (none in compat mode). */
 static void write_keys(Tunnel *t, CtlWriter *w) {
-        if (t->hs) {
+        Peer *peer = t->peers[0];
+
+        if (peer->hs) {
                 /* With the handshake the epochs are the current session's ids: this end's (what the
                  * other end puts in its datagrams) and the other end's. */
-                const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+                const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
                 char pub[MPT_KEY_BASE64_LEN + 1];
                 MptKey pk = { .set = true };
 
-                memcpy(pk.bytes, mpt_handshake_public_key(t->hs), sizeof pk.bytes);
+                memcpy(pk.bytes, mpt_handshake_public_key(peer->hs), sizeof pk.bytes);
                 ctl_writer_field(w, "keys", "handshake");
                 ctl_writer_field(w, "public_key", "%s", mpt_key_to_base64(&pk, pub));
                 ctl_writer_field(w, "epoch", "0x%016" PRIx64, k->current.recv.epoch);
                 ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, k->current.send.epoch);
-                ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
-                ctl_writer_field(w, "handshakes", "%" PRIu64, t->hs_initiations);
-                ctl_writer_field(w, "sessions", "%" PRIu64, t->hs_sessions);
+                ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&peer->peer_epochs, __ATOMIC_RELAXED));
+                ctl_writer_field(w, "handshakes", "%" PRIu64, peer->hs_initiations);
+                ctl_writer_field(w, "sessions", "%" PRIu64, peer->hs_sessions);
                 /* Absent while there is no session. */
                 if (k->current.recv.epoch != 0)
-                        ctl_writer_field(w, "session_age_us", "%" PRIu64, session_now() - t->hs_session_at);
+                        ctl_writer_field(w, "session_age_us", "%" PRIu64, session_now() - peer->hs_session_at);
         } else if (t->secure) {
-                uint64_t peer_epoch = mpt_secure_rx_peer_epoch(t->rx->secure);
+                uint64_t peer_epoch = mpt_secure_rx_peer_epoch(peer->rx->secure);
 
                 ctl_writer_field(w, "keys", "pre-shared");
-                ctl_writer_field(w, "epoch", "0x%016" PRIx64, t->epoch);
+                ctl_writer_field(w, "epoch", "0x%016" PRIx64, peer->epoch);
                 ctl_writer_field(w, "peer_epoch", "0x%016" PRIx64, peer_epoch);
-                ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&t->peer_epochs, __ATOMIC_RELAXED));
+                ctl_writer_field(w, "peer_epochs", "%" PRIu64, __atomic_load_n(&peer->peer_epochs, __ATOMIC_RELAXED));
         }
 }
 
@@ -200,7 +203,7 @@ static void write_reorder(Tunnel *t, CtlWriter *w) {
         ReorderStats st;
         size_t held;
 
-        rx_shared_stats(t->rx, &st, &held);
+        rx_shared_stats(t->peers[0]->rx, &st, &held);
         ctl_writer_field(w, "reorder.delivered", "%" PRIu64, st.delivered);
         ctl_writer_field(w, "reorder.held", "%" PRIu64, st.held);
         ctl_writer_field(w, "reorder.late", "%" PRIu64, st.late);
@@ -215,6 +218,7 @@ static void write_reorder(Tunnel *t, CtlWriter *w) {
 }
 
 static void write_policy(Tunnel *t, CtlWriter *w) {
+        Peer *peer = t->peers[0];
         const MptTunnelConfig *c = &t->profile->tunnel;
 
         /* Policy=: each rule as it reads, its counters and delay, those of the traffic no rule
@@ -233,7 +237,7 @@ static void write_policy(Tunnel *t, CtlWriter *w) {
         for (size_t i = 0; i < c->policy.n; i++)
                 if (c->policy.items[i].mode == MPT_POLICY_LOWEST_LATENCY) {
                         ctl_writer_field(w, "policy_fastest", "%s",
-                                         t->fastest >= 0 && (size_t) t->fastest < t->n_paths ? t->paths[t->fastest]->name : "");
+                                         peer->fastest >= 0 && (size_t) peer->fastest < peer->n_paths ? peer->paths[peer->fastest]->name : "");
                         break;
                 }
 }
@@ -265,8 +269,9 @@ static void write_workers(Tunnel *t, CtlWriter *w) {
 
 /* One path's record: its configuration, state, measurements and counters. */
 static void write_path(Tunnel *t, CtlWriter *w, size_t i, usec_t now) {
+        Peer *peer = t->peers[0];
         const MptTunnelConfig *c = &t->profile->tunnel;
-        Path *p = t->paths[i];
+        Path *p = peer->paths[i];
         MptSockaddr local;
         PathCounters pc;
         char buf[MPT_ADDRESS_STRLEN];
@@ -319,9 +324,9 @@ static void write_path(Tunnel *t, CtlWriter *w, size_t i, usec_t now) {
          * delay, its share of the vector. */
         if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED) {
                 uint64_t share = 0;
-                for (size_t j = 0; j < t->n_paths; j++)
-                        share += t->learn_published[j];
-                share = share > 0 ? t->learn_published[i] * UINT64_C(1000) / share : 0;
+                for (size_t j = 0; j < peer->n_paths; j++)
+                        share += peer->learn_published[j];
+                share = share > 0 ? peer->learn_published[i] * UINT64_C(1000) / share : 0;
                 ctl_writer_field(w, "learned_rate_bps", "%" PRIu64,
                                  p->learn.rate > 0 ? p->learn.rate * 8 : UINT64_C(0));
                 ctl_writer_field(w, "delivered_bps", "%" PRIu64, p->learn.delivered * 8);
@@ -335,13 +340,14 @@ static void write_path(Tunnel *t, CtlWriter *w, size_t i, usec_t now) {
                 ctl_writer_field(w, "saturated", "%s", p->learn.saturated ? "yes" : "no");
                 ctl_writer_field(w, "share_permille", "%" PRIu64, share);
         }
-        if (t->reorder_enabled)
+        if (peer->reorder_enabled)
                 ctl_writer_field(w, "reorder_extra_us", "%" PRIu64, p->reorder_extra);
         tunnel_sum_counters(t, (int) i, &pc);
         write_counters(w, &pc, true);
 }
 
 void ctl_write_show(Tunnel *t, CtlWriter *w) {
+        Peer *peer = t->peers[0];
         const MptTunnelConfig *c = &t->profile->tunnel;
         usec_t now = now_usec();
         PathCounters pc;
@@ -359,31 +365,31 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         ctl_writer_field(w, "workers", "%u", t->n_workers);
         ctl_writer_field(w, "scheduler", "%s", mpt_scheduler_to_string(c->scheduler));
         ctl_writer_field(w, "mode", "%s", mpt_mode_to_string(c->mode));
-        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(tunnel_tx_cipher(t)) : "none");
+        ctl_writer_field(w, "cipher", "%s", t->secure ? mpt_cipher_to_string(peer_tx_cipher(t->peers[0])) : "none");
         write_keys(t, w);
         ctl_writer_field(w, "local_port", "%u", c->local_port);
         ctl_writer_field(w, "remote_port", "%u", c->remote_port);
         ctl_writer_field(w, "reorder_window", "%" PRIu32, c->reorder_window);
         ctl_writer_field(w, "reorder_max_delay_us", "%" PRIu64, c->reorder_max_delay);
-        ctl_writer_field(w, "paths_total", "%zu", t->n_paths);
-        ctl_writer_field(w, "paths_up", "%u", t->paths_up);
+        ctl_writer_field(w, "paths_total", "%zu", peer->n_paths);
+        ctl_writer_field(w, "paths_up", "%u", peer->paths_up);
         ctl_writer_field(w, "session", "0x%08x", t->session);
-        ctl_writer_field(w, "peer_session", "0x%08x", t->peer_session);
+        ctl_writer_field(w, "peer_session", "0x%08x", peer->peer_session);
         ctl_writer_field(w, "control_queue_overflows", "%" PRIu64, __atomic_load_n(&t->control_overflows, __ATOMIC_RELAXED));
-        ctl_writer_field(w, "peer_restarts", "%" PRIu64, t->peer_restarts);
+        ctl_writer_field(w, "peer_restarts", "%" PRIu64, peer->peer_restarts);
         if (t->secure) {
-                ctl_writer_field(w, "feedback_rx", "%" PRIu64, t->feedback_rx);
-                ctl_writer_field(w, "feedback_tx", "%" PRIu64, t->feedback_tx);
+                ctl_writer_field(w, "feedback_rx", "%" PRIu64, peer->feedback_rx);
+                ctl_writer_field(w, "feedback_tx", "%" PRIu64, peer->feedback_tx);
                 if (c->scheduler == MPT_SCHEDULER_LEARNED) {
-                        ctl_writer_field(w, "split", "%s", t->learn_by_rates ? "rates" : "filling");
-                        ctl_writer_field(w, "load", "%s", t->learn_light ? "light" : "saturating");
-                        ctl_writer_field(w, "load_bps", "%" PRIu64, t->learn_load * 8);
+                        ctl_writer_field(w, "split", "%s", peer->learn_by_rates ? "rates" : "filling");
+                        ctl_writer_field(w, "load", "%s", peer->learn_light ? "light" : "saturating");
+                        ctl_writer_field(w, "load_bps", "%" PRIu64, peer->learn_load * 8);
                 }
         }
-        if (t->reorder_enabled) {
-                ctl_writer_field(w, "reorder_hold_us", "%" PRIu64, __atomic_load_n(&t->reorder_hold, __ATOMIC_RELAXED));
+        if (peer->reorder_enabled) {
+                ctl_writer_field(w, "reorder_hold_us", "%" PRIu64, __atomic_load_n(&peer->reorder_hold, __ATOMIC_RELAXED));
                 ctl_writer_field(w, "reorder_spread_us", "%" PRIu64,
-                                 __atomic_load_n(&t->reorder_spread, __ATOMIC_RELAXED));
+                                 __atomic_load_n(&peer->reorder_spread, __ATOMIC_RELAXED));
         }
         ctl_writer_field(w, "uptime_us", "%" PRIu64, now - t->started);
         {
@@ -395,11 +401,11 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
                 }
                 ctl_writer_field(w, "addresses", "%s", list);
         }
-        if (t->reorder_enabled)
+        if (peer->reorder_enabled)
                 write_reorder(t, w);
         tunnel_sum_counters(t, -1, &pc);
         write_counters(w, &pc, false);
-        if (t->repair) {
+        if (peer->repair) {
                 ctl_writer_field(w, "repair.asked", "%" PRIu64, pc.repair_asked);
                 ctl_writer_field(w, "repair.requested", "%" PRIu64, pc.repair_requested);
                 ctl_writer_field(w, "repair.sent", "%" PRIu64, pc.repair_sent);
@@ -408,7 +414,7 @@ void ctl_write_show(Tunnel *t, CtlWriter *w) {
         write_policy(t, w);
         write_workers(t, w);
 
-        for (size_t i = 0; i < t->n_paths; i++)
+        for (size_t i = 0; i < peer->n_paths; i++)
                 write_path(t, w, i, now);
 }
 
@@ -442,9 +448,9 @@ static int showconf_override(const MptConfKey *k, size_t path_index, void *userd
                 }
                 return 0;
         }
-        if (path_index < ctx->t->n_paths && ctx->t->paths[path_index]->weight_runtime_set &&
+        if (path_index < ctx->t->peers[0]->n_paths && ctx->t->peers[0]->paths[path_index]->weight_runtime_set &&
             k == conf_key(MPT_KEY_PATH_WEIGHT))
-                return asprintf(value, "%" PRIu32, ctx->t->paths[path_index]->weight_runtime) < 0 ? -ENOMEM : 1;
+                return asprintf(value, "%" PRIu32, ctx->t->peers[0]->paths[path_index]->weight_runtime) < 0 ? -ENOMEM : 1;
         return 0;
 }
 
@@ -455,6 +461,7 @@ static int showconf_override(const MptConfKey *k, size_t path_index, void *userd
  * profile as mptd read it, with the weights set at run time (mptctl path ... set weight); a path
  * taken down by mptctl gets a comment. */
 static int ctl_write_showconf(Tunnel *t, CtlWriter *w, bool show_key) {
+        Peer *peer = t->peers[0];
         ShowconfContext ctx = { .t = t, .show_key = show_key };
         _cleanup_free_ char *text = NULL;
         char *line, *save = NULL;
@@ -476,8 +483,8 @@ static int ctl_write_showconf(Tunnel *t, CtlWriter *w, bool show_key) {
                 ctl_writer_field(w, SHOWCONF_TEXT, "%s", line);
                 if (streq(line, "[Path]"))
                         path++;
-                else if (path > 0 && path <= t->n_paths && startswith(line, "Name=") &&
-                         t->paths[path - 1]->admin_down) {
+                else if (path > 0 && path <= peer->n_paths && startswith(line, "Name=") &&
+                         peer->paths[path - 1]->admin_down) {
                         ctl_writer_record(w, "line");
                         ctl_writer_field(w, SHOWCONF_TEXT, "%s", "# taken down with mptctl path ... down (not a profile key)");
                 }

@@ -20,7 +20,7 @@
 #define FEEDBACK_REPUBLISH_DIV 32u
 /* The tunnel's load (what it sends) is measured over windows this long. */
 #define FEEDBACK_LOAD_WINDOW_USEC (100 * USEC_PER_MSEC)
-/* The reorder buffer's waits (tunnel_set_reorder_hold()): a gap may be inferred lost after the
+/* The reorder buffer's waits (peer_set_reorder_hold()): a gap may be inferred lost after the
  * paths' one-way delay spread (half the spread of their round trips, plus twice their jitter and
  * FEEDBACK_SPREAD_MARGIN_USEC, and with loss repair the fastest round trip and
  * FEEDBACK_REPAIR_MARGIN_USEC); it is given up at the latest after twice that and
@@ -32,22 +32,23 @@
 #define FEEDBACK_HOLD_MARGIN_USEC (20 * USEC_PER_MSEC)
 #define FEEDBACK_HOLD_MIN_USEC (20 * USEC_PER_MSEC)
 
-int feedback_start(Tunnel *t);
-void feedback_stop(Tunnel *t);
+/* The feedback timer of a peer (secure mode, or reordering). */
+int feedback_start(Peer *peer);
+void feedback_stop(Peer *peer);
 
 /* A feedback frame from the other end (a CONTROL_EVENT_FEEDBACK). */
 void feedback_handle(Tunnel *t, const ControlEvent *ev);
 
 /* The learned scheduler's vector weights for the n paths ids[] that tunnel_publish() puts in the
  * vector; remembers them, to tell later whether the shares moved. */
-void feedback_weights(Tunnel *t, const uint8_t *ids, size_t n, uint32_t *ret);
+void feedback_weights(Peer *peer, const uint8_t *ids, size_t n, uint32_t *ret);
 
 /* A path begins to carry data (it came up): its silence counts from now. */
 void feedback_path_up(Path *p);
 
 /* What the reorder buffer waits for a missing packet now, from the paths' round-trip times: at
  * least (*ret_spread) before inference, at most (the return value). */
-usec_t feedback_reorder_hold(const Tunnel *t, usec_t *ret_spread);
+usec_t feedback_reorder_hold(const Peer *peer, usec_t *ret_spread);
 
 /* Delay equalisation (receive side): among the paths that are up and normal (not backup) or
  * carried data within FEEDBACK_EQ_ACTIVE_USEC, each one's packets wait in the reorder buffer for the difference
@@ -59,4 +60,4 @@ usec_t feedback_reorder_hold(const Tunnel *t, usec_t *ret_spread);
 #define FEEDBACK_EQ_ACTIVE_USEC (1 * USEC_PER_SEC)
 #define FEEDBACK_EQ_MIN_USEC (1 * USEC_PER_MSEC)
 #define FEEDBACK_EQ_STEP_USEC (1 * USEC_PER_MSEC)
-void feedback_equalize(Tunnel *t, usec_t now);
+void feedback_equalize(Peer *peer, usec_t now);

@@ -41,7 +41,7 @@ int log_internal(int level, int error, const char *tunnel, const char *path, con
 #define log_tunnel_warning_errno(t, e, ...) log_tunnel_full(LOG_WARNING, e, t, __VA_ARGS__)
 #define log_tunnel_error_errno(t, e, ...) log_tunnel_full(LOG_ERR, e, t, __VA_ARGS__)
 
-#define log_path_full(level, e, p, ...) log_full_errno(level, e, (p)->tunnel->name, (p)->name, __VA_ARGS__)
+#define log_path_full(level, e, p, ...) log_full_errno(level, e, (p)->peer->tunnel->name, (p)->name, __VA_ARGS__)
 #define log_path_debug(p, ...) log_path_full(LOG_DEBUG, 0, p, __VA_ARGS__)
 #define log_path_info(p, ...) log_path_full(LOG_INFO, 0, p, __VA_ARGS__)
 #define log_path_notice(p, ...) log_path_full(LOG_NOTICE, 0, p, __VA_ARGS__)

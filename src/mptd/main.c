@@ -460,9 +460,9 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(r, "Failed to set up signal handling: %m"), 1;
 
         log_tunnel_info(tunnel, "Running with %u worker%s and %zu path%s.", workers, workers == 1 ? "" : "s",
-                        tunnel->n_paths, tunnel->n_paths == 1 ? "" : "s");
-        (void) sd_notifyf(false, "READY=1\nSTATUS=%s: %u of %zu paths up", tunnel->name, tunnel->paths_up,
-                          tunnel->n_paths);
+                        tunnel->peers[0]->n_paths, tunnel->peers[0]->n_paths == 1 ? "" : "s");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=%s: %u of %zu paths up", tunnel->name, tunnel->peers[0]->paths_up,
+                          tunnel->peers[0]->n_paths);
 
         r = sd_event_loop(event);
         if (r < 0)

@@ -50,17 +50,17 @@ static void set_reason(Path *p, const char *fmt, ...) {
  * (Knuth's multiplicative hash), so that paths made in the same microsecond still differ. */
 #define PATH_TOKEN_SPREAD 2654435761u
 
-int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret) {
+int path_new(Peer *peer, unsigned index, const MptPathConfig *config, Path **ret) {
         Path *p;
 
         p = calloc(1, sizeof(Path));
         if (!p)
                 return log_oom();
-        p->tunnel = t;
+        p->peer = peer;
         p->index = index;
         p->config = config;
         p->name = config->name;
-        p->remote_port = path_config_remote_port(t->profile, config);
+        p->remote_port = path_config_remote_port(peer->tunnel->profile, config);
         p->remote_len = sockaddr_from_address(&config->remote, p->remote_port, 0, &p->remote);
         p->state = PATH_STATE_UP;
         p->route_ok = true;
@@ -79,7 +79,7 @@ static void unbind(Path *p) {
         if (!p->fds)
                 return;
         /* Workers may still read the old sockets until they pick up the next snapshot. */
-        tunnel_retire_fds(p->tunnel, p->fds, p->tunnel->n_workers);
+        tunnel_retire_fds(p->peer->tunnel, p->fds, p->peer->tunnel->n_workers);
         p->fds = mfree(p->fds);
         p->shares_fds = false;
         p->local = (MptAddress) {};
@@ -92,7 +92,7 @@ Path *path_free(Path *p) {
         sd_event_source_disable_unref(p->dead_timer);
         sd_event_source_disable_unref(p->retry_timer);
         if (p->fds) {
-                for (unsigned i = 0; i < p->tunnel->n_workers; i++)
+                for (unsigned i = 0; i < p->peer->tunnel->n_workers; i++)
                         safe_close(p->fds[i]);
                 free(p->fds);
         }
@@ -141,7 +141,7 @@ static int open_socket(Path *p, const MptAddress *local, bool reuseport) {
                 if (dataplane_options.offload && dataplane_options.batch > 1)
                         (void) setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one);
         }
-        len = sockaddr_from_address(local, p->tunnel->profile->tunnel.local_port, p->ifindex, &sa);
+        len = sockaddr_from_address(local, p->peer->tunnel->profile->tunnel.local_port, p->ifindex, &sa);
         if (bind(fd, &sa.sa, len) < 0)
                 return -errno;
         return TAKE_FD(fd);
@@ -187,18 +187,19 @@ static unsigned path_rx_worker(const Tunnel *t, unsigned index) {
 
 static void steer_path(Path *p, const int *fds) {
         struct sock_filter code[] = {
-                BPF_STMT(BPF_RET | BPF_K, path_rx_worker(p->tunnel, p->index)),
+                BPF_STMT(BPF_RET | BPF_K, path_rx_worker(p->peer->tunnel, p->index)),
         };
         struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
 
-        if (p->tunnel->n_workers < 2)
+        if (p->peer->tunnel->n_workers < 2)
                 return;
         if (setsockopt(fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) < 0)
                 log_path_full(LOG_DEBUG, errno, p, "Cannot steer the path's datagrams to one worker, leaving it to the kernel: %m");
 }
 
 static int bind_path(Path *p, const MptAddress *local, bool startup) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
+        Peer *peer = p->peer;
         char buf[MPT_ADDRESS_STRLEN];
         MptSockaddr sa;
         int *fds, r;
@@ -207,8 +208,8 @@ static int bind_path(Path *p, const MptAddress *local, bool startup) {
 
         /* Paths that share a local socket address share the socket group of the first of them
          * (the receive side tells them apart by source address). */
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *o = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *o = peer->paths[i];
                 if (o == p || !o->fds || o->shares_fds || o->ifindex != p->ifindex || !address_equal(&o->local, local))
                         continue;
                 fds = calloc(t->n_workers, sizeof(int));
@@ -280,7 +281,7 @@ static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static void arm_retry(Path *p) {
         if (!p->retry_timer) {
-                if (sd_event_add_time_relative(p->tunnel->event, &p->retry_timer, CLOCK_MONOTONIC, BIND_RETRY_USEC,
+                if (sd_event_add_time_relative(p->peer->tunnel->event, &p->retry_timer, CLOCK_MONOTONIC, BIND_RETRY_USEC,
                                                10 * USEC_PER_MSEC, on_retry_timer, p) < 0)
                         return;
         } else
@@ -302,7 +303,7 @@ static int wanted_local_address(Path *p, MptAddress *ret) {
         char buf[MPT_ADDRESS_STRLEN];
         int r;
 
-        r = rtnl_addr_list(p->tunnel->rtnl, c->interface ? p->ifindex : 0, family, &addrs, &n);
+        r = rtnl_addr_list(p->peer->tunnel->rtnl, c->interface ? p->ifindex : 0, family, &addrs, &n);
         if (r < 0)
                 return log_path_warning_errno(p, r, "Failed to list addresses: %m");
 
@@ -344,9 +345,9 @@ static int refresh_link(Path *p) {
 
         if (!c->interface)
                 /* Learned with the address; see wanted_local_address(). */
-                return p->ifindex > 0 ? rtnl_link_get_by_index(p->tunnel->rtnl, p->ifindex, &link) : -ENODEV;
+                return p->ifindex > 0 ? rtnl_link_get_by_index(p->peer->tunnel->rtnl, p->ifindex, &link) : -ENODEV;
 
-        r = rtnl_link_get_by_name(p->tunnel->rtnl, c->interface, &link);
+        r = rtnl_link_get_by_name(p->peer->tunnel->rtnl, c->interface, &link);
         if (r == -ENODEV) {
                 if (p->ifindex > 0)
                         log_path_notice(p, "Interface '%s' is gone.", c->interface);
@@ -359,14 +360,14 @@ static int refresh_link(Path *p) {
         }
         if (r < 0)
                 return log_path_warning_errno(p, r, "Failed to look up interface '%s': %m", c->interface);
-        if (streq(c->interface, p->tunnel->name)) {
+        if (streq(c->interface, p->peer->tunnel->name)) {
                 set_reason(p, "interface '%s' is the tunnel itself", c->interface);
                 return -ELOOP;
         }
         if (link.ifindex != p->ifindex) {
                 /* New, or deleted and created again: old sockets are bound to the old device. */
                 unbind(p);
-                if (p->tunnel->running)
+                if (p->peer->tunnel->running)
                         log_path_info(p, "Interface '%s' appeared (ifindex %i).", c->interface, link.ifindex);
                 p->ifindex = link.ifindex;
                 p->devclass = devclass_of(c->interface);
@@ -381,7 +382,7 @@ static int refresh_link(Path *p) {
 static void refresh_link_by_index(Path *p) {
         RtnlLink link;
 
-        if (p->ifindex <= 0 || rtnl_link_get_by_index(p->tunnel->rtnl, p->ifindex, &link) < 0) {
+        if (p->ifindex <= 0 || rtnl_link_get_by_index(p->peer->tunnel->rtnl, p->ifindex, &link) < 0) {
                 p->link_up = false;
                 return;
         }
@@ -444,7 +445,7 @@ int path_refresh(Path *p, bool startup) {
                 if (!startup) {
                         /* New sockets: the workers must read them now, whether or not the state
                          * changes; and the other end follows as soon as it hears the new source. */
-                        (void) tunnel_publish(p->tunnel);
+                        (void) tunnel_publish(p->peer->tunnel);
                         if (rebind && path_can_send(p) && c->keepalive_interval > 0)
                                 send_keepalive(p);
                 }
@@ -456,7 +457,7 @@ int path_refresh(Path *p, bool startup) {
                 /* Where we send now: the remote may have followed the other end. */
                 MptAddress remote;
                 (void) sockaddr_to_address(&p->remote, &remote, NULL);
-                r = rtnl_route_check(p->tunnel->rtnl, &remote, c->interface ? p->ifindex : 0);
+                r = rtnl_route_check(p->peer->tunnel->rtnl, &remote, c->interface ? p->ifindex : 0);
                 p->route_ok = r >= 0;
                 if (!p->route_ok) {
                         char buf[MPT_ADDRESS_STRLEN];
@@ -483,9 +484,9 @@ done:
         }
         path_update_state(p, p->state_reason);
         if (path_is_backup(p) != was_backup)
-                (void) tunnel_publish(p->tunnel);
+                (void) tunnel_publish(p->peer->tunnel);
         if (p->link_mtu != mtu_before)
-                tunnel_update_mtu(p->tunnel);
+                tunnel_update_mtu(p->peer->tunnel);
         return 0;
 }
 
@@ -500,7 +501,9 @@ static const char *peer_reason(const Path *p) {
 }
 
 static void notify_status(Tunnel *t) {
-        (void) sd_notifyf(false, "STATUS=%s: %u of %zu paths up", t->name, t->paths_up, t->n_paths);
+        Peer *peer = t->peers[0];
+
+        (void) sd_notifyf(false, "STATUS=%s: %u of %zu paths up", t->name, peer->paths_up, peer->n_paths);
 }
 
 static PathState compute_state(const Path *p) {
@@ -554,7 +557,8 @@ static void reset_rtt(Path *p) {
 }
 
 void path_update_state(Path *p, const char *reason) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
+        Peer *peer = p->peer;
         PathState s = compute_state(p), before = p->state;
 
         if (s == before)
@@ -575,13 +579,13 @@ void path_update_state(Path *p, const char *reason) {
                 feedback_path_up(p);
         }
 
-        if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && t->reorder_enabled) {
+        if ((s == PATH_STATE_UP || before == PATH_STATE_UP) && peer->reorder_enabled) {
                 /* Its packets stop: it must not hold back the receive side's loss inference (nor
                  * its stragglers make it count again) until it is up again. */
                 if (s == PATH_STATE_UP)
-                        rx_shared_path_up(t->rx, p->index);
+                        rx_shared_path_up(peer->rx, p->index);
                 else
-                        rx_shared_path_down(t->rx, p->index);
+                        rx_shared_path_down(peer->rx, p->index);
         }
         (void) tunnel_publish(t);
         notify_status(t);
@@ -598,7 +602,7 @@ void path_update_state(Path *p, const char *reason) {
 
 /* Sends one control frame (sealed in secure mode); false when it did not go (counted). */
 static bool send_frame(Path *p, const uint8_t *buf, size_t len) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
         uint8_t sealed[MPT_SECURE_OVERHEAD + MAX(MAX(MPT_KEEPALIVE_EXT_SIZE, MPT_PATH_STATUS_SIZE), MPT_FEEDBACK_SIZE_MAX)];
 
         if (!path_can_send(p) || p->remote_len == 0)
@@ -607,7 +611,7 @@ static bool send_frame(Path *p, const uint8_t *buf, size_t len) {
                 /* Control frames are sealed like data: authenticated and encrypted. */
                 assert(len <= sizeof sealed - MPT_SECURE_OVERHEAD);
                 memcpy(sealed + MPT_SECURE_HEADER_SIZE, buf, len);
-                int reason = tunnel_seal(t, p->index, sealed, len, &len);
+                int reason = peer_seal(p->peer, p->index, sealed, len, &len);
                 if (reason >= 0) {
                         COUNTER_ADD(p->counters.drops[reason], 1);
                         return false;
@@ -624,12 +628,12 @@ static bool send_frame(Path *p, const uint8_t *buf, size_t len) {
 }
 
 void path_send_feedback(Path *p, const MptFeedback *fb) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
         uint8_t buf[MPT_FEEDBACK_SIZE_MAX];
         size_t len = mpt_feedback_encode(buf, sizeof buf, t->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP, fb);
 
         if (len > 0 && send_frame(p, buf, len))
-                t->feedback_tx++;
+                p->peer->feedback_tx++;
 }
 
 void path_send_keepalive(Path *p) {
@@ -637,7 +641,7 @@ void path_send_keepalive(Path *p) {
 }
 
 static void send_keepalive(Path *p) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
         uint8_t buf[MPT_KEEPALIVE_EXT_SIZE];
         usec_t now = now_usec();
         MptKeepalive ka = {
@@ -675,7 +679,8 @@ static void send_keepalive(Path *p) {
 }
 
 static void send_path_status(Path *about) {
-        Tunnel *t = about->tunnel;
+        Tunnel *t = about->peer->tunnel;
+        Peer *peer = about->peer;
         uint8_t buf[MPT_PATH_STATUS_SIZE];
         MptPathStatus ps = {
                 .ip_version = t->ip_version,
@@ -688,11 +693,11 @@ static void send_path_status(Path *about) {
         size_t len;
 
         /* Only peers that speak our extension know what to do with it; the original would log it. */
-        if (t->peer_session == 0)
+        if (peer->peer_session == 0)
                 return;
         len = mpt_path_status_encode(buf, sizeof buf, &ps);
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *o = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *o = peer->paths[i];
                 if (o == about || !locally_usable(o) || o->peer_session == 0)
                         continue;
                 if (send_frame(o, buf, len))
@@ -727,7 +732,7 @@ static int on_dead_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* The keepalive and dead timers, as the configuration says (none without keepalives). */
 static int start_timers(Path *p, usec_t now) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
         int r;
 
         if (p->config->keepalive_interval == 0)
@@ -822,7 +827,7 @@ static void update_rtt(Path *p, const MptKeepalive *ka, usec_t now) {
                 p->rtt_var = (3 * p->rtt_var + diff) / 4;
                 p->rtt = MAX((7 * p->rtt + sample) / 8, (usec_t) 1);
         }
-        tunnel_rtt_changed(p->tunnel);
+        peer_rtt_changed(p->peer);
 }
 
 /* Loss is judged on keepalives, both directions, counted with exponential decay: each new count
@@ -880,12 +885,13 @@ static void update_demotion(Path *p) {
                                         loss * 100, th / 10.0);
                 else
                         log_path_info(p, "Loss %.1f%% is below half of LossThreshold=: a normal path again.", loss * 100);
-                (void) tunnel_publish(p->tunnel);
+                (void) tunnel_publish(p->peer->tunnel);
         }
 }
 
 static void handle_peer_session(Path *p, uint32_t session) {
-        Tunnel *t = p->tunnel;
+        Peer *peer = p->peer;
+        Tunnel *t = peer->tunnel;
 
         if (session != p->peer_session) {
                 p->peer_seq = 0;
@@ -895,18 +901,18 @@ static void handle_peer_session(Path *p, uint32_t session) {
                 p->ka_rx_count = 0; /* counts the keepalives of the peer's current session */
                 p->peer_session = session;
         }
-        if (t->peer_session != 0 && session != t->peer_session) {
+        if (peer->peer_session != 0 && session != peer->peer_session) {
                 log_tunnel_notice(t, "The other end restarted (new session %08x); resetting the reorder buffer.",
                                   session);
-                t->peer_restarts++;
-                tunnel_reset_reorder(t);
-        } else if (t->peer_session == 0 && tunnel_reorder_has_delivered(t)) {
+                peer->peer_restarts++;
+                peer_reset_reorder(peer);
+        } else if (peer->peer_session == 0 && peer_reorder_has_delivered(peer)) {
                 /* Data arrived before the first keepalive told us who sends it: it may belong to a
                  * predecessor that has since restarted. Start the sequence space over rather than
                  * dropping the new session's packets as stale until the buffer notices. */
-                tunnel_reset_reorder(t);
+                peer_reset_reorder(peer);
         }
-        t->peer_session = session;
+        peer->peer_session = session;
 }
 
 void path_note_peer(Path *p, const ControlEvent *ev) {
@@ -914,11 +920,11 @@ void path_note_peer(Path *p, const ControlEvent *ev) {
                 return;
         p->peer_id = ev->peer_id;
         p->peer_epoch = ev->peer_epoch;
-        (void) tunnel_publish(p->tunnel); /* the workers follow it by these */
+        (void) tunnel_publish(p->peer->tunnel); /* the workers follow it by these */
 }
 
 static void handle_keepalive(Path *p, const ControlEvent *ev) {
-        Tunnel *t = p->tunnel;
+        Tunnel *t = p->peer->tunnel;
         const MptKeepalive *ka = &ev->ka;
         uint32_t seq_before = p->ka_seq;
         bool changed = false, answer = false;
@@ -995,7 +1001,7 @@ static void handle_keepalive(Path *p, const ControlEvent *ev) {
 static void handle_path_status(Tunnel *t, const ControlEvent *ev) {
         Path *p;
 
-        if (!addresses_match(t, &ev->ps.src_tun, &ev->ps.dst_tun) || ev->ps.session != t->peer_session)
+        if (!addresses_match(t, &ev->ps.src_tun, &ev->ps.dst_tun) || ev->ps.session != t->peers[0]->peer_session)
                 return;
         p = tunnel_path_by_peer_token(t, ev->ps.path_token);
         if (!p)
@@ -1037,7 +1043,7 @@ static void handle_endpoint(Path *p, const ControlEvent *ev) {
                         sockaddr_to_string(&ev->source, b));
         p->remote_len = sockaddr_from_address(&addr, port, p->ifindex, &p->remote);
         p->remote_changes++;
-        (void) tunnel_publish(p->tunnel);
+        (void) tunnel_publish(p->peer->tunnel);
 }
 
 void path_handle_event(Path *p, const ControlEvent *ev) {
@@ -1046,7 +1052,7 @@ void path_handle_event(Path *p, const ControlEvent *ev) {
                 handle_keepalive(p, ev);
                 break;
         case CONTROL_EVENT_PATH_STATUS:
-                handle_path_status(p->tunnel, ev);
+                handle_path_status(p->peer->tunnel, ev);
                 break;
         case CONTROL_EVENT_ENDPOINT:
                 handle_endpoint(p, ev);
@@ -1059,11 +1065,13 @@ void path_handle_event(Path *p, const ControlEvent *ev) {
 }
 
 Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token) {
+        Peer *peer = t->peers[0];
+
         if (token == 0)
                 return NULL;
-        for (size_t i = 0; i < t->n_paths; i++)
-                if (t->paths[i]->peer_token == token)
-                        return t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++)
+                if (peer->paths[i]->peer_token == token)
+                        return peer->paths[i];
         return NULL;
 }
 
@@ -1082,7 +1090,7 @@ int path_set_weight(Path *p, uint32_t weight) {
         p->weight_runtime = weight;
         p->weight_runtime_set = true;
         log_path_info(p, "Weight set to %u by mptctl%s.", weight, weight == 0 ? " (backup)" : "");
-        return tunnel_publish(p->tunnel);
+        return tunnel_publish(p->peer->tunnel);
 }
 
 /* A reload (reload.c) gave the path a new configuration (same name and index): what mptd derived
@@ -1096,7 +1104,7 @@ int path_apply_config(Path *p, const MptPathConfig *old, bool remote_changed) {
 
         p->name = c->name;
         if (remote_changed) {
-                p->remote_port = path_config_remote_port(p->tunnel->profile, c);
+                p->remote_port = path_config_remote_port(p->peer->tunnel->profile, c);
                 p->remote_len = sockaddr_from_address(&c->remote, p->remote_port, 0, &p->remote);
                 reset_rtt(p);
         }
@@ -1123,10 +1131,10 @@ void path_retire(Path *p) {
         p->dead_timer = sd_event_source_disable_unref(p->dead_timer);
         p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
         unbind(p);
-        if (p->tunnel->reorder_enabled) {
-                rx_shared_path_down(p->tunnel->rx, p->index);
+        if (p->peer->reorder_enabled) {
+                rx_shared_path_down(p->peer->rx, p->index);
                 /* A path added later in its place starts without the delay this one waited. */
-                rx_shared_set_path_extra(p->tunnel->rx, p->index, 0);
+                rx_shared_set_path_extra(p->peer->rx, p->index, 0);
         }
         log_path_info(p, "Removed by a reload.");
 }

@@ -10,7 +10,7 @@
 
 #include "tunnel.h"
 
-int path_new(Tunnel *t, unsigned index, const MptPathConfig *config, Path **ret);
+int path_new(Peer *peer, unsigned index, const MptPathConfig *config, Path **ret);
 Path *path_free(Path *p);
 /* Brings the path in line with the kernel: interface, link, address, sockets, route. At start
  * (startup == true) a bind conflict is an error; later it is retried. */

@@ -68,8 +68,12 @@ static void pool_released_flush(Worker *w) {
 
 int worker_pool_setup(Tunnel *t) {
         unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
+        bool reorder = false;
 
-        if (!t->reorder_enabled)
+        /* one pool for the tunnel, lent to the reorder buffers of every peer that has them */
+        for (size_t k = 0; k < t->n_peers; k++)
+                reorder = reorder || t->peers[k]->reorder_enabled;
+        if (!reorder)
                 return 0;
         t->rx_pool_per_worker = MAX(TUNNEL_RX_POOL / MAX(receivers, 1u), TUNNEL_RX_POOL_MIN);
         t->rx_pool_n = t->rx_pool_per_worker * MAX(receivers, 1u);
@@ -85,11 +89,13 @@ int worker_pool_setup(Tunnel *t) {
         /* (volatile: a malloc() followed by memset(0) may become a lazily zeroed calloc()) */
         for (size_t o = 0; o < (size_t) t->rx_pool_n * WORKER_BUFFER_SIZE; o += 4096)
                 ((volatile uint8_t *) t->rx_pool)[o] = 0;
-        rx_shared_set_lender(t->rx, &(RxLender) {
-                .retain = pool_retain,
-                .release = pool_release,
-                .userdata = t,
-        });
+        for (size_t k = 0; k < t->n_peers; k++)
+                if (t->peers[k]->reorder_enabled)
+                        rx_shared_set_lender(t->peers[k]->rx, &(RxLender) {
+                                .retain = pool_retain,
+                                .release = pool_release,
+                                .userdata = t,
+                        });
         return 0;
 }
 
@@ -219,7 +225,7 @@ static void tun_deliver(void *userdata, const uint8_t *pkt, size_t len) {
  * a lane at a time, under its lock, and what a lane delivers is written before it is let go
  * (another worker may deliver its next packets right after). */
 static void deliver_pending(Worker *w) {
-        Tunnel *t = w->tunnel;
+        WorkerPeer *wp = &w->peers[0];
         uint64_t lanes = 0;
 
         for (unsigned i = 0; i < w->n_pending; i++)
@@ -228,7 +234,7 @@ static void deliver_pending(Worker *w) {
         gro_flush(w);
         for (; lanes != 0; lanes &= lanes - 1) {
                 unsigned lane = (unsigned) __builtin_ctzll(lanes);
-                RxLane *l = rx_shared_lane(t->rx, lane);
+                RxLane *l = rx_shared_lane(wp->peer->rx, lane);
 
                 if (l)
                         rx_lane_lock(l, w, &w->contention);
@@ -247,7 +253,7 @@ static void deliver_pending(Worker *w) {
                                 reason = reorder_insert(l->reorder, d->seq, d->path, d->pkt, d->len, d->arrival,
                                                         tun_deliver, w);
                         if (reason >= 0)
-                                COUNTER_ADD(w->path_counters[d->path].drops[reason], 1);
+                                COUNTER_ADD(wp->path_counters[d->path].drops[reason], 1);
                         else if (reason < -1)
                                 COUNTER_ADD(w->tunnel_counters.drops[MPT_DROP_NO_MEMORY], 1);
                         if (d->rule != RX_POLICY_NONE && (reason == -1 || reason == MPT_DROP_DUPLICATE))
@@ -270,11 +276,11 @@ int worker_policy_rule(const Snapshot *s, const uint8_t *pkt, size_t len) {
 
 /* A data packet of path `path`, numbered in `lane` of the other end (or not numbered). */
 static void handle_data(Worker *w, unsigned path, unsigned lane, const MptFrame *f, usec_t arrival) {
-        Tunnel *t = w->tunnel;
+        WorkerPeer *wp = &w->peers[0];
         const Snapshot *s = w->rx_snapshot;
         int rule;
 
-        if (!t->reorder_enabled || !f->has_seq) {
+        if (!wp->peer->reorder_enabled || !f->has_seq) {
                 tun_deliver(w, f->payload, f->payload_len);
                 return;
         }
@@ -331,6 +337,7 @@ static int demux(const Snapshot *s, unsigned path, const MptAddress *src, uint16
 }
 
 static void report_endpoint(Worker *w, unsigned path, const MptSockaddr *src, uint32_t token, unsigned socket_path) {
+        WorkerPeer *wp = &w->peers[0];
         ControlEvent ev = {
                 .kind = CONTROL_EVENT_ENDPOINT,
                 .path = path,
@@ -344,9 +351,9 @@ static void report_endpoint(Worker *w, unsigned path, const MptSockaddr *src, ui
 
         /* Once per new source: the main thread switches over, and the next snapshot matches. */
         if (path < MPT_PATHS_MAX) {
-                if (memcmp(&w->endpoint_reported[path], src, sizeof *src) == 0)
+                if (memcmp(&wp->endpoint_reported[path], src, sizeof *src) == 0)
                         return;
-                w->endpoint_reported[path] = *src;
+                wp->endpoint_reported[path] = *src;
         }
         tunnel_queue_event(w->tunnel, &ev);
 }
@@ -383,13 +390,14 @@ static int64_t clock_offset(void) {
  * known. */
 static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned lane, bool new_endpoint,
                             const MptSockaddr *src, const uint8_t *buf, size_t len, usec_t now) {
+        WorkerPeer *wp = &w->peers[0];
         unsigned p = path >= 0 ? (unsigned) path : socket_path;
         MptFrame f;
         int reason;
 
         reason = mpt_frame_decode(buf, len, &f);
         if (reason >= 0) {
-                COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                COUNTER_ADD(wp->path_counters[p].drops[reason], 1);
                 return;
         }
 
@@ -399,11 +407,11 @@ static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned 
                                     .peer_epoch = w->rx_peer_epoch };
                 reason = mpt_keepalive_decode(&f, &ev.ka);
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[p].drops[reason], 1);
+                        COUNTER_ADD(wp->path_counters[p].drops[reason], 1);
                         return;
                 }
                 if (path == RX_BY_TOKEN && !ev.ka.extended) {
-                        COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        COUNTER_ADD(wp->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                         return;
                 }
                 /* Learn first, so that the keepalive finds the new endpoint in place. */
@@ -411,13 +419,13 @@ static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned 
                         report_endpoint(w, path >= 0 ? (unsigned) path : UINT_MAX, src, ev.ka.path_token, socket_path);
                 ev.path = path >= 0 ? (unsigned) path : UINT_MAX;
                 ev.when = now; /* arrival: keeps RTT samples free of our own delays */
-                COUNTER_ADD(w->path_counters[p].keepalives_rx, 1);
+                COUNTER_ADD(wp->path_counters[p].keepalives_rx, 1);
                 tunnel_queue_event(w->tunnel, &ev);
                 return;
         }
         if (path == RX_BY_TOKEN) {
                 /* Data from a new source on a shared socket: wait for its keepalive. */
-                COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                COUNTER_ADD(wp->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                 return;
         }
         if (f.kind == MPT_FRAME_FEEDBACK) {
@@ -426,7 +434,7 @@ static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned 
                 /* Only authenticated feedback may move traffic: in compat mode there is none. */
                 reason = w->tunnel->secure ? mpt_feedback_decode(&f, &ev.fb) : MPT_DROP_BAD_FEEDBACK;
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[path].drops[reason], 1);
+                        COUNTER_ADD(wp->path_counters[path].drops[reason], 1);
                         return;
                 }
                 if (new_endpoint)
@@ -440,7 +448,7 @@ static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned 
                 /* Only authenticated requests are served: in compat mode there are none. */
                 reason = w->tunnel->secure ? mpt_repair_decode(&f, &r) : MPT_DROP_BAD_REPAIR;
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[path].drops[reason], 1);
+                        COUNTER_ADD(wp->path_counters[path].drops[reason], 1);
                         return;
                 }
                 if (new_endpoint)
@@ -455,33 +463,34 @@ static void handle_datagram(Worker *w, unsigned socket_path, int path, unsigned 
                                     .epoch = w->rx_epoch };
                 reason = mpt_path_status_decode(&f, &ev.ps);
                 if (reason >= 0) {
-                        COUNTER_ADD(w->path_counters[path].drops[reason], 1);
+                        COUNTER_ADD(wp->path_counters[path].drops[reason], 1);
                         return;
                 }
                 ev.when = now;
                 tunnel_queue_event(w->tunnel, &ev);
                 return;
         }
-        COUNTER_ADD(w->path_counters[path].rx_packets, 1);
-        COUNTER_ADD(w->path_counters[path].rx_bytes, (uint64_t) len);
+        COUNTER_ADD(wp->path_counters[path].rx_packets, 1);
+        COUNTER_ADD(wp->path_counters[path].rx_bytes, (uint64_t) len);
         handle_data(w, (unsigned) path, lane, &f, now);
 }
 
 /* Receiving side: asks the other end for what the gaps of this batch miss, over our repair path
  * (in this worker's lane: its counters are its own). */
 static void repair_ask_flush(Worker *w, const Snapshot *s) {
+        WorkerPeer *wp = &w->peers[0];
         uint8_t frame[MPT_REPAIR_SIZE_MAX], out[MPT_REPAIR_SIZE_MAX + MPT_SECURE_OVERHEAD];
         uint64_t first = 0, last = 0, asked = 0;
         int q = worker_repair_path(w, s);
         size_t len;
 
-        if (w->repair_ask.n == 0)
+        if (wp->repair_ask.n == 0)
                 return;
-        for (unsigned i = 0; i < w->repair_ask.n; i++)
-                asked += w->repair_ask.entries[i].count;
+        for (unsigned i = 0; i < wp->repair_ask.n; i++)
+                asked += wp->repair_ask.entries[i].count;
         len = mpt_repair_encode(frame, sizeof frame, w->tunnel->ip_version == 6 ? MPT_ETH_P_IPV6 : MPT_ETH_P_IP,
-                                &w->repair_ask);
-        w->repair_ask.n = 0;
+                                &wp->repair_ask);
+        wp->repair_ask.n = 0;
         if (q < 0 || len == 0 || worker_repair_send(w, s, (unsigned) q, frame, len, out, &first, &last) == 0)
                 return;
         worker_tx_mark(w, (unsigned) q, first, last, now_usec());
@@ -489,13 +498,14 @@ static void repair_ask_flush(Worker *w, const Snapshot *s) {
 }
 
 static void repair_ask_add(Worker *w, unsigned path_id, unsigned lane, uint64_t first, unsigned count) {
+        WorkerPeer *wp = &w->peers[0];
         const Snapshot *s;
 
-        if (w->repair_ask.n == MPT_REPAIR_ENTRIES_MAX) {
-                s = __atomic_load_n(&w->tunnel->snapshot, __ATOMIC_ACQUIRE);
+        if (wp->repair_ask.n == MPT_REPAIR_ENTRIES_MAX) {
+                s = __atomic_load_n(&wp->peer->snapshot, __ATOMIC_ACQUIRE);
                 repair_ask_flush(w, s);
         }
-        w->repair_ask.entries[w->repair_ask.n++] = (MptRepairEntry) {
+        wp->repair_ask.entries[wp->repair_ask.n++] = (MptRepairEntry) {
                 .path_id = (uint8_t) path_id, .lane = (uint8_t) lane, .count = (uint16_t) count, .first = first,
         };
 }
@@ -503,7 +513,8 @@ static void repair_ask_add(Worker *w, unsigned path_id, unsigned lane, uint64_t 
 /* An authenticated datagram of the other end's path path_id (its secure header says which),
  * len bytes on the wire, arrived at `arrival`. */
 static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arrival) {
-        RxTrack *r = &w->rx_track[header[MPT_SECURE_OFF_PATH_ID] % MPT_PATHS_MAX];
+        WorkerPeer *wp = &w->peers[0];
+        RxTrack *r = &wp->rx_track[header[MPT_SECURE_OFF_PATH_ID] % MPT_PATHS_MAX];
         unsigned lane = header[MPT_SECURE_OFF_LANE] % MPT_SECURE_LANES;
         uint64_t epoch = rd64be(header + MPT_SECURE_OFF_EPOCH),
                  counter = rd64be(header + MPT_SECURE_OFF_COUNTER);
@@ -530,7 +541,7 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
                 uint64_t more = r->lane_top[lane] == 0 ? 1 : MIN(counter - r->lane_top[lane], (uint64_t) UINT32_MAX);
 
                 /* A gap in a data lane: ask for it (a long one is an outage, not worth it). */
-                if (w->tunnel->repair && lane != MPT_SECURE_LANE_CONTROL && r->lane_top[lane] != 0 && more > 1 &&
+                if (wp->peer->repair && lane != MPT_SECURE_LANE_CONTROL && r->lane_top[lane] != 0 && more > 1 &&
                     more - 1 <= MPT_REPAIR_COUNT_MAX)
                         repair_ask_add(w, header[MPT_SECURE_OFF_PATH_ID] % MPT_PATHS_MAX, lane, r->lane_top[lane] + 1, (unsigned) more - 1);
 
@@ -586,7 +597,8 @@ static void rx_track(Worker *w, const uint8_t *header, size_t len, usec_t arriva
 }
 
 void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret) {
-        const RxTrack *r = &w->rx_track[path_id % MPT_PATHS_MAX];
+        const WorkerPeer *wp = &w->peers[0];
+        const RxTrack *r = &wp->rx_track[path_id % MPT_PATHS_MAX];
         uint32_t s;
 
         do {
@@ -621,7 +633,8 @@ void worker_rx_track_read(const Worker *w, unsigned path_id, RxTrack *ret) {
 /* Holds the lock of sender path id `id`'s receive state, and no other (-1: none); *held says which
  * is held. A run of datagrams is normally of one sender path: one lock for all of it. */
 static void secure_hold(Worker *w, int *held, int id) {
-        RxShared *rs = w->tunnel->rx;
+        WorkerPeer *wp = &w->peers[0];
+        RxShared *rs = wp->peer->rx;
 
         if (*held == id)
                 return;
@@ -656,6 +669,7 @@ static int hand_on_handshake(Worker *w, unsigned path, const MptSockaddr *src, c
 
 static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path, int path, const MptSockaddr *src,
                               uint8_t *buf, size_t len, size_t seg, usec_t now) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         /* path == RX_BY_TOKEN: the path of the socket's group that the datagrams' sender (path id
          * and epoch) is (Path.peer_id); -1: none, -2: they disagree */
@@ -691,7 +705,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] < 0) {
                                 secure_hold(w, &held, h[i].path_id);
-                                reason[i] = mpt_secure_rx_check(t->rx->secure, &h[i], paths);
+                                reason[i] = mpt_secure_rx_check(wp->peer->rx->secure, &h[i], paths);
                         }
                 secure_hold(w, &held, -1);
 
@@ -713,7 +727,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                                          * newest snapshot may have it; it stays valid while this
                                          * worker works on this batch (it has not said that it saw a
                                          * newer generation, so the snapshot is not freed). */
-                                        const Snapshot *newest = __atomic_load_n(&t->snapshot, __ATOMIC_ACQUIRE);
+                                        const Snapshot *newest = __atomic_load_n(&wp->peer->snapshot, __ATOMIC_ACQUIRE);
 
                                         if (newest != ks) {
                                                 ks = newest;
@@ -729,14 +743,14 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                                         confirm = h[i].epoch;
                                 continue;
                         }
-                        if (h[i].epoch == w->rx_keys.epoch)
-                                keys = &w->rx_keys;
+                        if (h[i].epoch == wp->rx_keys.epoch)
+                                keys = &wp->rx_keys;
                         else {
                                 /* A newer epoch (the other end restarted): its keys, kept aside
                                  * until a datagram under it authenticates. Anyone can claim a
                                  * new epoch: derivations are rate-limited. */
-                                if (h[i].epoch != w->rx_try_keys.epoch) {
-                                        if (!mpt_secure_limit_take(&w->rx_derive_limit, now)) {
+                                if (h[i].epoch != wp->rx_try_keys.epoch) {
+                                        if (!mpt_secure_limit_take(&wp->rx_derive_limit, now)) {
                                                 reason[i] = MPT_DROP_EPOCH_LIMITED;
                                                 continue;
                                         }
@@ -744,16 +758,16 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                                         const MptProfile *prof = __atomic_load_n(&t->profile, __ATOMIC_RELAXED);
 
                                         if (mpt_secure_derive(prof->tunnel.psk.bytes, h[i].epoch, t->aes,
-                                                              &w->rx_try_keys) < 0) {
+                                                              &wp->rx_try_keys) < 0) {
                                                 reason[i] = MPT_DROP_CIPHER_ERROR;
                                                 continue;
                                         }
                                 }
-                                keys = &w->rx_try_keys;
+                                keys = &wp->rx_try_keys;
                         }
                         reason[i] = mpt_secure_open(buf + off, MIN(seg, len - off), keys);
-                        if (reason[i] < 0 && keys == &w->rx_try_keys)
-                                w->rx_keys = w->rx_try_keys;
+                        if (reason[i] < 0 && keys == &wp->rx_try_keys)
+                                wp->rx_keys = wp->rx_try_keys;
                 }
 
                 for (size_t i = 0; i < n; i++) {
@@ -761,7 +775,7 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                         if (reason[i] >= 0)
                                 continue;
                         secure_hold(w, &held, h[i].path_id);
-                        reason[i] = mpt_secure_rx_accept(t->rx->secure, &h[i], paths, &new_epoch);
+                        reason[i] = mpt_secure_rx_accept(wp->peer->rx->secure, &h[i], paths, &new_epoch);
                         new_epochs += new_epoch;
                         if (path < 0 && reason[i] < 0 && resolved != -2) {
                                 int b = -1;
@@ -777,19 +791,19 @@ static int secure_open_buffer(Worker *w, const Snapshot *s, unsigned socket_path
                 for (size_t i = 0; i < n; i++)
                         if (reason[i] >= 0) {
                                 if (reason[i] != SECURE_HANDED_ON)
-                                        COUNTER_ADD(w->path_counters[p].drops[reason[i]], 1);
+                                        COUNTER_ADD(wp->path_counters[p].drops[reason[i]], 1);
                                 buf[base + i * seg] = 0;
                         }
         }
         if (new_epochs > 0)
-                __atomic_add_fetch(&t->peer_epochs, new_epochs, __ATOMIC_RELAXED);
+                __atomic_add_fetch(&wp->peer->peer_epochs, new_epochs, __ATOMIC_RELAXED);
         /* The initiator of the responder's new session sends under it: it may become current (once
          * per worker and set of keys is enough; the main thread republishes). */
-        if (confirm != 0 && w->confirmed_generation != ks->generation) {
+        if (confirm != 0 && wp->confirmed_generation != ks->generation) {
                 ControlEvent ev = { .kind = CONTROL_EVENT_SESSION, .path = p, .epoch = confirm, .when = now };
 
                 if (tunnel_queue_event(t, &ev))
-                        w->confirmed_generation = ks->generation;
+                        wp->confirmed_generation = ks->generation;
         }
         return resolved >= 0 ? resolved : -1;
 }
@@ -805,6 +819,7 @@ static int gro_size(struct msghdr *mh) {
 }
 
 void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const WorkerRxMessage *msgs, unsigned n) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         /* Per message: its path (demux(); RX_UNKNOWN: dropped), datagram size. */
         int msg_path[WORKER_RX_MMSG];
@@ -824,13 +839,13 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const
 
                 msg_path[m] = RX_UNKNOWN;
                 if (msgs[m].truncated) {
-                        COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_TRUNCATED], 1);
+                        COUNTER_ADD(wp->path_counters[socket_path].drops[MPT_DROP_TRUNCATED], 1);
                         continue;
                 }
                 if (sockaddr_to_address(&msgs[m].source, &src_addr, &src_port) < 0 ||
                     (msg_path[m] = demux(s, socket_path, &src_addr, src_port, &new_endpoint[m])) == RX_UNKNOWN) {
                         msg_path[m] = RX_UNKNOWN;
-                        COUNTER_ADD(w->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        COUNTER_ADD(wp->path_counters[socket_path].drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                         continue;
                 }
                 /* With UDP GRO the buffer holds several datagrams of one source: all of gso size
@@ -888,7 +903,7 @@ void worker_rx_process(Worker *w, const Snapshot *s, unsigned socket_path, const
         deliver_pending(w);
         gro_flush(w);
         repair_ask_flush(w, s);
-        if (t->reorder_enabled) {
+        if (wp->peer->reorder_enabled) {
                 /* Written: what the reorder buffers delivered out of the pool may be reused. */
                 pool_released_flush(w);
                 for (unsigned m = 0; m < n; m++)
@@ -974,18 +989,19 @@ static unsigned next_turn(size_t bytes, unsigned n) {
 }
 
 void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsigned n_ready) {
+        WorkerPeer *wp = &w->peers[0];
         unsigned budget = dataplane_options.batch * 4;
 
         while (n_ready > 0 && budget > 0) {
                 unsigned kept = 0;
                 for (unsigned i = 0; i < n_ready && budget > 0; i++) {
                         unsigned path = ready[i];
-                        unsigned turn = MIN(MIN(MAX(w->rx_turn[path], 1u), dataplane_options.batch), budget);
+                        unsigned turn = MIN(MIN(MAX(wp->rx_turn[path], 1u), dataplane_options.batch), budget);
                         size_t bytes;
                         unsigned got = worker_rx(w, s, path, turn, &bytes);
 
                         if (got > 0)
-                                w->rx_turn[path] = (uint8_t) next_turn(bytes, got);
+                                wp->rx_turn[path] = (uint8_t) next_turn(bytes, got);
                         budget -= MIN(got, budget);
                         if (got == turn)
                                 ready[kept++] = path; /* may have more */
@@ -995,12 +1011,12 @@ void worker_rx_ready(Worker *w, const Snapshot *s, unsigned *ready, unsigned n_r
 }
 
 void worker_rx_expire(Worker *w, usec_t now) {
-        Tunnel *t = w->tunnel;
+        WorkerPeer *wp = &w->peers[0];
 
-        if (!t->reorder_enabled)
+        if (!wp->peer->reorder_enabled)
                 return;
-        for (uint64_t m = rx_shared_lanes(t->rx) & w->expire_lanes; m != 0; m &= m - 1) {
-                RxLane *l = rx_shared_lane_get(t->rx, (unsigned) __builtin_ctzll(m));
+        for (uint64_t m = rx_shared_lanes(wp->peer->rx) & wp->expire_lanes; m != 0; m &= m - 1) {
+                RxLane *l = rx_shared_lane_get(wp->peer->rx, (unsigned) __builtin_ctzll(m));
 
                 if (rx_lane_deadline(l) > now)
                         continue;
@@ -1014,6 +1030,7 @@ void worker_rx_expire(Worker *w, usec_t now) {
 }
 
 void worker_expire_reorder(Worker *w) {
-        if (w->tunnel->reorder_enabled)
+        WorkerPeer *wp = &w->peers[0];
+        if (wp->peer->reorder_enabled)
                 worker_rx_expire(w, now_usec());
 }

@@ -286,6 +286,7 @@ static void apply_firewall(Tunnel *t, const MptTunnelConfig *old, unsigned *fail
 }
 
 int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
+        Peer *peer = t->peers[0];
         MptProfile *old = t->profile, **olds;
         _cleanup_free_ bool *remote_changed = NULL, *weight_changed = NULL;
         Plan plan = {};
@@ -343,18 +344,18 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
                         worker_policy_reset(t->workers[w]);
 
         /* Paths removed (the last ones): they stop, leave the schedule and go. */
-        while (t->n_paths > n->n_paths) {
-                Path *p = t->paths[t->n_paths - 1];
+        while (peer->n_paths > n->n_paths) {
+                Path *p = peer->paths[peer->n_paths - 1];
 
                 path_retire(p);
-                t->n_paths--;
+                peer->n_paths--;
                 r = tunnel_publish(t);
                 if (r < 0)
                         failed++;
                 path_free(p);
         }
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
 
                 p->config = &n->paths[i];
                 if (weight_changed[i] && p->weight_runtime_set) {
@@ -368,29 +369,29 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
         if (n->tunnel.scheduler != old->tunnel.scheduler) {
                 /* Only the learned scheduler paces (feedback.c sets it again at its next split);
                  * what it learned before another scheduler ran is stale. */
-                __atomic_store_n(&t->pace_paths, 0, __ATOMIC_RELAXED);
-                for (size_t i = 0; i < t->n_paths; i++)
+                __atomic_store_n(&peer->pace_paths, 0, __ATOMIC_RELAXED);
+                for (size_t i = 0; i < peer->n_paths; i++)
                         if (n->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
-                                learn_path_reset(&t->paths[i]->learn);
+                                learn_path_reset(&peer->paths[i]->learn);
         }
         /* Paths added (after the last one): as at start, but a bind conflict is retried. */
-        if (n->n_paths > t->n_paths) {
-                Path **paths = reallocarray(t->paths, n->n_paths, sizeof(Path *));
+        if (n->n_paths > peer->n_paths) {
+                Path **paths = reallocarray(peer->paths, n->n_paths, sizeof(Path *));
 
                 if (!paths)
                         failed++;
                 else
-                        t->paths = paths;
-                for (size_t i = t->n_paths; paths && i < n->n_paths; i++) {
+                        peer->paths = paths;
+                for (size_t i = peer->n_paths; paths && i < n->n_paths; i++) {
                         Path *p;
 
-                        r = path_new(t, (unsigned) i, &n->paths[i], &p);
+                        r = path_new(peer, (unsigned) i, &n->paths[i], &p);
                         if (r < 0) {
                                 failed++;
                                 break;
                         }
-                        t->paths[i] = p;
-                        t->n_paths = i + 1;
+                        peer->paths[i] = p;
+                        peer->n_paths = i + 1;
                         if (path_refresh(p, false) < 0 || path_start(p) < 0)
                                 failed++;
                         log_path_info(p, "Added by a reload.");
@@ -400,8 +401,8 @@ int tunnel_reload(Tunnel *t, MptProfile *n, char **ret_message) {
         if (r < 0)
                 failed++;
         apply_firewall(t, &old->tunnel, &failed);
-        if (n->tunnel.reorder_max_delay != old->tunnel.reorder_max_delay && t->reorder_enabled)
-                tunnel_set_reorder_hold(t, n->tunnel.reorder_max_delay, n->tunnel.reorder_max_delay);
+        if (n->tunnel.reorder_max_delay != old->tunnel.reorder_max_delay && peer->reorder_enabled)
+                peer_set_reorder_hold(peer, n->tunnel.reorder_max_delay, n->tunnel.reorder_max_delay);
         r = tunnel_publish(t);
         if (r < 0)
                 failed++;
@@ -462,6 +463,7 @@ void profile_log_read(const MptProfile *p, bool netdev) {
 }
 
 int tunnel_reload_file(Tunnel *t, const char *filename, char **ret_message) {
+        Peer *peer = t->peers[0];
         _cleanup_(profile_freep) MptProfile *n = NULL;
         bool netdev = !filename && t->reload_netdev;
         int r;
@@ -480,6 +482,6 @@ int tunnel_reload_file(Tunnel *t, const char *filename, char **ret_message) {
                 if (r >= 0)
                         TAKE_PTR(n);
         }
-        (void) sd_notifyf(false, "READY=1\nSTATUS=%s: %u of %zu paths up", t->name, t->paths_up, t->n_paths);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=%s: %u of %zu paths up", t->name, peer->paths_up, peer->n_paths);
         return r;
 }

@@ -6,13 +6,14 @@
 
 #include "worker-internal.h"
 
-static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len);
+static void pace_charge(Peer *peer, unsigned p, uint64_t now, size_t len);
 
 /* ---- loss repair (mptd(8), LOSS REPAIR) ---- */
 
 /* Sending side: keeps the plaintext of the datagram with counter `counter` of path p. */
 static void keep_store(Worker *w, unsigned p, uint64_t counter, const uint8_t *m, size_t len) {
-        uint64_t pos = w->keep_pos;
+        WorkerPeer *wp = &w->peers[0];
+        uint64_t pos = wp->keep_pos;
         KeepSlot *slot;
 
         if (len > WORKER_BUFFER_SIZE || p >= MPT_PATHS_MAX)
@@ -20,61 +21,64 @@ static void keep_store(Worker *w, unsigned p, uint64_t counter, const uint8_t *m
         /* A plaintext is never split: one that would not fit before the ring's end starts over. */
         if (pos % WORKER_KEEP_BYTES + len > WORKER_KEEP_BYTES)
                 pos += WORKER_KEEP_BYTES - pos % WORKER_KEEP_BYTES;
-        memcpy(w->keep + pos % WORKER_KEEP_BYTES, m, len);
-        slot = &w->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
+        memcpy(wp->keep + pos % WORKER_KEEP_BYTES, m, len);
+        slot = &wp->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
         *slot = (KeepSlot) { .counter = counter, .pos = pos, .len = (uint32_t) len };
-        w->keep_pos = pos + len;
+        wp->keep_pos = pos + len;
 }
 
 /* The plaintext of path p's datagram `counter`, if still kept. */
 static const uint8_t *keep_find(const Worker *w, unsigned p, uint64_t counter, size_t *ret_len) {
+        const WorkerPeer *wp = &w->peers[0];
         const KeepSlot *slot;
 
         if (p >= MPT_PATHS_MAX)
                 return NULL;
-        slot = &w->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
+        slot = &wp->keep_slots[(size_t) p * WORKER_KEEP_SLOTS + counter % WORKER_KEEP_SLOTS];
         /* Overwritten once the ring was written past a whole turn after it. */
-        if (slot->counter != counter || slot->len == 0 || w->keep_pos > slot->pos + WORKER_KEEP_BYTES)
+        if (slot->counter != counter || slot->len == 0 || wp->keep_pos > slot->pos + WORKER_KEEP_BYTES)
                 return NULL;
         *ret_len = slot->len;
-        return w->keep + slot->pos % WORKER_KEEP_BYTES;
+        return wp->keep + slot->pos % WORKER_KEEP_BYTES;
 }
 
 /* Seals a frame or a kept plaintext (len bytes at m) on path q in this worker's lane and sends
  * it; returns its length on the wire, or 0 when it could not. */
 size_t worker_repair_send(Worker *w, const Snapshot *s, unsigned q, const uint8_t *m, size_t len, uint8_t *out,
                           uint64_t *first, uint64_t *last) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         const SnapshotPath *sp;
         size_t dl;
         int fd;
 
         if (q >= s->n_paths || q >= MPT_PATHS_MAX || (fd = s->paths[q].fds[w->id]) < 0 ||
-            w->tx_counter[q] >= UINT64_MAX - 1 || s->tx_keys.epoch == 0)
+            wp->tx_counter[q] >= UINT64_MAX - 1 || s->tx_keys.epoch == 0)
                 return 0;
         sp = &s->paths[q];
-        dl = mpt_secure_seal_from(out, m, len, &s->tx_keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+        dl = mpt_secure_seal_from(out, m, len, &s->tx_keys, peer_tx_cipher(wp->peer), t->aes ? MPT_SECURE_FLAG_AES : 0,
                                   (MptSecureSender) { .path_id = (uint8_t) q, .lane = (uint8_t) w->id,
-                                                      .counter = w->tx_counter[q] });
+                                                      .counter = wp->tx_counter[q] });
         if (dl == 0)
                 return 0;
         if (*first == 0)
-                *first = w->tx_counter[q];
-        *last = w->tx_counter[q]++;
+                *first = wp->tx_counter[q];
+        *last = wp->tx_counter[q]++;
         if (sendto(fd, out, dl, MSG_DONTWAIT, (const struct sockaddr *) &sp->remote, sp->remote_len) < 0) {
-                COUNTER_ADD(w->path_counters[q].drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
+                COUNTER_ADD(wp->path_counters[q].drops[errno == EAGAIN || errno == ENOBUFS ? MPT_DROP_SEND_BUSY
                                                                                             : MPT_DROP_SEND_ERROR],
                             1);
                 return 0;
         }
-        COUNTER_ADD(w->path_counters[q].tx_packets, 1);
-        COUNTER_ADD(w->path_counters[q].tx_bytes, dl);
+        COUNTER_ADD(wp->path_counters[q].tx_packets, 1);
+        COUNTER_ADD(wp->path_counters[q].tx_bytes, dl);
         return dl;
 }
 
 /* The repair path now: the main thread's choice, if this snapshot has it. */
 int worker_repair_path(const Worker *w, const Snapshot *s) {
-        int q = __atomic_load_n(&w->tunnel->repair_via, __ATOMIC_RELAXED);
+        const WorkerPeer *wp = &w->peers[0];
+        int q = __atomic_load_n(&wp->peer->repair_via, __ATOMIC_RELAXED);
 
         return q >= 0 && (unsigned) q < s->n_paths && s->paths[q].fds[w->id] >= 0 ? q : -1;
 }
@@ -85,21 +89,24 @@ void worker_repair_request(Worker *w, const MptRepair *r) {
 
         for (unsigned i = 0; i < r->n; i++) {
                 const MptRepairEntry *e = &r->entries[i];
+                WorkerPeer *tp;
                 Worker *to;
 
                 COUNTER_ADD(w->tunnel_counters.repair_requested, e->count);
-                if (e->lane >= t->n_workers || !t->workers[e->lane]->keep) {
+                if (e->lane >= t->n_workers || !t->workers[e->lane]->peers[0].keep) {
                         COUNTER_ADD(w->tunnel_counters.repair_missed, e->count);
                         continue;
                 }
                 to = t->workers[e->lane];
-                pthread_mutex_lock(&to->repair_lock);
-                if (to->repair_queued < WORKER_REPAIR_QUEUE) {
-                        to->repair_queue[to->repair_queued] = *e;
-                        __atomic_store_n(&to->repair_queued, to->repair_queued + 1, __ATOMIC_RELEASE);
+                /* what that worker sent to the peer the requests came from (the one peer) */
+                tp = &to->peers[0];
+                pthread_mutex_lock(&tp->repair_lock);
+                if (tp->repair_queued < WORKER_REPAIR_QUEUE) {
+                        tp->repair_queue[tp->repair_queued] = *e;
+                        __atomic_store_n(&tp->repair_queued, tp->repair_queued + 1, __ATOMIC_RELEASE);
                         e = NULL;
                 }
-                pthread_mutex_unlock(&to->repair_lock);
+                pthread_mutex_unlock(&tp->repair_lock);
                 if (e)
                         COUNTER_ADD(w->tunnel_counters.repair_missed, r->entries[i].count);
                 else if (to != w)
@@ -109,21 +116,22 @@ void worker_repair_request(Worker *w, const MptRepair *r) {
 
 /* Sends again what the requests for this worker's lane ask for, sealed anew on the repair path. */
 void worker_repair_serve(Worker *w, const Snapshot *s) {
+        WorkerPeer *wp = &w->peers[0];
         MptRepairEntry q[WORKER_REPAIR_QUEUE];
         uint64_t first = 0, last = 0, paced_now = 0;
         unsigned n;
         int via;
 
-        if (__atomic_load_n(&w->repair_queued, __ATOMIC_ACQUIRE) == 0)
+        if (__atomic_load_n(&wp->repair_queued, __ATOMIC_ACQUIRE) == 0)
                 return;
-        pthread_mutex_lock(&w->repair_lock);
-        n = w->repair_queued;
-        memcpy(q, w->repair_queue, n * sizeof q[0]);
-        __atomic_store_n(&w->repair_queued, 0, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&w->repair_lock);
+        pthread_mutex_lock(&wp->repair_lock);
+        n = wp->repair_queued;
+        memcpy(q, wp->repair_queue, n * sizeof q[0]);
+        __atomic_store_n(&wp->repair_queued, 0, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&wp->repair_lock);
 
         via = worker_repair_path(w, s);
-        if (__atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) != 0)
+        if (__atomic_load_n(&wp->peer->pace_paths, __ATOMIC_RELAXED) != 0)
                 paced_now = now_nsec();
         for (unsigned i = 0; i < n; i++)
                 for (uint64_t c = q[i].first; c < q[i].first + q[i].count; c++) {
@@ -139,7 +147,7 @@ void worker_repair_serve(Worker *w, const Snapshot *s) {
                         }
                         COUNTER_ADD(w->tunnel_counters.repair_sent, 1);
                         if (paced_now != 0)
-                                pace_charge(w->tunnel, (unsigned) via, paced_now, dl);
+                                pace_charge(wp->peer, (unsigned) via, paced_now, dl);
                 }
         if (first != 0)
                 worker_tx_mark(w, (unsigned) via, first, last, now_usec());
@@ -147,11 +155,12 @@ void worker_repair_serve(Worker *w, const Snapshot *s) {
 
 /* Counters first..last of path p go out now. */
 void worker_tx_mark(Worker *w, unsigned p, uint64_t first, uint64_t last, usec_t now) {
+        WorkerPeer *wp = &w->peers[0];
         TxMark *m;
 
-        if (!w->tx_marks || p >= MPT_PATHS_MAX)
+        if (!wp->tx_marks || p >= MPT_PATHS_MAX)
                 return;
-        m = &w->tx_marks[(size_t) p * WORKER_TX_MARKS + w->tx_mark_next[p]++ % WORKER_TX_MARKS];
+        m = &wp->tx_marks[(size_t) p * WORKER_TX_MARKS + wp->tx_mark_next[p]++ % WORKER_TX_MARKS];
         seq_write_begin(&m->seq);
         __atomic_store_n(&m->first, first, __ATOMIC_RELAXED);
         __atomic_store_n(&m->last, last, __ATOMIC_RELAXED);
@@ -160,13 +169,14 @@ void worker_tx_mark(Worker *w, unsigned p, uint64_t first, uint64_t last, usec_t
 }
 
 bool worker_tx_mark_find(const Worker *w, unsigned path, uint64_t counter, usec_t *ret_time, usec_t *ret_last) {
+        const WorkerPeer *wp = &w->peers[0];
         bool found = false;
 
         *ret_last = 0;
-        if (!w->tx_marks || path >= MPT_PATHS_MAX)
+        if (!wp->tx_marks || path >= MPT_PATHS_MAX)
                 return false;
         for (unsigned i = 0; i < WORKER_TX_MARKS; i++) {
-                const TxMark *m = &w->tx_marks[(size_t) path * WORKER_TX_MARKS + i];
+                const TxMark *m = &wp->tx_marks[(size_t) path * WORKER_TX_MARKS + i];
                 uint64_t first, last;
                 usec_t time;
                 uint32_t s;
@@ -251,12 +261,12 @@ void worker_tun_pause(Worker *w, bool pause, uint64_t until) {
 
 /* The paced paths (of paced) more than PACE_BURST_NSEC ahead of their pace at now, and when the
  * first of those of the vector is no longer (*ret_until, unless NULL; 0 when none is ahead). */
-static uint64_t pace_ahead(const Tunnel *t, uint64_t paced, uint64_t vector_paths, uint64_t now, uint64_t *ret_until) {
+static uint64_t pace_ahead(const Peer *peer, uint64_t paced, uint64_t vector_paths, uint64_t now, uint64_t *ret_until) {
         uint64_t ahead = 0, until = UINT64_MAX;
 
         for (uint64_t m = paced; m != 0; m &= m - 1) {
                 unsigned p = (unsigned) __builtin_ctzll(m);
-                uint64_t next = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
+                uint64_t next = __atomic_load_n(&peer->pace_next[p], __ATOMIC_RELAXED);
 
                 if (next <= now + PACE_BURST_NSEC)
                         continue;
@@ -270,22 +280,23 @@ static uint64_t pace_ahead(const Tunnel *t, uint64_t paced, uint64_t vector_path
 }
 
 /* Charges path p's pace with len bytes sent now. */
-static void pace_charge(Tunnel *t, unsigned p, uint64_t now, size_t len) {
-        uint64_t rate = __atomic_load_n(&t->pace_rate[p], __ATOMIC_RELAXED), cost, old, next;
+static void pace_charge(Peer *peer, unsigned p, uint64_t now, size_t len) {
+        uint64_t rate = __atomic_load_n(&peer->pace_rate[p], __ATOMIC_RELAXED), cost, old, next;
 
         if (rate == 0)
                 return;
         cost = (uint64_t) len * UINT64_C(1000000000) / rate;
-        old = __atomic_load_n(&t->pace_next[p], __ATOMIC_RELAXED);
+        old = __atomic_load_n(&peer->pace_next[p], __ATOMIC_RELAXED);
         do
                 next = MIN(MAX(old, now) + cost, now + PACE_AHEAD_MAX_NSEC);
-        while (!__atomic_compare_exchange_n(&t->pace_next[p], &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        while (!__atomic_compare_exchange_n(&peer->pace_next[p], &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
 /* Sends path p's datagrams of this TUN packet in one sendmmsg(): as UDP GSO sends (at most
  * GSO_SEGMENTS_MAX datagrams each, or w->gso_queued on a path that queues locally), or datagram
  * by datagram when GSO is off or was refused. Returns nothing: failures are counted. */
 static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iovec *iov, unsigned n_segs) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         const SnapshotPath *sp = &s->paths[p];
         int fd = sp->fds[w->id];
@@ -298,7 +309,7 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
 
         assert(n_segs <= OFFLOAD_SEGMENTS_MAX);
         while (first < n_segs) {
-                unsigned gso_max = !gso ? 1u : w->queued_now & UINT64_C(1) << p ? MAX(w->gso_queued, 1u) : GSO_SEGMENTS_MAX;
+                unsigned gso_max = !gso ? 1u : wp->queued_now & UINT64_C(1) << p ? MAX(wp->gso_queued, 1u) : GSO_SEGMENTS_MAX;
                 unsigned m = build_messages(sp, iov, first, n_segs, gso_max, msgs, control, segs_of, bytes_of);
                 unsigned done = 0;
 
@@ -319,15 +330,15 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
                                 unsigned k = busy ? m : done + 1, lost = 0;
                                 for (unsigned j = done; j < k; j++)
                                         lost += segs_of[j];
-                                COUNTER_ADD(w->path_counters[p].drops[busy ? MPT_DROP_SEND_BUSY : MPT_DROP_SEND_ERROR],
+                                COUNTER_ADD(wp->path_counters[p].drops[busy ? MPT_DROP_SEND_BUSY : MPT_DROP_SEND_ERROR],
                                             lost);
                                 first += lost;
                                 done = k;
                                 continue;
                         }
                         for (unsigned j = done; j < done + (unsigned) r; j++) {
-                                COUNTER_ADD(w->path_counters[p].tx_packets, segs_of[j]);
-                                COUNTER_ADD(w->path_counters[p].tx_bytes, bytes_of[j]);
+                                COUNTER_ADD(wp->path_counters[p].tx_packets, segs_of[j]);
+                                COUNTER_ADD(wp->path_counters[p].tx_bytes, bytes_of[j]);
                                 first += segs_of[j];
                         }
                         done += (unsigned) r;
@@ -340,6 +351,7 @@ static void send_path(Worker *w, const Snapshot *s, unsigned p, const struct iov
  * counters are exhausted, its segments are dropped). The counters are the worker's own: nothing
  * is shared with the other workers. */
 static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PATHS_MAX]) {
+        WorkerPeer *wp = &w->peers[0];
         uint64_t used = 0;
         usec_t now = now_usec();
 
@@ -352,15 +364,15 @@ static MptCipher reserve_counters(Worker *w, int n, uint64_t next[static MPT_PAT
                 for (int j = i; j < n; j++)
                         k += w->seg_path[j] == p;
                 /* The last usable counter is UINT64_MAX - 1 (as mpt_secure_reserve()). */
-                if (w->tx_counter[p] > UINT64_MAX - 1 - (k - 1))
+                if (wp->tx_counter[p] > UINT64_MAX - 1 - (k - 1))
                         next[p] = UINT64_MAX;
                 else {
-                        next[p] = w->tx_counter[p];
-                        w->tx_counter[p] += k;
+                        next[p] = wp->tx_counter[p];
+                        wp->tx_counter[p] += k;
                         worker_tx_mark(w, p, next[p], next[p] + k - 1, now);
                 }
         }
-        return tunnel_tx_cipher(w->tunnel);
+        return peer_tx_cipher(wp->peer);
 }
 
 /* Numbers w->segs[0..n), assigns them to paths and sends them. In secure mode in this worker's
@@ -382,13 +394,14 @@ typedef struct PolicyChoice {
  * segment's own sealing found it. */
 static void send_copy(Worker *w, const Snapshot *s, const OffloadSegment *sg, size_t hl, unsigned p, MptCipher cipher,
                       int rule) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         struct iovec iov[2];
 
         if (t->secure) {
                 size_t front = hl + sg->headers_len, dl;
                 const uint8_t *m = sg->payload ? sg->payload - front : sg->headers - hl;
-                uint64_t c = w->tx_counter[p];
+                uint64_t c = wp->tx_counter[p];
 
                 if (!w->tx_copy) {
                         w->tx_copy = malloc(WORKER_BUFFER_SIZE + 2 * MPT_SECURE_OVERHEAD);
@@ -398,17 +411,17 @@ static void send_copy(Worker *w, const Snapshot *s, const OffloadSegment *sg, si
                         }
                 }
                 if (front + sg->payload_len > WORKER_BUFFER_SIZE || c >= UINT64_MAX - 1) {
-                        COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                        COUNTER_ADD(wp->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
                         return;
                 }
-                w->tx_counter[p]++;
+                wp->tx_counter[p]++;
                 worker_tx_mark(w, p, c, c, now_usec());
                 dl = mpt_secure_seal_from(w->tx_copy, m, front + sg->payload_len, &s->tx_keys, cipher,
                                           t->aes ? MPT_SECURE_FLAG_AES : 0,
                                           (MptSecureSender) { .path_id = (uint8_t) p, .lane = (uint8_t) w->id,
                                                               .counter = c });
                 if (dl == 0) {
-                        COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
+                        COUNTER_ADD(wp->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
                         return;
                 }
                 iov[0] = (struct iovec) { .iov_base = w->tx_copy, .iov_len = dl };
@@ -422,6 +435,7 @@ static void send_copy(Worker *w, const Snapshot *s, const OffloadSegment *sg, si
 }
 
 static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow, const PolicyChoice *pc) {
+        WorkerPeer *wp = &w->peers[0];
         int forced = pc->path;
         Tunnel *t = w->tunnel;
         uint32_t seq = 0;
@@ -431,10 +445,10 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
         MptCipher cipher = _MPT_CIPHER_INVALID;
 
         if (s->sequence && t->secure) {
-                seq = w->tx_seq;
-                w->tx_seq += (uint32_t) n;
+                seq = wp->tx_seq;
+                wp->tx_seq += (uint32_t) n;
         } else if (s->sequence)
-                seq = (uint32_t) __atomic_fetch_add(&t->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
+                seq = (uint32_t) __atomic_fetch_add(&wp->peer->tx_seq, (uint64_t) n, __ATOMIC_RELAXED);
         __atomic_store_n(&w->tx_segments, w->tx_segments + (uint64_t) n, __ATOMIC_RELAXED);
         if (forced >= 0)
                 for (int i = 0; i < n; i++)
@@ -444,14 +458,14 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         w->seg_path[i] = (uint16_t) s->vector[flow % s->vector_len];
         else {
                 /* Paths ahead of their pace get no run now: the vector's next path does. */
-                uint64_t paced = __atomic_load_n(&t->pace_paths, __ATOMIC_RELAXED) & w->vector_paths, skip = 0;
+                uint64_t paced = __atomic_load_n(&wp->peer->pace_paths, __ATOMIC_RELAXED) & wp->vector_paths, skip = 0;
 
                 if (paced != 0) {
                         paced_now = now_nsec();
-                        skip = pace_ahead(t, paced, w->vector_paths, paced_now, NULL);
+                        skip = pace_ahead(wp->peer, paced, wp->vector_paths, paced_now, NULL);
                 }
-                sched_assign_runs_skip(&w->runs, s->vector, s->vector_len,
-                                       dataplane_options.batch > 1 ? w->quantum : 1, (size_t) n, skip, w->seg_path);
+                sched_assign_runs_skip(&wp->runs, s->vector, s->vector_len,
+                                       dataplane_options.batch > 1 ? wp->quantum : 1, (size_t) n, skip, w->seg_path);
         }
         if (t->secure)
                 cipher = reserve_counters(w, n, next);
@@ -490,9 +504,9 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                 m = start;
                         }
                         if (next[p] == UINT64_MAX)
-                                COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
+                                COUNTER_ADD(wp->path_counters[p].drops[MPT_DROP_COUNTER_EXHAUSTED], 1);
                         else {
-                                if (w->keep)
+                                if (wp->keep)
                                         keep_store(w, p, next[p], m, front + sg->payload_len);
                                 dl = mpt_secure_seal_from(d, m, front + sg->payload_len, &s->tx_keys, cipher,
                                                           t->aes ? MPT_SECURE_FLAG_AES : 0,
@@ -500,14 +514,14 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                                                                               .lane = (uint8_t) w->id,
                                                                               .counter = next[p]++ });
                                 if (dl == 0)
-                                        COUNTER_ADD(w->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
+                                        COUNTER_ADD(wp->path_counters[p].drops[MPT_DROP_CIPHER_ERROR], 1);
                                 else {
                                         crypt_used += dl;
                                         iov[0] = (struct iovec) { .iov_base = d, .iov_len = dl };
                                         iov[1] = (struct iovec) {};
                                         w->path_segs[p]++;
                                         if (paced_now != 0)
-                                                pace_charge(t, p, paced_now, dl);
+                                                pace_charge(wp->peer, p, paced_now, dl);
                                 }
                         }
                 } else {
@@ -515,7 +529,7 @@ static void transmit_segments(Worker *w, const Snapshot *s, int n, uint32_t flow
                         iov[1] = (struct iovec) { .iov_base = (void *) sg->payload, .iov_len = sg->payload_len };
                         w->path_segs[p]++;
                         if (paced_now != 0)
-                                pace_charge(t, p, paced_now, iov[0].iov_len + iov[1].iov_len);
+                                pace_charge(wp->peer, p, paced_now, iov[0].iov_len + iov[1].iov_len);
                 }
                 for (uint64_t c = pc->copies; c != 0; c &= c - 1)
                         send_copy(w, s, sg, hl, (unsigned) __builtin_ctzll(c), cipher, pc->rule);
@@ -583,6 +597,7 @@ static PolicyChoice policy_choice(Worker *w, const Snapshot *s, const uint8_t *p
 /* Sends one TUN packet (buf: with the vnet header if there is one) that matched Policy= rule
  * `rule` (POLICY_UNKNOWN: not looked for yet) and waited this long (ns) in the hold queue. */
 static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int rule, uint64_t waited) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         struct virtio_net_hdr vh = {};
         uint8_t *pkt = buf;
@@ -632,7 +647,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int
         bool lock = s->sequence && !t->secure && t->n_workers > 1;
 
         if (lock)
-                rx_lock(&t->tx_lock, &w->contention); /* (counts a wait, as for the receive locks) */
+                rx_lock(&wp->peer->tx_lock, &w->contention); /* (counts a wait, as for the receive locks) */
         for (size_t done = 0;;) {
                 transmit_segments(w, s, n, flow, &pc);
                 done += (size_t) n;
@@ -645,7 +660,7 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int
                         break;
         }
         if (lock)
-                pthread_mutex_unlock(&t->tx_lock);
+                pthread_mutex_unlock(&wp->peer->tx_lock);
 }
 
 /* Whether path p's datagrams of this worker wait in a local queue (a qdisc or the driver): the
@@ -653,7 +668,8 @@ static void transmit(Worker *w, const Snapshot *s, uint8_t *buf, size_t len, int
  * SCHED_QUEUED_HOLD_USEC after it was last seen so (see SCHED_GSO_TIME_USEC). Returns whether
  * any path of the snapshot does. */
 static bool path_queued(const Worker *w, unsigned p, usec_t now) {
-        usec_t at = __atomic_load_n(&w->path_queued_at[p], __ATOMIC_RELAXED);
+        const WorkerPeer *wp = &w->peers[0];
+        usec_t at = __atomic_load_n(&wp->path_queued_at[p], __ATOMIC_RELAXED);
         return at > 0 && now < at + SCHED_QUEUED_HOLD_USEC;
 }
 
@@ -662,6 +678,7 @@ bool worker_path_queued(const Worker *w, unsigned p) {
 }
 
 static bool sample_queues(Worker *w, const Snapshot *s, usec_t now) {
+        WorkerPeer *wp = &w->peers[0];
         uint64_t queued = 0;
         bool any = false;
 
@@ -670,28 +687,29 @@ static bool sample_queues(Worker *w, const Snapshot *s, usec_t now) {
                 int fd = s->paths[p].fds[w->id], q = 0;
                 /* Atomic: mptctl show reads it (worker_path_queued()). */
                 if (fd >= 0 && ioctl(fd, SIOCOUTQ, &q) == 0 && q > 0)
-                        __atomic_store_n(&w->path_queued_at[p], now, __ATOMIC_RELAXED);
+                        __atomic_store_n(&wp->path_queued_at[p], now, __ATOMIC_RELAXED);
                 if (path_queued(w, p, now)) {
                         queued |= UINT64_C(1) << p;
                         any = true;
                 }
         }
-        w->queued_now = queued;
+        wp->queued_now = queued;
         return any;
 }
 
 /* The adaptive quantum: from the tunnel's send rate over the last interval (all workers: paths
  * carry the runs of every worker). An idle interval measures a low rate and gives the floor. */
 static void update_quantum(Worker *w, const Snapshot *s) {
+        WorkerPeer *wp = &w->peers[0];
         Tunnel *t = w->tunnel;
         usec_t now;
         uint64_t segments;
 
         now = now_usec();
-        if (now < w->rate_since + SCHED_RATE_INTERVAL_USEC)
+        if (now < wp->rate_since + SCHED_RATE_INTERVAL_USEC)
                 return;
         segments = tunnel_tx_segments(t);
-        if (w->rate_since > 0) {
+        if (wp->rate_since > 0) {
                 /* Paths that queue locally: a run there waits in the queue as a whole, and the
                  * next path's run is held at the receiver meanwhile, so the quantum stays at
                  * its floor (SCHED_QUANTUM_FLOOR segments: a fraction of a millisecond on a fast
@@ -702,17 +720,17 @@ static void update_quantum(Worker *w, const Snapshot *s) {
                 bool queued = sample_queues(w, s, now);
 
                 if (!dataplane_options.quantum_fixed)
-                        w->quantum = queued ? sched_queued_quantum(segments - w->rate_segments, now - w->rate_since,
+                        wp->quantum = queued ? sched_queued_quantum(segments - wp->rate_segments, now - wp->rate_since,
                                                                    dataplane_options.quantum)
-                                            : sched_adaptive_quantum(segments - w->rate_segments,
-                                                                     now - w->rate_since, s->vector_len, w->min_slots,
+                                            : sched_adaptive_quantum(segments - wp->rate_segments,
+                                                                     now - wp->rate_since, s->vector_len, wp->min_slots,
                                                                      dataplane_options.quantum, SCHED_QUANTUM_CEIL, true);
-                w->gso_queued = sched_adaptive_count(segments - w->rate_segments, now - w->rate_since,
-                                                     s->vector_len, w->min_slots, SCHED_GSO_TIME_USEC, 1,
+                wp->gso_queued = sched_adaptive_count(segments - wp->rate_segments, now - wp->rate_since,
+                                                     s->vector_len, wp->min_slots, SCHED_GSO_TIME_USEC, 1,
                                                      GSO_SEGMENTS_MAX);
         }
-        w->rate_since = now;
-        w->rate_segments = segments;
+        wp->rate_since = now;
+        wp->rate_segments = segments;
 }
 
 /* Whether the paths with more than half the vector's slots are ahead of their pace (and until
@@ -720,14 +738,15 @@ static void update_quantum(Worker *w, const Snapshot *s) {
  * over (transmit_segments()): a path with a small share, or one whose pace is slow for the slots
  * it has (a vector has at least one slot per path), must not hold back the others. */
 static bool tx_behind_pace(const Worker *w, const Snapshot *s, uint64_t paced, uint64_t now, uint64_t *ret_until) {
+        const WorkerPeer *wp = &w->peers[0];
         uint64_t until, ahead;
         size_t slots = 0;
 
         if (paced == 0)
                 return false;
-        ahead = pace_ahead(w->tunnel, paced, w->vector_paths, now, &until);
+        ahead = pace_ahead(wp->peer, paced, wp->vector_paths, now, &until);
         for (uint64_t m = ahead; m != 0; m &= m - 1)
-                slots += w->vector_slots[__builtin_ctzll(m)];
+                slots += wp->vector_slots[__builtin_ctzll(m)];
         if (ahead == 0 || slots * 2 <= s->vector_len)
                 return false;
         *ret_until = MIN(until, now + PACE_PAUSE_MAX_NSEC);
@@ -768,9 +787,10 @@ static bool hold_release(Worker *w, const Snapshot *s, uint64_t paced, uint8_t *
 }
 
 void worker_tx(Worker *w, const Snapshot *s) {
+        WorkerPeer *wp = &w->peers[0];
         /* Headroom in front: a packet that is not split gets its GRE header right before it. */
         uint8_t *buf = w->tx_buffer + WORKER_HEADROOM;
-        uint64_t paced = __atomic_load_n(&w->tunnel->pace_paths, __ATOMIC_RELAXED) & w->vector_paths;
+        uint64_t paced = __atomic_load_n(&wp->peer->pace_paths, __ATOMIC_RELAXED) & wp->vector_paths;
         size_t inner = w->tunnel->tun.vnet_hdr ? VNET_HDR_LEN : 0;
 
         update_quantum(w, s);
@@ -801,7 +821,7 @@ void worker_tx(Worker *w, const Snapshot *s) {
                          * a pause opens the next slot, so that sparse traffic (pings, voice)
                          * is interleaved packet by packet as the vector says. */
                         if (errno == EAGAIN)
-                                w->runs.active = false;
+                                wp->runs.active = false;
                         break;
                 }
                 if (k == 0)

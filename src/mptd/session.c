@@ -31,14 +31,14 @@ MptDropReason session_drop_reason(int d) {
         }
 }
 
-const MptSecureKeys *session_tx_keys(Tunnel *t) {
-        const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(mpt_handshake_keys(t->hs), session_now(), 0);
+const MptSecureKeys *session_tx_keys(Peer *peer) {
+        const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(mpt_handshake_keys(peer->hs), session_now(), 0);
 
         return kp ? &kp->send : NULL;
 }
 
-void session_fill_snapshot(Tunnel *t, Snapshot *s) {
-        const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+void session_fill_snapshot(Peer *peer, Snapshot *s) {
+        const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
         /* The number of messages sent under a key pair is bounded by the counters: every path and
          * lane has 2^64 - 1 of its own, and REJECT_AFTER_MESSAGES is beyond what any one reaches. */
         const MptHandshakeKeypair *kp = mpt_handshake_keys_tx(k, session_now(), 0);
@@ -48,7 +48,7 @@ void session_fill_snapshot(Tunnel *t, Snapshot *s) {
                 s->tx_keys = kp->send;
 }
 
-static int sync_keys(Tunnel *t);
+static int sync_keys(Peer *peer);
 
 /* Sends a handshake message (in the clear: it protects itself) over path p to dst. */
 static bool send_raw(Path *p, const uint8_t *msg, size_t len, const MptSockaddr *dst, socklen_t dst_len) {
@@ -65,19 +65,20 @@ static bool send_raw(Path *p, const uint8_t *msg, size_t len, const MptSockaddr 
 
 /* A new initiation over every path that can send: the handshake must not wait for a dead path,
  * and the other end answers the first copy (and drops the others as handshake-replayed). */
-static void initiate(Tunnel *t, usec_t now, MptHandshakeWant why) {
+static void initiate(Peer *peer, usec_t now, MptHandshakeWant why) {
+        Tunnel *t = peer->tunnel;
         uint8_t msg[MPT_HANDSHAKE_INITIATION_SIZE];
         bool created = false;
         unsigned sent = 0;
         int r;
 
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
 
                 if (!path_can_send(p) || p->remote_len == 0)
                         continue;
-                r = created ? mpt_handshake_initiation_for_path(t->hs, now, (unsigned) i, msg)
-                            : mpt_handshake_create_initiation(t->hs, now, (unsigned) i, msg);
+                r = created ? mpt_handshake_initiation_for_path(peer->hs, now, (unsigned) i, msg)
+                            : mpt_handshake_create_initiation(peer->hs, now, (unsigned) i, msg);
                 if (r < 0) {
                         log_tunnel_warning_errno(t, r, "Failed to create a handshake initiation: %m");
                         return;
@@ -86,76 +87,78 @@ static void initiate(Tunnel *t, usec_t now, MptHandshakeWant why) {
                 sent += send_raw(p, msg, sizeof msg, &p->remote, p->remote_len);
         }
         if (sent > 0)
-                t->hs_initiations++;
+                peer->hs_initiations++;
         log_tunnel_debug(t, "Handshake: initiation (%s) sent over %u path(s)", mpt_handshake_want_to_string(why), sent);
 }
 
 /* MPT_DEBUG_REKEY: when the initiator of the current session rekeys early (as the handshake does
  * after REKEY_AFTER_TIME; no initiation of its own under way); USEC_INFINITY: never. */
-static usec_t debug_rekey_due(Tunnel *t, usec_t now) {
-        const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+static usec_t debug_rekey_due(Peer *peer, usec_t now) {
+        const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
 
         if (dataplane_options.rekey_usec == 0 || k->current.recv.epoch == 0 || !k->current.initiator ||
-            mpt_handshake_pending(t->hs, NULL))
+            mpt_handshake_pending(peer->hs, NULL))
                 return USEC_INFINITY;
         return k->current.created + dataplane_options.rekey_usec;
 }
 
-static void keepalives(Tunnel *t) {
-        for (size_t i = 0; i < t->n_paths; i++)
-                path_send_keepalive(t->paths[i]);
+static void keepalives(Peer *peer) {
+        for (size_t i = 0; i < peer->n_paths; i++)
+                path_send_keepalive(peer->paths[i]);
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Tunnel *t = userdata;
+        Peer *peer = userdata;
         usec_t now = session_now();
         uint64_t dropped[3];
         MptHandshakeWant want;
 
-        (void) mpt_handshake_expire(t->hs, now, dropped);
-        want = mpt_handshake_want_initiation(t->hs, now, 0);
-        if (want == MPT_HANDSHAKE_WANT_NOTHING && debug_rekey_due(t, now) <= now)
+        (void) mpt_handshake_expire(peer->hs, now, dropped);
+        want = mpt_handshake_want_initiation(peer->hs, now, 0);
+        if (want == MPT_HANDSHAKE_WANT_NOTHING && debug_rekey_due(peer, now) <= now)
                 want = MPT_HANDSHAKE_WANT_REKEY_TIME;
         if (want != MPT_HANDSHAKE_WANT_NOTHING)
-                initiate(t, now, want);
-        if (mpt_handshake_want_keepalive(t->hs, now))
-                keepalives(t);
-        return sync_keys(t);
+                initiate(peer, now, want);
+        if (mpt_handshake_want_keepalive(peer->hs, now))
+                keepalives(peer);
+        return sync_keys(peer);
 }
 
 /* After anything that may have changed the key pairs or the timers: republish the keys for the
  * workers when they changed, and arm the timer for what falls due next. */
-static int sync_keys(Tunnel *t) {
-        const MptHandshakeKeys *k = mpt_handshake_keys(t->hs);
+static int sync_keys(Peer *peer) {
+        Tunnel *t = peer->tunnel;
+        const MptHandshakeKeys *k = mpt_handshake_keys(peer->hs);
         usec_t now = session_now(), next;
-        uint64_t v = mpt_handshake_keys_version(t->hs);
+        uint64_t v = mpt_handshake_keys_version(peer->hs);
 
-        if (v != t->hs_version) {
+        if (v != peer->hs_version) {
                 uint64_t current = k->current.recv.epoch;
-                bool had = t->hs_current != 0;
+                bool had = peer->hs_current != 0;
 
-                t->hs_version = v;
-                if (current != t->hs_current && current != 0) {
-                        t->hs_sessions++;
-                        t->hs_session_at = now;
+                peer->hs_version = v;
+                if (current != peer->hs_current && current != 0) {
+                        peer->hs_sessions++;
+                        peer->hs_session_at = now;
                         if (had)
-                                log_tunnel_debug(t, "Handshake: new session (%" PRIu64 " so far)", t->hs_sessions);
+                                log_tunnel_debug(t, "Handshake: new session (%" PRIu64 " so far)", peer->hs_sessions);
                         else
                                 log_tunnel_info(t, "Handshake complete: session keys established with the other end");
                 } else if (current == 0 && had)
                         log_tunnel_notice(t, "Session keys expired: nothing is sent until a new handshake completes");
-                t->hs_current = current;
+                peer->hs_current = current;
                 (void) tunnel_publish(t);
         }
-        next = MIN(mpt_handshake_next_event(t->hs, now), debug_rekey_due(t, now));
+        next = MIN(mpt_handshake_next_event(peer->hs, now), debug_rekey_due(peer, now));
         if (next == USEC_INFINITY)
-                return sd_event_source_set_enabled(t->hs_timer, SD_EVENT_OFF);
+                return sd_event_source_set_enabled(peer->hs_timer, SD_EVENT_OFF);
         /* The timer's clock is the handshake's: absolute CLOCK_BOOTTIME. */
-        (void) sd_event_source_set_time(t->hs_timer, MAX(next, now));
-        return sd_event_source_set_enabled(t->hs_timer, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_time(peer->hs_timer, MAX(next, now));
+        return sd_event_source_set_enabled(peer->hs_timer, SD_EVENT_ONESHOT);
 }
 
-int session_start(Tunnel *t) {
+int session_start(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         const MptTunnelConfig *c = &t->profile->tunnel;
         int r;
 
@@ -164,25 +167,26 @@ int session_start(Tunnel *t) {
                 return log_tunnel_error_errno(t, r, "Failed to initialise the handshake's algorithms in %s: %m",
                                               mpt_secure_library());
         r = mpt_handshake_new(c->hs_private.bytes, c->public_key.bytes, c->hs_psk.set ? c->hs_psk.bytes : NULL,
-                              t->aes, &t->hs);
+                              t->aes, &peer->hs);
         if (r == -EINVAL)
                 return log_tunnel_error_errno(t, r, "PublicKey= is this end's own public key: give the other end's");
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to set up the handshake: %m");
-        mpt_handshake_mac1_key(t->hs, t->hs_mac1_key);
-        r = sd_event_add_time(t->event, &t->hs_timer, CLOCK_BOOTTIME, session_now(), 0, on_timer, t);
+        mpt_handshake_mac1_key(peer->hs, t->hs_mac1_key);
+        r = sd_event_add_time(t->event, &peer->hs_timer, CLOCK_BOOTTIME, session_now(), 0, on_timer, peer);
         if (r < 0)
                 return log_tunnel_error_errno(t, r, "Failed to add the handshake's timer: %m");
-        (void) sd_event_source_set_description(t->hs_timer, "handshake");
+        (void) sd_event_source_set_description(peer->hs_timer, "handshake");
         return 0;
 }
 
-void session_stop(Tunnel *t) {
-        t->hs_timer = sd_event_source_disable_unref(t->hs_timer);
-        t->hs = mpt_handshake_free(t->hs);
+void session_stop(Peer *peer) {
+        peer->hs_timer = sd_event_source_disable_unref(peer->hs_timer);
+        peer->hs = mpt_handshake_free(peer->hs);
 }
 
 void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) {
+        Peer *peer = t->peers[0]; /* the one peer; a hub picks it by the initiation's key */
         uint8_t reply[MPT_HANDSHAKE_REPLY_MAX];
         size_t reply_len = 0;
         MptHandshakeReply what;
@@ -193,9 +197,9 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
         Path *p;
         int r;
 
-        if (ev->path >= t->n_paths)
+        if (ev->path >= peer->n_paths)
                 return;
-        p = t->paths[ev->path];
+        p = peer->paths[ev->path];
         if (sockaddr_to_address(&ev->source, &a, &port) < 0)
                 return;
         src.addr_len = (uint8_t) (family_address_size(a.family) + 2);
@@ -204,11 +208,11 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
         src.addr[src.addr_len - 1] = (uint8_t) port;
         dst_len = a.family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 
-        r = mpt_handshake_receive(t->hs, session_now(), &src, under_load, ev->hs.msg, ev->hs.len, reply, &reply_len,
+        r = mpt_handshake_receive(peer->hs, session_now(), &src, under_load, ev->hs.msg, ev->hs.len, reply, &reply_len,
                                   &what);
         /* The workers get new keys before the reply goes: the other end sends under a new
          * session as soon as it has the response. */
-        (void) sync_keys(t);
+        (void) sync_keys(peer);
         if (r >= 0) {
                 COUNTER_ADD(p->counters.drops[session_drop_reason(r)], 1);
                 log_tunnel_debug(t, "Handshake message (type 0x%02x) on path %s dropped: %s", ev->hs.msg[0], p->name,
@@ -219,20 +223,20 @@ void session_handle_message(Tunnel *t, const ControlEvent *ev, bool under_load) 
                 if (reply_len > 0)
                         (void) send_raw(p, reply, reply_len, &ev->source, dst_len);
                 if (what == MPT_HANDSHAKE_REPLY_INITIATION)
-                        t->hs_initiations++;
+                        peer->hs_initiations++;
         }
         explicit_bzero(reply, sizeof reply);
         /* A session this end initiated is current now: the other end starts sending under it once a
          * datagram under it arrived, so send one at once over every path. */
         if (r < 0 && what == MPT_HANDSHAKE_REPLY_CONFIRM)
-                keepalives(t);
+                keepalives(peer);
 }
 
-void session_heard(Tunnel *t, uint64_t epoch) {
-        mpt_handshake_received(t->hs, session_now(), epoch);
-        (void) sync_keys(t);
+void session_heard(Peer *peer, uint64_t epoch) {
+        mpt_handshake_received(peer->hs, session_now(), epoch);
+        (void) sync_keys(peer);
 }
 
-void session_sent(Tunnel *t) {
-        mpt_handshake_sent(t->hs, session_now());
+void session_sent(Peer *peer) {
+        mpt_handshake_sent(peer->hs, session_now());
 }

@@ -44,24 +44,25 @@ static uint64_t now_realtime_nsec(void) {
         return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
-MptCipher tunnel_tx_cipher(Tunnel *t) {
-        return t->aes && mpt_secure_rx_peer_aes(t->rx->secure) ? MPT_CIPHER_AES256_GCM
-                                                                                   : MPT_CIPHER_CHACHA20_POLY1305;
+MptCipher peer_tx_cipher(const Peer *peer) {
+        return peer->tunnel->aes && mpt_secure_rx_peer_aes(peer->rx->secure) ? MPT_CIPHER_AES256_GCM
+                                                                             : MPT_CIPHER_CHACHA20_POLY1305;
 }
 
-int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len) {
+int peer_seal(Peer *peer, unsigned path, uint8_t *buf, size_t len, size_t *ret_len) {
+        Tunnel *t = peer->tunnel;
         uint64_t counter;
 
         assert(path < MPT_PATHS_MAX);
-        const MptSecureKeys *keys = t->hs ? session_tx_keys(t) : &t->tx_keys;
+        const MptSecureKeys *keys = peer->hs ? session_tx_keys(peer) : &peer->tx_keys;
 
         if (!keys)
                 return MPT_DROP_NO_SESSION;
-        if (mpt_secure_reserve(&t->tx_counter[path], 1, &counter) < 0)
+        if (mpt_secure_reserve(&peer->tx_counter[path], 1, &counter) < 0)
                 return MPT_DROP_COUNTER_EXHAUSTED;
-        if (t->hs)
-                session_sent(t);
-        *ret_len = mpt_secure_seal(buf, len, keys, tunnel_tx_cipher(t), t->aes ? MPT_SECURE_FLAG_AES : 0,
+        if (peer->hs)
+                session_sent(peer);
+        *ret_len = mpt_secure_seal(buf, len, keys, peer_tx_cipher(peer), t->aes ? MPT_SECURE_FLAG_AES : 0,
                                    (MptSecureSender) {
                                            .path_id = (uint8_t) path,
                                            .lane = MPT_SECURE_LANE_CONTROL,
@@ -71,9 +72,11 @@ int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_
 }
 
 Path *tunnel_find_path(Tunnel *t, const char *name) {
-        for (size_t i = 0; i < t->n_paths; i++)
-                if (streq(t->paths[i]->name, name))
-                        return t->paths[i];
+        Peer *peer = t->peers[0];
+
+        for (size_t i = 0; i < peer->n_paths; i++)
+                if (streq(peer->paths[i]->name, name))
+                        return peer->paths[i];
         return NULL;
 }
 
@@ -180,19 +183,19 @@ static int on_reclaim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* The paths that are up, normal ones first, each group by smoothed round-trip time (unknown
  * last): what lowest-latency rules take the first of and redundant rules their copies from.
  * Returns how many. */
-static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
+static unsigned paths_by_rtt(Peer *peer, uint8_t out[static MPT_PATHS_MAX]) {
         unsigned n = 0;
 
         for (int pass = 0; pass < 2; pass++) {
                 unsigned first = n;
-                for (size_t i = 0; i < t->n_paths && i < MPT_PATHS_MAX; i++) {
-                        Path *p = t->paths[i];
+                for (size_t i = 0; i < peer->n_paths && i < MPT_PATHS_MAX; i++) {
+                        Path *p = peer->paths[i];
                         unsigned j;
                         if (p->state != PATH_STATE_UP || path_is_backup(p) != (pass == 1))
                                 continue;
                         /* Insertion: after those that are faster (or as fast). */
                         for (j = n; j > first; j--) {
-                                usec_t o = t->paths[out[j - 1]]->rtt;
+                                usec_t o = peer->paths[out[j - 1]]->rtt;
                                 if (p->rtt != 0 && (o == 0 || o > p->rtt))
                                         out[j] = out[j - 1];
                                 else
@@ -208,16 +211,16 @@ static unsigned paths_by_rtt(Tunnel *t, uint8_t out[static MPT_PATHS_MAX]) {
 /* The path for lowest-latency rules: the first of paths_by_rtt() (order, n); the current one
  * stays while it is up, of the same kind, unless the other is faster by MPT_POLICY_HYSTERESIS_USEC
  * and _PERCENT. -1: none is up. */
-static int fastest_path(Tunnel *t, const uint8_t *order, unsigned n) {
-        int cur = t->fastest;
+static int fastest_path(Peer *peer, const uint8_t *order, unsigned n) {
+        int cur = peer->fastest;
         Path *c, *b;
 
         if (n == 0)
                 return -1;
-        if (cur < 0 || (size_t) cur >= t->n_paths || cur == order[0])
+        if (cur < 0 || (size_t) cur >= peer->n_paths || cur == order[0])
                 return order[0];
-        c = t->paths[cur];
-        b = t->paths[order[0]];
+        c = peer->paths[cur];
+        b = peer->paths[order[0]];
         if (c->state != PATH_STATE_UP || path_is_backup(c) != path_is_backup(b) || c->rtt == 0)
                 return order[0];
         if (b->rtt + MPT_POLICY_HYSTERESIS_USEC <= c->rtt &&
@@ -236,15 +239,16 @@ static unsigned copies_max(const Tunnel *t) {
         return k;
 }
 
-void tunnel_rtt_changed(Tunnel *t) {
-        const Snapshot *s = t->snapshot;
+void peer_rtt_changed(Peer *peer) {
+        Tunnel *t = peer->tunnel;
+        const Snapshot *s = peer->snapshot;
         uint8_t order[MPT_PATHS_MAX];
         unsigned n, k;
         uint64_t now_set = 0, was = 0;
 
         if (t->profile->tunnel.policy.n == 0 || !s)
                 return;
-        n = paths_by_rtt(t, order);
+        n = paths_by_rtt(peer, order);
         /* Republished when the path of lowest-latency rules changes, or the set of the fastest
          * paths that redundant rules send copies over. */
         k = MIN(copies_max(t), n);
@@ -252,26 +256,27 @@ void tunnel_rtt_changed(Tunnel *t) {
                 now_set |= UINT64_C(1) << order[i];
         for (unsigned i = 0; i < MIN(k, s->n_by_rtt); i++)
                 was |= UINT64_C(1) << s->by_rtt[i];
-        if (fastest_path(t, order, n) != t->fastest || now_set != was)
-                (void) tunnel_publish(t);
+        if (fastest_path(peer, order, n) != peer->fastest || now_set != was)
+                (void) peer_publish(peer);
 }
 
-int tunnel_publish(Tunnel *t) {
+int peer_publish(Peer *peer) {
+        Tunnel *t = peer->tunnel;
         uint32_t weights[MPT_PATHS_MAX];
         uint8_t ids[MPT_PATHS_MAX];
         size_t n = 0;
         Snapshot *s, *old;
 
-        s = calloc(1, sizeof(Snapshot) + t->n_paths * sizeof(SnapshotPath));
+        s = calloc(1, sizeof(Snapshot) + peer->n_paths * sizeof(SnapshotPath));
         if (!s)
                 return log_oom_tunnel(t);
-        s->n_paths = (unsigned) t->n_paths;
+        s->n_paths = (unsigned) peer->n_paths;
         s->scheduler = t->profile->tunnel.scheduler;
         /* The flow scheduler keeps each flow on one path: nothing to reorder at the other end. */
         s->sequence = profile_uses_sequence(t->profile);
 
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
                 SnapshotPath *sp = &s->paths[i];
                 for (unsigned w = 0; w < MPT_WORKERS_MAX; w++)
                         sp->fds[w] = w < t->n_workers && p->fds ? p->fds[w] : -1;
@@ -283,21 +288,21 @@ int tunnel_publish(Tunnel *t) {
                 sp->peer_epoch = p->peer_epoch;
                 sp->endpoint = (unsigned) i;
                 for (size_t j = 0; j < i; j++)
-                        if (p->fds && t->paths[j]->fds && t->paths[j]->ifindex == p->ifindex &&
-                            address_equal(&t->paths[j]->local, &p->local)) {
+                        if (p->fds && peer->paths[j]->fds && peer->paths[j]->ifindex == p->ifindex &&
+                            address_equal(&peer->paths[j]->local, &p->local)) {
                                 sp->endpoint = s->paths[j].endpoint;
                                 break;
                         }
         }
-        for (size_t i = 0; i < t->n_paths; i++)
-                for (size_t j = 0; j < t->n_paths; j++)
+        for (size_t i = 0; i < peer->n_paths; i++)
+                for (size_t j = 0; j < peer->n_paths; j++)
                         if (s->paths[j].endpoint == s->paths[i].endpoint)
                                 s->paths[i].endpoint_paths++;
 
         /* Normal paths that are up; if there are none, the backup paths that are up. */
         for (int pass = 0; pass < 2 && n == 0; pass++)
-                for (size_t i = 0; i < t->n_paths; i++) {
-                        Path *p = t->paths[i];
+                for (size_t i = 0; i < peer->n_paths; i++) {
+                        Path *p = peer->paths[i];
                         if (p->state != PATH_STATE_UP || path_is_backup(p) != (pass == 1))
                                 continue;
                         ids[n] = (uint8_t) i;
@@ -305,11 +310,11 @@ int tunnel_publish(Tunnel *t) {
                         n++;
                 }
         if (t->secure && t->profile->tunnel.scheduler == MPT_SCHEDULER_LEARNED)
-                feedback_weights(t, ids, n, weights);
-        t->paths_up = 0;
-        for (size_t i = 0; i < t->n_paths; i++)
-                if (t->paths[i]->state == PATH_STATE_UP)
-                        t->paths_up++;
+                feedback_weights(peer, ids, n, weights);
+        peer->paths_up = 0;
+        for (size_t i = 0; i < peer->n_paths; i++)
+                if (peer->paths[i]->state == PATH_STATE_UP)
+                        peer->paths_up++;
         s->vector_len = sched_build_vector(weights, n, s->vector);
         for (size_t i = 0; i < s->vector_len; i++)
                 s->vector[i] = ids[s->vector[i]];
@@ -326,23 +331,23 @@ int tunnel_publish(Tunnel *t) {
                         if (pl->items[i].mode == MPT_POLICY_REDUNDANT ||
                             pl->items[i].mode == MPT_POLICY_LOWEST_LATENCY)
                                 s->policy_ahead = true;
-                for (size_t i = 0; i < t->n_paths && i < MPT_PATHS_MAX; i++)
-                        if (t->paths[i]->state == PATH_STATE_UP)
+                for (size_t i = 0; i < peer->n_paths && i < MPT_PATHS_MAX; i++)
+                        if (peer->paths[i]->state == PATH_STATE_UP)
                                 s->up_paths |= UINT64_C(1) << i;
-                s->n_by_rtt = paths_by_rtt(t, s->by_rtt);
-                t->fastest = s->fastest = fastest_path(t, s->by_rtt, s->n_by_rtt);
+                s->n_by_rtt = paths_by_rtt(peer, s->by_rtt);
+                peer->fastest = s->fastest = fastest_path(peer, s->by_rtt, s->n_by_rtt);
         }
-        if (t->hs) {
-                session_fill_snapshot(t, s);
+        if (peer->hs) {
+                session_fill_snapshot(peer, s);
                 if (s->tx_keys.epoch == 0) {
                         /* Nothing to seal with yet: the workers drop what comes (no-session). */
                         s->no_session = true;
                         s->vector_len = 0;
                 }
         } else if (t->secure)
-                s->tx_keys = t->tx_keys;
+                s->tx_keys = peer->tx_keys;
 
-        old = t->snapshot;
+        old = peer->snapshot;
         if (old) {
                 /* Sockets retired since the last snapshot are named by the old one at most. */
                 old->close_fds = t->pending_close;
@@ -352,7 +357,7 @@ int tunnel_publish(Tunnel *t) {
         t->pending_close = NULL;
         t->n_pending_close = 0;
         s->generation = __atomic_load_n(&t->generation, __ATOMIC_RELAXED) + 1;
-        __atomic_store_n(&t->snapshot, s, __ATOMIC_RELEASE);
+        __atomic_store_n(&peer->snapshot, s, __ATOMIC_RELEASE);
         __atomic_store_n(&t->generation, s->generation, __ATOMIC_RELEASE);
 
         if (old) {
@@ -368,6 +373,18 @@ int tunnel_publish(Tunnel *t) {
                 (void) sd_event_source_set_enabled(t->reclaim_timer, SD_EVENT_ONESHOT);
         }
         return 0;
+}
+
+int tunnel_publish(Tunnel *t) {
+        int r = 0;
+
+        for (size_t k = 0; k < t->n_peers; k++) {
+                int q = peer_publish(t->peers[k]);
+
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        return r;
 }
 
 void tunnel_retire_fds(Tunnel *t, int *fds, unsigned n) {
@@ -459,12 +476,12 @@ static void deliver_from_main(void *userdata, const uint8_t *pkt, size_t len) {
                 COUNTER_ADD(t->drops_main[MPT_DROP_TUN_WRITE], 1);
 }
 
-bool tunnel_reorder_has_delivered(Tunnel *t) {
+bool peer_reorder_has_delivered(Peer *peer) {
         ReorderStats st;
 
-        if (!t->reorder_enabled)
+        if (!peer->reorder_enabled)
                 return false;
-        rx_shared_stats(t->rx, &st, NULL);
+        rx_shared_stats(peer->rx, &st, NULL);
         return st.delivered > 0;
 }
 
@@ -477,33 +494,34 @@ static bool close_to(usec_t a, usec_t b) {
         return d < USEC_PER_MSEC || d * CLOSE_TO_DIV < b;
 }
 
-void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread) {
-        usec_t cur = __atomic_load_n(&t->reorder_hold, __ATOMIC_RELAXED),
-               cur_spread = __atomic_load_n(&t->reorder_spread, __ATOMIC_RELAXED);
+void peer_set_reorder_hold(Peer *peer, usec_t hold, usec_t spread) {
+        Tunnel *t = peer->tunnel;
+        usec_t cur = __atomic_load_n(&peer->reorder_hold, __ATOMIC_RELAXED),
+               cur_spread = __atomic_load_n(&peer->reorder_spread, __ATOMIC_RELAXED);
 
-        if (!t->reorder_enabled || (close_to(hold, cur) && close_to(spread, cur_spread)))
+        if (!peer->reorder_enabled || (close_to(hold, cur) && close_to(spread, cur_spread)))
                 return;
-        rx_shared_set_hold(t->rx, hold, spread);
-        __atomic_store_n(&t->reorder_hold, hold, __ATOMIC_RELAXED);
-        __atomic_store_n(&t->reorder_spread, spread, __ATOMIC_RELAXED);
+        rx_shared_set_hold(peer->rx, hold, spread);
+        __atomic_store_n(&peer->reorder_hold, hold, __ATOMIC_RELAXED);
+        __atomic_store_n(&peer->reorder_spread, spread, __ATOMIC_RELAXED);
         /* The receiving workers wait until the (maybe earlier) deadlines of their lanes. */
         for (unsigned i = 0; t->workers && i < (t->rx_workers > 0 ? t->rx_workers : t->n_workers); i++)
                 worker_wake(t->workers[i]);
 }
 
-void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra) {
-        Path *p = t->paths[i];
+void peer_set_reorder_extra(Peer *peer, size_t i, usec_t extra) {
+        Path *p = peer->paths[i];
 
-        if (!t->reorder_enabled || p->reorder_extra == extra)
+        if (!peer->reorder_enabled || p->reorder_extra == extra)
                 return;
-        rx_shared_set_path_extra(t->rx, (unsigned) i, extra);
+        rx_shared_set_path_extra(peer->rx, (unsigned) i, extra);
         p->reorder_extra = extra;
 }
 
-void tunnel_reset_reorder(Tunnel *t) {
-        if (!t->reorder_enabled)
+void peer_reset_reorder(Peer *peer) {
+        if (!peer->reorder_enabled)
                 return;
-        rx_shared_reset(t->rx, deliver_from_main, t);
+        rx_shared_reset(peer->rx, deliver_from_main, peer->tunnel);
 }
 
 bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
@@ -552,6 +570,7 @@ bool tunnel_queue_event(Tunnel *t, const ControlEvent *ev) {
 
 static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Tunnel *t = userdata;
+        Peer *peer = t->peers[0];
         ControlEvent *q;
         unsigned handshakes;
         uint64_t v;
@@ -569,14 +588,14 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
         for (size_t i = 0; i < n; i++) {
                 Path *p = NULL;
 
-                if (t->hs) {
+                if (peer->hs) {
                         /* Under load when more than an eighth of what may wait did, as WireGuard. */
                         if (q[i].kind == CONTROL_EVENT_HANDSHAKE) {
                                 session_handle_message(t, &q[i], handshakes > HANDSHAKE_QUEUE_MAX / 8);
                                 continue;
                         }
                         if (q[i].epoch != 0)
-                                session_heard(t, q[i].epoch);
+                                session_heard(peer, q[i].epoch);
                 }
                 if (q[i].kind == CONTROL_EVENT_HANDSHAKE || q[i].kind == CONTROL_EVENT_SESSION)
                         continue;
@@ -586,8 +605,8 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
                         feedback_handle(t, &q[i]);
                         continue;
                 }
-                if (q[i].path < t->n_paths)
-                        p = t->paths[q[i].path];
+                if (q[i].path < peer->n_paths)
+                        p = peer->paths[q[i].path];
                 else if (q[i].kind == CONTROL_EVENT_KEEPALIVE)
                         p = tunnel_path_by_peer_token(t, q[i].ka.path_token);
                 else if (q[i].kind == CONTROL_EVENT_ENDPOINT) {
@@ -597,11 +616,11 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
                                 p->peer_token = q[i].token;
                                 path_note_peer(p, &q[i]);
                         }
-                        else if (!p && q[i].socket_path < t->n_paths)
-                                COUNTER_ADD(t->paths[q[i].socket_path]->counters.drops[MPT_DROP_UNKNOWN_SOURCE], 1);
+                        else if (!p && q[i].socket_path < peer->n_paths)
+                                COUNTER_ADD(peer->paths[q[i].socket_path]->counters.drops[MPT_DROP_UNKNOWN_SOURCE], 1);
                 }
-                else if (q[i].kind == CONTROL_EVENT_PATH_STATUS && t->n_paths > 0)
-                        p = t->paths[0]; /* names its path itself */
+                else if (q[i].kind == CONTROL_EVENT_PATH_STATUS && peer->n_paths > 0)
+                        p = peer->paths[0]; /* names its path itself */
                 if (p)
                         path_handle_event(p, &q[i]);
         }
@@ -615,15 +634,16 @@ static int on_control_event(sd_event_source *s, int fd, uint32_t revents, void *
  * one whose remote has the source's address (a NAT gave the other end's path a new port), else
  * the one dead the longest. */
 Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev) {
+        Peer *peer = t->peers[0];
         Path *v, *same_addr = NULL, *oldest = NULL;
         MptAddress src;
 
-        if (ev->socket_path >= t->n_paths || !(v = t->paths[ev->socket_path])->fds ||
+        if (ev->socket_path >= peer->n_paths || !(v = peer->paths[ev->socket_path])->fds ||
             sockaddr_to_address(&ev->source, &src, NULL) < 0)
                 return NULL;
         for (int pass = 0; pass < 2; pass++)
-                for (size_t i = 0; i < t->n_paths; i++) {
-                        Path *p = t->paths[i];
+                for (size_t i = 0; i < peer->n_paths; i++) {
+                        Path *p = peer->paths[i];
                         MptAddress remote;
 
                         if (!path_config_listens(p->config) || !p->fds || p->ifindex != v->ifindex ||
@@ -650,9 +670,11 @@ Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev) {
 }
 
 uint64_t tunnel_path_pace_rate(const Tunnel *t, unsigned path) {
-        if (path >= MPT_PATHS_MAX || !(__atomic_load_n(&t->pace_paths, __ATOMIC_RELAXED) & UINT64_C(1) << path))
+        Peer *peer = t->peers[0];
+
+        if (path >= MPT_PATHS_MAX || !(__atomic_load_n(&peer->pace_paths, __ATOMIC_RELAXED) & UINT64_C(1) << path))
                 return 0;
-        return __atomic_load_n(&t->pace_rate[path], __ATOMIC_RELAXED);
+        return __atomic_load_n(&peer->pace_rate[path], __ATOMIC_RELAXED);
 }
 
 bool tunnel_path_queued_locally(Tunnel *t, unsigned path) {
@@ -668,10 +690,11 @@ void tunnel_worker_packets(Tunnel *t, unsigned worker, uint64_t *ret_rx, uint64_
         const Worker *w = t->workers && worker < t->n_workers ? t->workers[worker] : NULL;
 
         *ret_rx = *ret_tx = 0;
-        for (size_t i = 0; w && i < t->n_paths; i++) {
-                *ret_rx += COUNTER_READ(w->path_counters[i].rx_packets);
-                *ret_tx += COUNTER_READ(w->path_counters[i].tx_packets);
-        }
+        for (size_t k = 0; w && k < w->n_peers; k++)
+                for (size_t i = 0; i < t->peers[k]->n_paths; i++) {
+                        *ret_rx += COUNTER_READ(w->peers[k].path_counters[i].rx_packets);
+                        *ret_tx += COUNTER_READ(w->peers[k].path_counters[i].tx_packets);
+                }
 }
 
 void tunnel_worker_contention(Tunnel *t, unsigned worker, uint64_t *ret_waits, uint64_t *ret_wait_ns) {
@@ -711,12 +734,12 @@ void tunnel_sum_counters(Tunnel *t, int path, PathCounters *ret) {
 
         for (unsigned w = 0; w < t->n_workers; w++) {
                 if (path >= 0)
-                        ADD(sum, t->workers[w]->path_counters[path]);
+                        ADD(sum, t->workers[w]->peers[0].path_counters[path]);
                 else
                         ADD(sum, t->workers[w]->tunnel_counters);
         }
         if (path >= 0)
-                ADD(sum, t->paths[path]->counters);
+                ADD(sum, t->peers[0]->paths[path]->counters);
         else
                 for (size_t _i = 0; _i < _MPT_DROP_MAX; _i++)
                         sum.drops[_i] += COUNTER_READ(t->drops_main[_i]);
@@ -753,11 +776,12 @@ static int find_keepalive_addresses(Tunnel *t) {
 #define ASSUMED_LINK_MTU 1500u
 
 static uint32_t auto_mtu(Tunnel *t) {
+        Peer *peer = t->peers[0];
         uint32_t mtu = UINT32_MAX;
 
         /* Paths without a link yet do not count; with none at all, assume ASSUMED_LINK_MTU. */
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
                 uint32_t link = p->link_mtu;
                 uint32_t overhead = profile_path_overhead(t->profile, p->config);
                 if (p->ifindex <= 0 || link == 0)
@@ -766,8 +790,8 @@ static uint32_t auto_mtu(Tunnel *t) {
                         mtu = MIN(mtu, link - overhead);
         }
         if (mtu == UINT32_MAX) {
-                for (size_t i = 0; i < t->n_paths; i++)
-                        mtu = MIN(mtu, ASSUMED_LINK_MTU - profile_path_overhead(t->profile, t->paths[i]->config));
+                for (size_t i = 0; i < peer->n_paths; i++)
+                        mtu = MIN(mtu, ASSUMED_LINK_MTU - profile_path_overhead(t->profile, peer->paths[i]->config));
         }
         return MAX(mtu, MPT_MTU_MIN);
 }
@@ -803,6 +827,7 @@ static int address_compare(const void *a, const void *b) {
 }
 
 int tunnel_update_firewall(Tunnel *t, bool startup) {
+        Peer *peer = t->peers[0];
         _cleanup_free_ MptAddress *remotes = NULL;
         const char *what = "batch";
         size_t n = 0, u = 0;
@@ -813,20 +838,20 @@ int tunnel_update_firewall(Tunnel *t, bool startup) {
                 return 0;
 
         /* Every configured remote, and where each path sends now (it follows the other end). */
-        remotes = calloc(2 * t->n_paths + 1, sizeof(MptAddress));
+        remotes = calloc(2 * peer->n_paths + 1, sizeof(MptAddress));
         if (!remotes)
                 return log_oom_tunnel(t);
-        for (size_t i = 0; i < t->n_paths; i++) {
-                const MptPathConfig *c = t->paths[i]->config;
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                const MptPathConfig *c = peer->paths[i]->config;
                 MptAddress a;
                 uint16_t port;
 
                 /* A listening path is reached from anywhere: its first datagram must come in. */
                 if (path_config_listens(c))
                         listen |= path_config_family(c) == AF_INET6 ? 2 : 1;
-                if (address_is_set(&t->paths[i]->config->remote))
-                        remotes[n++] = t->paths[i]->config->remote;
-                if (t->paths[i]->remote_len > 0 && sockaddr_to_address(&t->paths[i]->remote, &a, &port) >= 0)
+                if (address_is_set(&peer->paths[i]->config->remote))
+                        remotes[n++] = peer->paths[i]->config->remote;
+                if (peer->paths[i]->remote_len > 0 && sockaddr_to_address(&peer->paths[i]->remote, &a, &port) >= 0)
                         remotes[n++] = a;
         }
         qsort(remotes, n, sizeof(MptAddress), address_compare);
@@ -891,11 +916,12 @@ static int compute_mtu(Tunnel *t) {
 
 static int on_refresh(sd_event_source *s, void *userdata) {
         Tunnel *t = userdata;
+        Peer *peer = t->peers[0];
         bool all = t->refresh_all;
 
         t->refresh_all = false;
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
                 if (!all && !p->dirty)
                         continue;
                 p->dirty = false;
@@ -918,6 +944,7 @@ static void mark_dirty(Tunnel *t, Path *p) {
 
 static void on_link_event(void *userdata, bool removed, const RtnlLink *l) {
         Tunnel *t = userdata;
+        Peer *peer = t->peers[0];
 
         if (removed && t->tun.ifindex > 0 && l->ifindex == t->tun.ifindex) {
                 /* Someone deleted our device (ip link delete, networkctl delete, a networkd
@@ -930,8 +957,8 @@ static void on_link_event(void *userdata, bool removed, const RtnlLink *l) {
                 return;
         }
 
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
                 /* By name (appears, disappears, is renamed) or by index (the one we use). */
                 if ((p->config->interface && streq(p->config->interface, l->ifname)) || p->ifindex == l->ifindex)
                         mark_dirty(t, p);
@@ -940,9 +967,10 @@ static void on_link_event(void *userdata, bool removed, const RtnlLink *l) {
 
 static void on_address_event(void *userdata, bool removed, const RtnlAddress *a) {
         Tunnel *t = userdata;
+        Peer *peer = t->peers[0];
 
-        for (size_t i = 0; i < t->n_paths; i++) {
-                Path *p = t->paths[i];
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                Path *p = peer->paths[i];
                 if (a->address.family != path_config_family(p->config))
                         continue;
                 /* Paths without Interface= find their link through the address: any may matter. */
@@ -1134,6 +1162,7 @@ static void unconfigure_device(Tunnel *t) {
 /* Secure mode: the cipher library, this run's epoch and, with the pre-shared key alone, the
  * sending keys (with the handshake they come with sessions, session.c). */
 static int secure_setup(Tunnel *t) {
+        Peer *peer = t->peers[0];
         const MptProfile *profile = t->profile;
         uint16_t rnd = 0;
         int r;
@@ -1150,22 +1179,22 @@ static int secure_setup(Tunnel *t) {
          * older one): wall-clock nanoseconds, the low 16 bits random so that both ends
          * never pick the same one. */
         (void) !getrandom(&rnd, sizeof rnd, 0);
-        t->epoch = ((uint64_t) now_realtime_nsec() & ~UINT64_C(0xffff)) | rnd;
-        if (t->epoch == 0)
-                t->epoch = 1;
+        peer->epoch = ((uint64_t) now_realtime_nsec() & ~UINT64_C(0xffff)) | rnd;
+        if (peer->epoch == 0)
+                peer->epoch = 1;
         t->aes = mpt_secure_aes_available() && !dataplane_options.no_aes;
         if (profile_uses_handshake(profile)) {
                 /* Keys come with sessions (session.c); the epoch in each datagram is then the
                  * receiver's session id. */
                 t->handshake = true;
-                t->epoch = 0;
+                peer->epoch = 0;
         } else {
-                r = mpt_secure_derive(profile->tunnel.psk.bytes, t->epoch, t->aes, &t->tx_keys);
+                r = mpt_secure_derive(profile->tunnel.psk.bytes, peer->epoch, t->aes, &peer->tx_keys);
                 if (r < 0)
                         return log_tunnel_error_errno(t, r, "Failed to derive the data keys: %m");
         }
         for (size_t i = 0; i < MPT_PATHS_MAX; i++)
-                t->tx_counter[i] = 1;
+                peer->tx_counter[i] = 1;
         t->secure = true;
         return 0;
 }
@@ -1206,19 +1235,20 @@ static int kernel_setup(Tunnel *t) {
  * which workers receive. Before the paths bind: whether it reorders decides where they are
  * received (path_rx_worker()). */
 static int receive_setup(Tunnel *t) {
+        Peer *peer = t->peers[0];
         const MptTunnelConfig *c = &t->profile->tunnel;
 
-        if (rx_shared_new(c->reorder_window, c->reorder_max_delay, &t->rx) < 0)
+        if (rx_shared_new(c->reorder_window, c->reorder_max_delay, &peer->rx) < 0)
                 return log_oom();
-        if (t->secure && rx_shared_set_secure(t->rx, t->handshake, t->epoch) < 0)
+        if (t->secure && rx_shared_set_secure(peer->rx, t->handshake, peer->epoch) < 0)
                 return log_oom();
         if (c->reorder_window > 0) {
-                t->reorder_hold = t->reorder_spread = c->reorder_max_delay;
-                t->reorder_enabled = true;
+                peer->reorder_hold = peer->reorder_spread = c->reorder_max_delay;
+                peer->reorder_enabled = true;
         }
-        t->repair = t->secure && t->reorder_enabled && dataplane_options.repair;
-        t->repair_via = -1;
-        if (t->n_workers > 1 && t->reorder_enabled && !dataplane_options.rx_spread)
+        peer->repair = t->secure && peer->reorder_enabled && dataplane_options.repair;
+        peer->repair_via = -1;
+        if (t->n_workers > 1 && peer->reorder_enabled && !dataplane_options.rx_spread)
                 t->rx_workers = t->secure ? t->n_workers / 2 : 1;
         if (worker_pool_setup(t) < 0)
                 return log_oom();
@@ -1228,19 +1258,20 @@ static int receive_setup(Tunnel *t) {
 /* The paths, each as the kernel has its interface and addresses now: one whose interface or
  * address is missing waits for it. */
 static int paths_setup(Tunnel *t) {
+        Peer *peer = t->peers[0];
         int r;
 
-        t->n_paths = t->profile->n_paths;
-        t->paths = calloc(t->n_paths, sizeof(Path *));
-        if (!t->paths)
+        peer->n_paths = t->profile->n_paths;
+        peer->paths = calloc(peer->n_paths, sizeof(Path *));
+        if (!peer->paths)
                 return log_oom();
-        for (size_t i = 0; i < t->n_paths; i++) {
-                r = path_new(t, (unsigned) i, &t->profile->paths[i], &t->paths[i]);
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                r = path_new(peer, (unsigned) i, &t->profile->paths[i], &peer->paths[i]);
                 if (r < 0)
                         return r;
         }
-        for (size_t i = 0; i < t->n_paths; i++) {
-                r = path_refresh(t->paths[i], true);
+        for (size_t i = 0; i < peer->n_paths; i++) {
+                r = path_refresh(peer->paths[i], true);
                 if (r < 0)
                         return r;
         }
@@ -1324,14 +1355,20 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         t = calloc(1, sizeof(Tunnel));
         if (!t)
                 return log_oom();
+        /* The one peer, before anything else: tunnel_free() expects it. */
+        t->peers = calloc(1, sizeof(Peer *));
+        if (!t->peers || peer_new(t, 0, &t->peers[0]) < 0) {
+                free(t->peers);
+                free(t);
+                return log_oom();
+        }
+        t->n_peers = 1;
         t->event = sd_event_ref(event);
         t->profile = profile;
         t->name = profile->tunnel.name;
         t->n_workers = n_workers;
-        t->fastest = -1;
         t->control_eventfd = -EBADF;
         t->started = now_usec();
-        pthread_mutex_init(&t->tx_lock, NULL);
         pthread_mutex_init(&t->control_lock, NULL);
         do
                 if (getrandom(&t->session, sizeof t->session, 0) != sizeof t->session)
@@ -1340,7 +1377,7 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         /* Start the sequence space at a random point: a restarted peer is then told apart from
          * a slightly reordered one by the receiver's resynchronisation, not by luck. (Compat
          * mode's; each worker's lane in secure mode starts at one of its own.) */
-        (void) !getrandom(&t->tx_seq, sizeof(uint32_t), 0);
+        (void) !getrandom(&t->peers[0]->tx_seq, sizeof(uint32_t), 0);
 
         if (profile->tunnel.mode == MPT_MODE_SECURE) {
                 r = secure_setup(t);
@@ -1362,11 +1399,13 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
         r = workers_setup(t);
         if (r < 0)
                 return r;
-        r = feedback_start(t);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < t->n_paths; i++) {
-                r = path_start(t->paths[i]);
+        for (size_t k = 0; k < t->n_peers; k++) {
+                r = feedback_start(t->peers[k]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < t->peers[0]->n_paths; i++) {
+                r = path_start(t->peers[0]->paths[i]);
                 if (r < 0)
                         return r;
         }
@@ -1375,8 +1414,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
                 if (r < 0)
                         return r;
         }
-        if (t->handshake) {
-                r = session_start(t);
+        for (size_t k = 0; t->handshake && k < t->n_peers; k++) {
+                r = session_start(t->peers[k]);
                 if (r < 0)
                         return r;
         }
@@ -1406,16 +1445,21 @@ Tunnel *tunnel_free(Tunnel *t) {
                 worker_free(t->workers[i]);
         free(t->workers);
 
-        for (size_t i = 0; t->paths && i < t->n_paths; i++)
-                path_free(t->paths[i]);
-        free(t->paths);
+        for (size_t k = 0; k < t->n_peers; k++) {
+                Peer *peer = t->peers[k];
+
+                for (size_t i = 0; peer->paths && i < peer->n_paths; i++)
+                        path_free(peer->paths[i]);
+                peer->paths = mfree(peer->paths);
+        }
 
         while (t->retired) {
                 Snapshot *s = t->retired;
                 t->retired = s->retired_next;
                 snapshot_free(s);
         }
-        snapshot_free(t->snapshot);
+        for (size_t k = 0; k < t->n_peers; k++)
+                t->peers[k]->snapshot = snapshot_free(t->peers[k]->snapshot);
 
         if (t->rtnl)
                 unconfigure_device(t);
@@ -1431,8 +1475,10 @@ Tunnel *tunnel_free(Tunnel *t) {
 
         sd_event_source_disable_unref(t->control_source);
         sd_event_source_disable_unref(t->reclaim_timer);
-        session_stop(t);
-        feedback_stop(t);
+        for (size_t k = 0; k < t->n_peers; k++) {
+                session_stop(t->peers[k]);
+                feedback_stop(t->peers[k]);
+        }
         sd_event_source_disable_unref(t->refresh_event);
         rtnl_monitor_free(t->monitor);
         for (size_t i = 0; i < t->n_pending_close; i++)
@@ -1440,11 +1486,11 @@ Tunnel *tunnel_free(Tunnel *t) {
         free(t->pending_close);
         safe_close(t->control_eventfd);
         free(t->control_queue);
-        rx_shared_free(t->rx);
+        for (size_t k = 0; k < t->n_peers; k++)
+                peer_free(t->peers[k]);
+        free(t->peers);
         worker_pool_free(t);
-        pthread_mutex_destroy(&t->tx_lock);
         pthread_mutex_destroy(&t->control_lock);
-        mpt_secure_keys_wipe(&t->tx_keys);
         free(t->address_added);
         free(t->route_added);
         rtnl_close(t->rtnl);

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Runtime state of one tunnel (one mptd process runs one tunnel).
+/* Runtime state of one tunnel (one mptd process runs one tunnel): what is shared by the peers, the
+ * other ends it serves (one today; peer.h has what is each one's).
  *
  * Threads and ownership:
  * - The main thread runs the sd-event loop and owns everything in Tunnel and Path: configuration,
  *   path state machines, keepalives and dead timers, netlink, the control socket.
  * - Worker threads (worker.c; the way out send.c, the way in receive.c) own one TUN queue each and read an immutable Snapshot of the path
- *   table. The main thread publishes a new snapshot whenever something the data plane needs
+ *   table, one per peer (Peer.snapshot). The main thread publishes a new snapshot whenever something the data plane needs
  *   changes, wakes the workers, and frees an old snapshot (and closes sockets that only it still
  *   names) once every worker has announced a newer generation: a worker takes the newest
  *   snapshot at the top of each loop iteration and never looks at an older one again.
@@ -40,8 +41,10 @@
 #define TUNNEL_RX_POOL_MIN 16u
 
 typedef struct Tunnel Tunnel;
+typedef struct Peer Peer;
 typedef struct Path Path;
 typedef struct Worker Worker;
+typedef struct WorkerPeer WorkerPeer;
 
 /* See compute_state() in path.c for the precedence between them (admin-down first, then the
  * local conditions, dead, probing, peer-down). */
@@ -123,7 +126,7 @@ typedef struct Snapshot {
 } Snapshot;
 
 struct Path {
-        Tunnel *tunnel;
+        Peer *peer; /* whose path it is */
         unsigned index;
         const MptPathConfig *config;
         const char *name;
@@ -174,7 +177,7 @@ struct Path {
         uint32_t peer_seq;         /* last received */
         usec_t peer_seq_time;
         uint32_t peer_session;
-        usec_t rtt, rtt_var;       /* smoothed, 0: unknown (tunnel_rtt_changed() on a new sample) */
+        usec_t rtt, rtt_var;       /* smoothed, 0: unknown (peer_rtt_changed() on a new sample) */
         usec_t rtt_min[2];         /* the smallest sample of this half-window and of the last (0: none) */
         usec_t rtt_min_since;      /* when this half-window began (PATH_RTT_MIN_WINDOW_USEC / 2) */
         double rx_loss_lost, rx_loss_total; /* decaying counts of keepalives from the peer */
@@ -250,48 +253,22 @@ struct Tunnel {
         bool *address_added; /* per profile address: we added it (remove on exit) */
         bool *route_added;
 
-        Path **paths;
-        size_t n_paths;
+        /* The other ends this mptd serves (peer.h): exactly one today. */
+        Peer **peers;
+        size_t n_peers;
 
         Worker **workers;
         unsigned n_workers;
 
-        Snapshot *snapshot; /* atomic */
         uint64_t generation; /* atomic */
         Snapshot *retired;
         sd_event_source *reclaim_timer;
 
-        /* Compat mode's one sequence space (atomic): each sending worker takes a range of it per
-         * window of segments. In secure mode each worker numbers its own lane (Worker.tx_seq). */
-        uint64_t tx_seq;
-        /* Compat mode with sequence numbers and several workers: numbering and sending one TUN
-         * packet's segments happen in one step, so that every path carries its packets in
-         * sequence order (the receiver infers loss from that). Secure mode has a lane per worker
-         * instead, and never takes it. */
-        pthread_mutex_t tx_lock;
-        /* Pacing (the learned scheduler's, learn_pace_rate()): the paths paced (a bit each; the
-         * main thread sets them, see pace_update() in feedback.c), per path its rate in bytes per
-         * second and when (CLOCK_MONOTONIC, ns) what was sent on it is due at that rate. A
-         * worker sends no run on a path more than PACE_BURST_NSEC ahead of its pace, and stops
-         * reading the TUN device while every path of the vector is. All atomic. */
-        uint64_t pace_rate[MPT_PATHS_MAX];
-        uint64_t pace_next[MPT_PATHS_MAX];
-        uint64_t pace_paths; /* the paths with a pace rate, a bit each */
-        /* Loss repair (secure mode with reordering; MPT_DEBUG_REPAIR=0: none; mptd(8), LOSS
-         * REPAIR): our path with the shortest round trip, for repair requests and what we send
-         * again (the main thread sets it every FEEDBACK_INTERVAL_USEC; -1: none). Atomic. */
-        bool repair;
-        int repair_via;
         bool gso_failed; /* atomic: the kernel refused UDP GSO once; send datagram by datagram */
-        bool reorder_enabled;
         /* Receiving and sending workers apart (see path_rx_worker()): the paths are received
          * by workers 0 .. rx_workers - 1 and the flows sent by the others; 0: every worker
          * does both. Set before the paths bind. */
         unsigned rx_workers;
-        /* What the receiving workers share: reorder buffers, secure receive state. */
-        RxShared *rx;
-        usec_t reorder_hold;     /* what it waits for a missing packet now (feedback.c) */
-        usec_t reorder_spread;   /* and at least, before it infers that one is lost */
         /* Receive buffers the reorder buffers may hold packets in without copying them (see
          * receive.c), rx_pool_n of them, each receiving worker its own rx_pool_per_worker; a
          * buffer's references (atomic) are its receiving worker's (while it receives into it) and
@@ -312,29 +289,21 @@ struct Tunnel {
 
         uint64_t drops_main[_MPT_DROP_MAX]; /* counted by the main thread, not tied to a path */
 
-        uint32_t session;
-        uint32_t peer_session;
-        uint64_t peer_restarts;
+        uint32_t session; /* this end's, in its keepalives (a new one at every start) */
 
-        /* Secure mode (secure.h). The epoch and the sending key are fixed at start; every path
-         * and lane has its own counter (the nonce is path id, lane and counter): the workers'
-         * lanes are theirs (Worker.tx_counter), the control lane's counters are the main
-         * thread's (tx_counter, for tunnel_seal()). Receive state (the peer's epoch, anti-replay windows per sender path
-         * and lane) is in rx (rx_shared_set_secure()); keys for the peer's epochs are derived by
-         * each worker from the PSK and cached. */
+        /* Secure mode (secure.h). Each peer has its epoch and sending key, fixed at start; every
+         * path and lane has its own counter (the nonce is path id, lane and counter): the workers'
+         * lanes are theirs (WorkerPeer.tx_counter), the control lane's counters are the main
+         * thread's (Peer.tx_counter, for peer_seal()). Receive state (the peer's epoch,
+         * anti-replay windows per sender path and lane) is in the peer's rx
+         * (rx_shared_set_secure()); keys for the peer's epochs are derived by each worker from the
+         * PSK and cached. */
         bool secure;
         bool aes; /* this end can do AES-256-GCM (and says so in every datagram) */
-        uint64_t epoch;
-        MptSecureKeys tx_keys;
-        uint64_t tx_counter[MPT_PATHS_MAX]; /* next counter per path on the control lane */
-        uint64_t peer_epochs; /* atomic: how many new epochs of the other end were accepted */
-        /* The handshake (session.c; NULL: the pre-shared key alone, t->tx_keys and t->epoch).
-         * Main thread, except handshake (set at start) and hs_queued (under control_lock). */
+        /* The handshake (session.c; with one MptHandshake per peer, Peer.hs; without, the
+         * pre-shared key alone, Peer.tx_keys and Peer.epoch). Set at start. The rest is the
+         * main thread's, except hs_queued and hs_replies_queued (under control_lock). */
         bool handshake;
-        MptHandshake *hs;
-        sd_event_source *hs_timer;
-        uint64_t hs_version;   /* mpt_handshake_keys_version() the last snapshot has */
-        uint64_t hs_current;   /* the current key pair's receive epoch then (0: none) */
         /* handshake messages waiting in the control queue: initiations, and the others (the
          * replies to this end's initiations) */
         unsigned hs_queued;
@@ -342,23 +311,6 @@ struct Tunnel {
         /* this end's mac1 key (mpt_handshake_mac1_key()), set before the workers start: they
          * screen handshake messages with it (mpt_handshake_screen()) before queueing them */
         uint8_t hs_mac1_key[MPT_NOISE_KEY_SIZE];
-        uint64_t hs_initiations, hs_sessions; /* initiations sent; sessions that became current */
-        usec_t hs_session_at;  /* when the current one did (session_now()) */
-
-        /* The learned scheduler and feedback (feedback.c). */
-        sd_event_source *feedback_timer;
-        uint64_t feedback_rx, feedback_tx;           /* frames */
-        uint64_t feedback_reported[MPT_PATHS_MAX];   /* per path id of the other end: the last marker told */
-        uint8_t feedback_reported_lane[MPT_PATHS_MAX]; /* and its lane */
-        uint32_t feedback_reported_packets[MPT_PATHS_MAX]; /* and the datagrams received then */
-        usec_t learn_saturated_at;                   /* when a path was last saturated; 0: never */
-        bool learn_light;                            /* none was for LEARN_LIGHT_AFTER_USEC (at the last publishing) */
-        bool learn_by_rates;                         /* the last published weights were the rates (learn_weights()) */
-        uint32_t learn_published[MPT_PATHS_MAX];     /* the weights last published, per path */
-        uint64_t learn_load;                         /* bytes per second sent lately (the larger of two windows) */
-        uint64_t learn_load_win[2];                  /* the last two windows' */
-        uint64_t learn_load_bytes;                   /* tx bytes of all paths at this window's start */
-        usec_t learn_load_since;                     /* when this window began; 0: not yet */
 
         RtnlMonitor *monitor;
         sd_event_source *refresh_event; /* coalesces kernel events into one refresh */
@@ -377,8 +329,6 @@ struct Tunnel {
 
         usec_t started;
         bool running; /* set up; events after this are news */
-        unsigned paths_up;
-        int fastest; /* Policy=: the path lowest-latency rules use now (-1: none); see tunnel_publish() */
 };
 
 /* Sets up the TUN device, addresses, routes, sockets and workers, or fails with a logged,
@@ -388,7 +338,8 @@ int tunnel_new(sd_event *event, MptProfile *profile, unsigned n_workers, Tunnel 
 Tunnel *tunnel_free(Tunnel *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Tunnel *, tunnel_free);
 
-/* Builds and publishes a snapshot from the current path states (main thread). */
+/* Builds and publishes every peer's snapshot from the current path states (main thread):
+ * peer_publish() for each. */
 int tunnel_publish(Tunnel *t);
 void tunnel_reclaim(Tunnel *t);
 
@@ -445,23 +396,6 @@ int tunnel_write_packet(const Tunnel *t, int fd, const uint8_t *pkt, size_t len)
 /* The TUN queue to write a received packet through (by symmetric flow hash). */
 int tunnel_tun_fd_for(const Tunnel *t, const uint8_t *pkt, size_t len);
 
-/* What the reorder buffer waits for a missing packet: hold at most, and spread at least before it
- * infers that it is lost (feedback.h). */
-void tunnel_set_reorder_hold(Tunnel *t, usec_t hold, usec_t spread);
-/* What the packets of path i wait at least in the reorder buffer (reorder_set_path_extra()). */
-void tunnel_set_reorder_extra(Tunnel *t, size_t i, usec_t extra);
-
-/* The other end restarted: deliver what the reorder buffer holds and start a new sequence space. */
-void tunnel_reset_reorder(Tunnel *t);
-bool tunnel_reorder_has_delivered(Tunnel *t);
-
-/* Secure mode: seals the datagram at buf + MPT_SECURE_HEADER_SIZE (len bytes, with room for
- * the tag after it) for path index path, in place, on the control lane, its length in *ret_len.
- * Returns -1, or the drop reason for the caller to count: counter-exhausted, cipher-error. Main
- * thread only (it owns the control lane's counters). */
-int tunnel_seal(Tunnel *t, unsigned path, uint8_t *buf, size_t len, size_t *ret_len);
-/* The cipher datagrams are sealed with now: AES-256-GCM when both ends can do it. */
-MptCipher tunnel_tx_cipher(Tunnel *t);
 
 /* Called by workers: hands a control event to the main thread. false: the queue is full (a
  * handshake message: more initiations, or more of the other messages, wait than
@@ -494,12 +428,10 @@ Path *tunnel_path_by_peer_token(Tunnel *t, uint32_t token);
 /* A listening path (no Remote=) for the source of ev, an ENDPOINT event of a keepalive that
  * authenticated with a token no path knows, on the socket of path ev->socket_path; NULL: none. */
 Path *tunnel_listening_slot(Tunnel *t, const ControlEvent *ev);
-/* Policy=: a path's round-trip time changed; republishes when the path that lowest-latency rules
- * use changes with it. */
-void tunnel_rtt_changed(Tunnel *t);
 
 usec_t now_usec(void);
 uint64_t now_nsec(void);
 
-/* The Path API (path.c) needs the types above. */
+/* The Peer (peer.h) and the Path API (path.c) need the types above. */
+#include "peer.h"
 #include "path.h"

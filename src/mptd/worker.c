@@ -16,19 +16,28 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         w->id = id;
         w->tun_fd = tun_fd;
         w->epoll_fd = w->wake_fd = -EBADF;
-        for (unsigned i = 0; i < MPT_PATHS_MAX; i++) {
-                w->registered[i] = -1;
-                w->rx_turn[i] = 1;
-        }
-        /* Secure mode: this worker's lane starts its sequence space at a random point (see
-         * tunnel_new()), and its counters at 1. */
-        (void) !getrandom(&w->tx_seq, sizeof w->tx_seq, 0);
         for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
-                w->tx_counter[i] = 1;
-        /* Spread the workers over the sending vector so they do not all start on path 0. */
-        w->runs.cursor = id * 7919u;
-        w->quantum = dataplane_options.quantum;
-        w->gso_queued = GSO_SEGMENTS_MAX;
+                w->registered[i] = -1;
+        w->peers = calloc(t->n_peers, sizeof(WorkerPeer));
+        if (!w->peers)
+                goto oom;
+        w->n_peers = t->n_peers;
+        for (size_t k = 0; k < w->n_peers; k++) {
+                WorkerPeer *wp = &w->peers[k];
+
+                wp->peer = t->peers[k];
+                for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
+                        wp->rx_turn[i] = 1;
+                /* Secure mode: this worker's lane starts its sequence space at a random point (see
+                 * tunnel_new()), and its counters at 1. */
+                (void) !getrandom(&wp->tx_seq, sizeof wp->tx_seq, 0);
+                for (unsigned i = 0; i < MPT_PATHS_MAX; i++)
+                        wp->tx_counter[i] = 1;
+                /* Spread the workers over the sending vector so they do not all start on path 0. */
+                wp->runs.cursor = id * 7919u;
+                wp->quantum = dataplane_options.quantum;
+                wp->gso_queued = GSO_SEGMENTS_MAX;
+        }
 
         /* Touched only as far as used: one message per call needs only the first buffer. */
         w->rx_buffer = malloc((size_t) WORKER_RX_MMSG * WORKER_BUFFER_SIZE);
@@ -47,16 +56,21 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
         /* Touched only as far as used (a reload may add rules: not only when there are some). */
         if (hold_init(&w->hold, WORKER_HOLD_BYTES) < 0)
                 goto oom;
-        if (t->reorder_enabled) {
+        for (size_t k = 0; k < w->n_peers; k++) {
+                WorkerPeer *wp = &w->peers[k];
                 unsigned receivers = t->rx_workers > 0 ? t->rx_workers : t->n_workers;
 
-                w->pending = calloc(WORKER_PENDING_MAX, sizeof(RxPending));
-                if (!w->pending)
-                        goto oom;
+                if (!wp->peer->reorder_enabled)
+                        continue;
                 /* The lanes are spread over the receiving workers for their expiry. */
                 for (unsigned l = 0; l < RX_SHARED_LANES && id < receivers; l++)
                         if (l % receivers == id)
-                                w->expire_lanes |= UINT64_C(1) << l;
+                                wp->expire_lanes |= UINT64_C(1) << l;
+                if (w->pending)
+                        continue;
+                w->pending = calloc(WORKER_PENDING_MAX, sizeof(RxPending));
+                if (!w->pending)
+                        goto oom;
                 if (t->rx_pool && id < receivers) {
                         w->pool_first = id * t->rx_pool_per_worker;
                         w->pool_n = t->rx_pool_per_worker;
@@ -68,22 +82,30 @@ int worker_new(Tunnel *t, unsigned id, int tun_fd, Worker **ret) {
                                 goto oom;
                 }
         }
-        if (t->repair) {
+        for (size_t k = 0; k < w->n_peers; k++) {
+                WorkerPeer *wp = &w->peers[k];
+
+                if (!wp->peer->repair)
+                        continue;
                 /* Touched only as far as used. */
-                w->keep = malloc(WORKER_KEEP_BYTES);
+                wp->keep = malloc(WORKER_KEEP_BYTES);
                 /* For every path number: a reload may add paths (calloc: untouched pages cost
                  * no memory). */
-                w->keep_slots = calloc((size_t) MPT_PATHS_MAX * WORKER_KEEP_SLOTS, sizeof(KeepSlot));
-                if (!w->keep || !w->keep_slots)
+                wp->keep_slots = calloc((size_t) MPT_PATHS_MAX * WORKER_KEEP_SLOTS, sizeof(KeepSlot));
+                if (!wp->keep || !wp->keep_slots)
                         goto oom;
-                pthread_mutex_init(&w->repair_lock, NULL);
-                w->repair_lock_init = true;
+                pthread_mutex_init(&wp->repair_lock, NULL);
+                wp->repair_lock_init = true;
         }
         if (t->secure) {
                 w->tx_crypt = malloc(WORKER_CRYPT_SIZE);
-                w->tx_marks = calloc((size_t) MPT_PATHS_MAX * WORKER_TX_MARKS, sizeof(TxMark));
-                if (!w->tx_crypt || !w->tx_marks)
+                if (!w->tx_crypt)
                         goto oom;
+                for (size_t k = 0; k < w->n_peers; k++) {
+                        w->peers[k].tx_marks = calloc((size_t) MPT_PATHS_MAX * WORKER_TX_MARKS, sizeof(TxMark));
+                        if (!w->peers[k].tx_marks)
+                                goto oom;
+                }
         }
         w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (w->epoll_fd < 0)
@@ -123,16 +145,21 @@ Worker *worker_free(Worker *w) {
         hold_done(&w->hold);
         free(w->tx_crypt);
         free(w->tx_copy);
-        free(w->tx_marks);
-        free(w->keep);
-        free(w->keep_slots);
-        if (w->repair_lock_init)
-                pthread_mutex_destroy(&w->repair_lock);
+        for (size_t k = 0; k < w->n_peers; k++) {
+                WorkerPeer *wp = &w->peers[k];
+
+                free(wp->tx_marks);
+                free(wp->keep);
+                free(wp->keep_slots);
+                if (wp->repair_lock_init)
+                        pthread_mutex_destroy(&wp->repair_lock);
+                mpt_secure_keys_wipe(&wp->rx_keys);
+                mpt_secure_keys_wipe(&wp->rx_try_keys);
+        }
+        free(w->peers);
         free(w->pending);
         free(w->pool_released);
         free(w->pool_released_list);
-        mpt_secure_keys_wipe(&w->rx_keys);
-        mpt_secure_keys_wipe(&w->rx_try_keys);
         return mfree(w);
 }
 
@@ -142,6 +169,7 @@ void worker_wake(Worker *w) {
 }
 
 static void reconcile(Worker *w, const Snapshot *s) {
+        WorkerPeer *wp = &w->peers[0];
         for (unsigned i = 0; i < s->n_paths; i++) {
                 int fd = s->paths[i].fds[w->id];
                 struct epoll_event ev = { .events = EPOLLIN, .data.u64 = i };
@@ -155,13 +183,13 @@ static void reconcile(Worker *w, const Snapshot *s) {
                         w->registered[i] = fd;
         }
         /* A run must not go on over a path the new snapshot may have taken out. */
-        sched_runs_reset(&w->runs);
-        w->min_slots = sched_vector_min_slots(s->vector, s->vector_len);
-        w->vector_paths = 0;
-        memset(w->vector_slots, 0, sizeof w->vector_slots);
+        sched_runs_reset(&wp->runs);
+        wp->min_slots = sched_vector_min_slots(s->vector, s->vector_len);
+        wp->vector_paths = 0;
+        memset(wp->vector_slots, 0, sizeof wp->vector_slots);
         for (size_t i = 0; i < s->vector_len; i++) {
-                w->vector_paths |= UINT64_C(1) << s->vector[i];
-                w->vector_slots[s->vector[i]]++;
+                wp->vector_paths |= UINT64_C(1) << s->vector[i];
+                wp->vector_slots[s->vector[i]]++;
         }
         __atomic_store_n(&w->seen_generation, s->generation, __ATOMIC_RELEASE);
 }
@@ -226,18 +254,20 @@ void worker_policy_wait(Worker *w, size_t class, uint64_t waited) {
 
 /* The earliest deadline of the lanes this worker expires. */
 static usec_t expire_deadline(const Worker *w) {
+        const WorkerPeer *wp = &w->peers[0];
         usec_t deadline = USEC_INFINITY;
 
-        for (uint64_t m = rx_shared_lanes(w->tunnel->rx) & w->expire_lanes; m != 0; m &= m - 1)
-                deadline = MIN(deadline, rx_lane_deadline(rx_shared_lane_get(w->tunnel->rx,
+        for (uint64_t m = rx_shared_lanes(wp->peer->rx) & wp->expire_lanes; m != 0; m &= m - 1)
+                deadline = MIN(deadline, rx_lane_deadline(rx_shared_lane_get(wp->peer->rx,
                                                                              (unsigned) __builtin_ctzll(m))));
         return deadline;
 }
 
 static int timeout_ms(const Worker *w) {
+        const WorkerPeer *wp = &w->peers[0];
         usec_t deadline = USEC_INFINITY, now;
 
-        if (w->tunnel->reorder_enabled)
+        if (wp->peer->reorder_enabled)
                 deadline = expire_deadline(w);
         if (w->tun_paused)
                 deadline = MIN(deadline, w->tun_resume / NSEC_PER_USEC);
@@ -253,7 +283,7 @@ static int timeout_ms(const Worker *w) {
 
 static void *worker_main(void *userdata) {
         Worker *w = userdata;
-        Tunnel *t = w->tunnel;
+        WorkerPeer *wp = &w->peers[0];
         struct epoll_event events[MPT_PATHS_MAX + 2];
         sigset_t all;
 
@@ -277,7 +307,7 @@ static void *worker_main(void *userdata) {
 
                 /* Pick up the newest snapshot; announcing its generation tells the main thread that
                  * older ones (and the sockets they name) are no longer used here (see tunnel.h). */
-                s = __atomic_load_n(&t->snapshot, __ATOMIC_ACQUIRE);
+                s = __atomic_load_n(&wp->peer->snapshot, __ATOMIC_ACQUIRE);
                 if (s->generation != w->seen_generation)
                         reconcile(w, s);
 
@@ -294,7 +324,7 @@ static void *worker_main(void *userdata) {
                                 ready[n_ready++] = (unsigned) tag;
                 }
                 worker_rx_ready(w, s, ready, n_ready);
-                if (w->keep)
+                if (wp->keep)
                         worker_repair_serve(w, s);
                 worker_expire_reorder(w);
                 if (w->tun_paused && now_nsec() >= w->tun_resume) {

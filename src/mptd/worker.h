@@ -124,8 +124,72 @@ typedef enum WorkerPolicyCounter {
 } WorkerPolicyCounter;
 #define POLICY_CLASS_OTHER MPT_POLICY_MAX
 
+/* What a worker keeps about one peer (Worker.peers): its place in the peer's schedule, the
+ * numbering of its lane towards the peer, what it sent (for loss repair and the learned scheduler)
+ * and received of the peer's paths, its keys for the peer's epochs, and the paths' counters. */
+struct WorkerPeer {
+        Peer *peer;
+        SchedRuns runs; /* the weighted scheduler's position */
+        /* The quantum in segments (see sched_adaptive_quantum()), and where its rate measurement
+         * started: the time and the tunnel's segments sent then (tunnel_tx_segments()). min_slots:
+         * of the snapshot's vector. */
+        unsigned quantum;
+        usec_t rate_since;
+        uint64_t rate_segments;
+        size_t min_slots;
+        uint64_t vector_paths; /* the paths in the snapshot's vector, a bit each */
+        uint16_t vector_slots[MPT_PATHS_MAX]; /* and their slots in it */
+        /* Paths that queue locally (see sample_queues()): when each was last seen so (atomic:
+         * mptctl reads it), those that count as queueing now (a bit per path), and the most
+         * datagrams per UDP GSO send there (sized in time, SCHED_GSO_TIME_USEC). */
+        usec_t path_queued_at[MPT_PATHS_MAX];
+        uint64_t queued_now;
+        unsigned gso_queued;
+        uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
+        uint64_t expire_lanes; /* the lanes of the peer's reorder buffer this worker expires, a bit each */
+
+        /* Secure mode: this worker's lane (its index): the next sequence number, and per path the
+         * next counter. */
+        uint32_t tx_seq;
+        uint64_t tx_counter[MPT_PATHS_MAX];
+
+        MptSockaddr endpoint_reported[MPT_PATHS_MAX]; /* last new source reported per path */
+
+        /* Secure mode, for the learned scheduler: what arrived of the other end's paths, and when
+         * our paths' counters went out (n_paths x WORKER_TX_MARKS, a ring per path). */
+        RxTrack rx_track[MPT_PATHS_MAX];
+        TxMark *tx_marks;
+        unsigned tx_mark_next[MPT_PATHS_MAX];
+
+        /* Loss repair: what was sent (see KeepSlot; keep_pos: the ring's bytes ever written),
+         * the requests for this worker's lane (any receiving worker adds, under repair_lock;
+         * repair_queued is read without it to tell whether there are any), and the gaps the
+         * datagrams received in the current batch revealed, to ask for at its end. */
+        uint8_t *keep;
+        uint64_t keep_pos;
+        KeepSlot *keep_slots; /* n_paths x WORKER_KEEP_SLOTS */
+        pthread_mutex_t repair_lock;
+        bool repair_lock_init;
+        MptRepairEntry repair_queue[WORKER_REPAIR_QUEUE];
+        unsigned repair_queued;
+        MptRepair repair_ask;
+        /* Secure mode: the snapshot under which a responder's session was confirmed; the receive
+         * key of the peer's current epoch, and one being tried for a newer epoch (derived at most
+         * as often as the limit allows). */
+        uint64_t confirmed_generation;
+        MptSecureKeys rx_keys;     /* epoch 0: none yet */
+        MptSecureKeys rx_try_keys;
+        MptSecureLimit rx_derive_limit; /* derivations of rx_try_keys */
+
+        PathCounters path_counters[MPT_PATHS_MAX];
+};
+
 struct Worker {
         Tunnel *tunnel;
+        /* What it keeps about each peer of the tunnel, by the peer's index (n_peers of them: the
+         * tunnel's one today). */
+        WorkerPeer *peers;
+        size_t n_peers;
         unsigned id;
         pthread_t thread;
         bool started;
@@ -145,22 +209,6 @@ struct Worker {
 
         uint64_t seen_generation; /* atomic: the snapshot generation this worker uses */
         int registered[MPT_PATHS_MAX]; /* socket registered in epoll per path, -1: none */
-        SchedRuns runs; /* the weighted scheduler's position */
-        /* The quantum in segments (see sched_adaptive_quantum()), and where its rate measurement
-         * started: the time and the tunnel's segments sent then (tunnel_tx_segments()). min_slots:
-         * of the snapshot's vector. */
-        unsigned quantum;
-        usec_t rate_since;
-        uint64_t rate_segments;
-        size_t min_slots;
-        uint64_t vector_paths; /* the paths in the snapshot's vector, a bit each */
-        uint16_t vector_slots[MPT_PATHS_MAX]; /* and their slots in it */
-        /* Paths that queue locally (see sample_queues()): when each was last seen so (atomic:
-         * mptctl reads it), those that count as queueing now (a bit per path), and the most
-         * datagrams per UDP GSO send there (sized in time, SCHED_GSO_TIME_USEC). */
-        usec_t path_queued_at[MPT_PATHS_MAX];
-        uint64_t queued_now;
-        unsigned gso_queued;
 
         /* Receive side: per message of one recvmmsg(), the (GRO) datagram buffer received into
          * next: one of the tunnel's pool (rx_pool_index[i], which this worker holds a reference
@@ -171,7 +219,6 @@ struct Worker {
         uint8_t *rx_buffer; /* WORKER_RX_MMSG x WORKER_BUFFER_SIZE */
         uint8_t *rx_cur[WORKER_RX_MMSG];
         int rx_pool_index[WORKER_RX_MMSG];
-        uint8_t rx_turn[MPT_PATHS_MAX]; /* per path: buffers its next turn reads, see worker_rx_ready() */
         /* This worker's part of the tunnel's receive buffer pool (pool_first .. + pool_n - 1; 0:
          * none), and where the search for a free one goes on. References to pool buffers (any
          * worker's) that its deliveries let go of are given back only after the TUN writes that
@@ -183,7 +230,6 @@ struct Worker {
         unsigned n_pool_released;
         RxPending *pending;
         unsigned n_pending;
-        uint64_t expire_lanes; /* the lanes whose reorder buffer this worker expires, a bit each */
         RxContention contention; /* its waits for the locks of what the workers share */
         Gro gro;
         uint8_t *gro_stage; /* WORKER_BUFFER_SIZE */
@@ -196,9 +242,7 @@ struct Worker {
         uint64_t quiet_rx;
         uint64_t quiet_tx;
 
-        /* Send side. Segments sent (atomic: others sum them, tunnel_tx_segments()). Secure mode:
-         * this worker's lane (its index): the next sequence number, and per path the next
-         * counter. */
+        /* Send side. Segments sent (atomic: others sum them, tunnel_tx_segments()). */
         uint64_t tx_segments;
         /* Pacing (Tunnel.pace_rate): the TUN device is out of the epoll set until tun_resume
          * (CLOCK_MONOTONIC, ns) while tun_paused. */
@@ -209,8 +253,6 @@ struct Worker {
          * them. */
         HoldQueue hold;
         uint64_t hold_resume;
-        uint32_t tx_seq;
-        uint64_t tx_counter[MPT_PATHS_MAX];
         /* One TUN packet, its segments' headers, and per path the iovecs of the
          * datagrams it carries (GRE+headers, payload) for one UDP GSO send. */
         uint8_t *tx_buffer;
@@ -220,40 +262,13 @@ struct Worker {
         unsigned path_segs[MPT_PATHS_MAX];
         uint16_t seg_path[OFFLOAD_SEGMENTS_MAX];
 
-        MptSockaddr endpoint_reported[MPT_PATHS_MAX]; /* last new source reported per path */
-
-        /* Secure mode, for the learned scheduler: what arrived of the other end's paths, and when
-         * our paths' counters went out (n_paths x WORKER_TX_MARKS, a ring per path). */
-        RxTrack rx_track[MPT_PATHS_MAX];
-        TxMark *tx_marks;
-        unsigned tx_mark_next[MPT_PATHS_MAX];
-
-        /* Secure mode: sealed datagrams of the TUN packet being sent; the receive key of the
-         * peer's current epoch, and one being tried for a newer epoch (derived at most as often
-         * as the limit allows). */
+        /* Secure mode: sealed datagrams of the TUN packet being sent. */
         uint8_t *tx_crypt;
-        /* Loss repair: what was sent (see KeepSlot; keep_pos: the ring's bytes ever written),
-         * the requests for this worker's lane (any receiving worker adds, under repair_lock;
-         * repair_queued is read without it to tell whether there are any), and the gaps the
-         * datagrams received in the current batch revealed, to ask for at its end. */
-        uint8_t *keep;
-        uint64_t keep_pos;
-        KeepSlot *keep_slots; /* n_paths x WORKER_KEEP_SLOTS */
-        pthread_mutex_t repair_lock;
-        bool repair_lock_init;
-        MptRepairEntry repair_queue[WORKER_REPAIR_QUEUE];
-        unsigned repair_queued;
-        MptRepair repair_ask;
         uint64_t rx_epoch;             /* with the handshake: the session of the datagram being handled */
         /* Secure mode: the sender path id (plus one) and epoch of the datagram being handled */
         uint8_t rx_peer_id;
         uint64_t rx_peer_epoch;
-        uint64_t confirmed_generation; /* the snapshot under which a responder's session was confirmed */
-        MptSecureKeys rx_keys;     /* epoch 0: none yet */
-        MptSecureKeys rx_try_keys;
-        MptSecureLimit rx_derive_limit; /* derivations of rx_try_keys */
 
-        PathCounters path_counters[MPT_PATHS_MAX];
         PathCounters tunnel_counters; /* drops not tied to a path */
 };
 

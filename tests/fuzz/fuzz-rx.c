@@ -487,10 +487,16 @@ static int fuzz_new(Input *in, Fuzz **ret) {
         t = fz->t = calloc(1, sizeof(Tunnel));
         if (!t)
                 return -ENOMEM;
+        t->peers = calloc(1, sizeof(Peer *));
+        if (!t->peers)
+                return -ENOMEM;
+        r = peer_new(t, 0, &t->peers[0]);
+        if (r < 0)
+                return r;
+        t->n_peers = 1;
         t->profile = &profile;
         t->name = "fuzz";
         t->control_eventfd = -EBADF;
-        pthread_mutex_init(&t->tx_lock, NULL);
         pthread_mutex_init(&t->control_lock, NULL);
         /* Every worker receives (as without receiving and sending workers apart), through one
          * TUN queue. */
@@ -501,20 +507,20 @@ static int fuzz_new(Input *in, Fuzz **ret) {
         t->tun.vnet_hdr = fz->vnet_hdr;
         t->mtu = 1400;
         fz->max_delay = delays[c2 >> 3 & 3];
-        r = rx_shared_new(fz->reorder ? windows[c2 & 7] : 0, fz->max_delay, &t->rx);
+        r = rx_shared_new(fz->reorder ? windows[c2 & 7] : 0, fz->max_delay, &t->peers[0]->rx);
         if (r < 0)
                 return r;
         if (fz->secure) {
                 t->secure = true;
                 t->aes = fz->aes;
-                t->epoch = OWN_EPOCH;
-                r = rx_shared_set_secure(t->rx, false, OWN_EPOCH);
+                t->peers[0]->epoch = OWN_EPOCH;
+                r = rx_shared_set_secure(t->peers[0]->rx, false, OWN_EPOCH);
                 if (r < 0)
                         return r;
         }
         if (fz->reorder) {
-                rx_shared_set_hold(t->rx, fz->max_delay, min_hold_of(c2 >> 5 & 3, fz->max_delay));
-                t->reorder_enabled = true;
+                rx_shared_set_hold(t->peers[0]->rx, fz->max_delay, min_hold_of(c2 >> 5 & 3, fz->max_delay));
+                t->peers[0]->reorder_enabled = true;
                 r = worker_pool_setup(t);
                 if (r < 0)
                         return r;
@@ -559,10 +565,11 @@ static void fuzz_free(Fuzz *fz) {
         for (unsigned i = 0; i < ELEMENTSOF(fz->workers); i++)
                 worker_free(fz->workers[i]);
         if (t) {
-                rx_shared_free(t->rx);
+                if (t->peers)
+                        peer_free(t->peers[0]);
+                free(t->peers);
                 worker_pool_free(t);
                 free(t->control_queue);
-                pthread_mutex_destroy(&t->tx_lock);
                 pthread_mutex_destroy(&t->control_lock);
                 free(t);
         }
@@ -1317,7 +1324,7 @@ static Sums sums(const Fuzz *fz) {
                 const Worker *w = fz->workers[k];
 
                 for (unsigned p = 0; p < fz->n_paths; p++) {
-                        const PathCounters *c = &w->path_counters[p];
+                        const PathCounters *c = &w->peers[0].path_counters[p];
 
                         s.rx_packets += c->rx_packets;
                         s.units += c->rx_packets + c->keepalives_rx;
@@ -1352,7 +1359,7 @@ static Mark mark(const Fuzz *fz) {
         if (!fz->reorder)
                 return m;
         for (unsigned i = 0; i < RX_SHARED_LANES; i++) {
-                const RxLane *l = rx_shared_lane_get(fz->t->rx, i);
+                const RxLane *l = rx_shared_lane_get(fz->t->peers[0]->rx, i);
 
                 m.resyncs[i] = fz->resets + (l ? reorder_stats(l->reorder)->resyncs : 0);
                 m.late[i] = l ? reorder_stats(l->reorder)->late : 0;
@@ -1386,16 +1393,16 @@ static void check_accounts(Fuzz *fz) {
                 ReorderStats st;
                 usec_t deadline = USEC_INFINITY;
 
-                rx_shared_stats(fz->t->rx, &st, &held);
+                rx_shared_stats(fz->t->peers[0]->rx, &st, &held);
                 for (unsigned i = 0; i < RX_SHARED_LANES; i++) {
-                        RxLane *l = rx_shared_lane_get(fz->t->rx, i);
+                        RxLane *l = rx_shared_lane_get(fz->t->peers[0]->rx, i);
 
                         if (!l)
                                 continue;
                         check(rx_lane_deadline(l) == reorder_deadline(l->reorder),
                               "the published deadline of lane %u is not its reorder buffer's", i);
                         deadline = MIN(deadline, rx_lane_deadline(l));
-                        check(!!(rx_shared_lanes(fz->t->rx) & UINT64_C(1) << i), "lane %u made, not in the mask", i);
+                        check(!!(rx_shared_lanes(fz->t->peers[0]->rx) & UINT64_C(1) << i), "lane %u made, not in the mask", i);
                 }
                 /* Everything held arrived by now: it is due within the maximum delay. */
                 check(held == 0 || deadline <= fz->clock + fz->max_delay,
@@ -1556,7 +1563,7 @@ static void flush_batch(Fuzz *fz) {
         /* The worker that receives the path (path_rx_worker(): path index mod workers). */
         Worker *w = fz->w = fz->workers[fz->socket_path % fz->n_workers];
         uint64_t units = 0, overflow, unknown_msgs = 0;
-        uint64_t epoch_before = fz->secure ? mpt_secure_rx_peer_epoch(t->rx->secure) : 0;
+        uint64_t epoch_before = fz->secure ? mpt_secure_rx_peer_epoch(t->peers[0]->rx->secure) : 0;
         Mark mark_before = mark(fz);
         unsigned fresh_sources = 0, fresh_ka = 0, fresh_ps = 0, n_ka = 0, n_ps = 0, n_fb = 0;
         Sums before = sums(fz), after;
@@ -1678,7 +1685,7 @@ static void flush_batch(Fuzz *fz) {
               after.units - before.units, n_ps, n_fb);
         check_rx_tracks(fz, tracks, msgs, after.authenticated - before.authenticated - unknown_msgs + n_ps + n_fb,
                         overflow);
-        check(!fz->secure || mpt_secure_rx_peer_epoch(t->rx->secure) >= epoch_before, "the peer epoch went back");
+        check(!fz->secure || mpt_secure_rx_peer_epoch(t->peers[0]->rx->secure) >= epoch_before, "the peer epoch went back");
         check_seqs(fz, &mark_before);
         check_accounts(fz);
 }
@@ -1697,8 +1704,8 @@ static void op_expire(Fuzz *fz, usec_t by) {
 }
 
 /* What the main thread does to the reorder buffers (all lanes): a path goes down or up, the other end
- * restarted; the learned scheduler's settings (tunnel_set_reorder_extra(),
- * tunnel_set_reorder_hold()): a path's extra delay (v / 128 of the maximum delay, which caps
+ * restarted; the learned scheduler's settings (peer_set_reorder_extra(),
+ * peer_set_reorder_hold()): a path's extra delay (v / 128 of the maximum delay, which caps
  * it), or the maximum delay (delays[v & 3]) and the minimum hold (min_hold_of(v >> 2 & 3)). how:
  * bits 0-1 which (3: a setting, with v), 2-3 the path, 4 (a setting) the hold, else an extra
  * delay. */
@@ -1715,21 +1722,21 @@ static void op_main(Fuzz *fz, Input *in) {
         m = mark(fz);
         switch (how & 3) {
         case 0:
-                rx_shared_path_down(t->rx, how >> 2 & 3);
+                rx_shared_path_down(t->peers[0]->rx, how >> 2 & 3);
                 break;
         case 1:
-                rx_shared_path_up(t->rx, how >> 2 & 3);
+                rx_shared_path_up(t->peers[0]->rx, how >> 2 & 3);
                 break;
         case 3:
                 if (how & 0x10) {
                         fz->max_delay = delays[v & 3];
-                        rx_shared_set_hold(t->rx, fz->max_delay, min_hold_of(v >> 2 & 3, fz->max_delay));
+                        rx_shared_set_hold(t->peers[0]->rx, fz->max_delay, min_hold_of(v >> 2 & 3, fz->max_delay));
                 } else
-                        rx_shared_set_path_extra(t->rx, how >> 2 & 3, (usec_t) v * fz->max_delay / 128);
+                        rx_shared_set_path_extra(t->peers[0]->rx, how >> 2 & 3, (usec_t) v * fz->max_delay / 128);
                 break;
         default:
                 fz->resets++;
-                tunnel_reset_reorder(t);
+                peer_reset_reorder(t->peers[0]);
                 fz->main_delivered += fz->sink_packets - before;
                 check_seqs(fz, &m);
                 break;
@@ -1746,7 +1753,7 @@ static void summary(const Fuzz *fz) {
                 fz->events, fz->feedback_events);
         for (unsigned k = 0; k < fz->n_workers; k++)
                 for (unsigned p = 0; p < fz->n_paths; p++) {
-                        const PathCounters *c = &fz->workers[k]->path_counters[p];
+                        const PathCounters *c = &fz->workers[k]->peers[0].path_counters[p];
 
                         fprintf(stderr, "  worker %u, path %u: rx %" PRIu64 ", keepalives %" PRIu64, k, p,
                                 c->rx_packets, c->keepalives_rx);
@@ -1756,7 +1763,7 @@ static void summary(const Fuzz *fz) {
                         fputc('\n', stderr);
                 }
         for (unsigned i = 0; fz->reorder && i < RX_SHARED_LANES; i++) {
-                const RxLane *l = rx_shared_lane_get(fz->t->rx, i);
+                const RxLane *l = rx_shared_lane_get(fz->t->peers[0]->rx, i);
                 const ReorderStats *st;
 
                 if (!l)
@@ -1777,7 +1784,7 @@ static void summary(const Fuzz *fz) {
                 fprintf(stderr, "  resets %" PRIu64 "\n", fz->resets);
         if (fz->secure)
                 fprintf(stderr, "  peer epoch %" PRIx64 ", %" PRIu64 " new epochs\n",
-                        mpt_secure_rx_peer_epoch(fz->t->rx->secure), fz->t->peer_epochs);
+                        mpt_secure_rx_peer_epoch(fz->t->peers[0]->rx->secure), fz->t->peers[0]->peer_epochs);
 }
 
 /* ---- The input ----
@@ -1843,7 +1850,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 size_t held;
 
                 op_expire(fz, USEC_PER_SEC + 1); /* the longest maximum delay */
-                rx_shared_stats(fz->t->rx, &st, &held);
+                rx_shared_stats(fz->t->peers[0]->rx, &st, &held);
                 check(held == 0, "packets still held after the maximum delay");
         }
         if (getenv("MPT_FUZZ_RX_VERBOSE"))
